@@ -1,0 +1,1 @@
+"""Core types, errors and settings shared by every stage."""

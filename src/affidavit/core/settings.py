@@ -1,0 +1,386 @@
+"""One settings object for the whole project.
+
+Precedence: defaults < ``affidavit.toml`` < environment (``AFFIDAVIT_*``, nested with ``__``,
+e.g. ``AFFIDAVIT_POLICY__TAU_ENTAIL=0.8``) < explicit arguments. The TOML file is the one given
+with ``--config``, else ``affidavit.toml`` beside the input file, else in the working directory.
+The CRAG names of the original design (``AFFIDAVIT_UPPER_THRESHOLD``, ``AFFIDAVIT_TOP_K_DOCUMENTS``
+...) are accepted as aliases of the ``correct`` section.
+
+Each stage reads only its own section, passed to it explicitly; nothing reads a global.
+
+Example:
+    >>> s = load_settings(overrides={"policy": {"tau_entail": 0.8}})
+    >>> s.policy.tau_entail
+    0.8
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from affidavit.core.errors import ConfigError
+from affidavit.core.types import DisplayMode, EnforcementMode
+
+CONFIG_FILENAME = "affidavit.toml"
+
+
+class Section(BaseModel):
+    """Base of a settings section: unknown keys are errors, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class AuditSettings(Section):
+    """The runtime provenance audit (``affidavit audit``)."""
+
+    mode: EnforcementMode = Field(
+        default="audit",
+        description="audit: report only; guardrail: withhold failing claims; enforce: raise.",
+    )
+    allowlist: list[str] = Field(
+        default_factory=list,
+        description="Allowed source domains (suffix match); empty allows every well-formed URL.",
+    )
+    require_url: bool = Field(
+        default=False, description="Block chunks without a source URL when an allowlist is set."
+    )
+    min_compliance: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Compliance rate needed for trust to pass."
+    )
+    support_threshold: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Minimum match confidence for a claim."
+    )
+    max_age_days: int | None = Field(
+        default=None, ge=0, description="Freshness: maximum source age in days (None: off)."
+    )
+    date_key: str | None = Field(
+        default=None, description="Metadata key holding the source date (besides the defaults)."
+    )
+    stale_action: Literal["warn", "fail"] = Field(
+        default="warn", description="What a stale source does to the verdict."
+    )
+    use_verifier: bool = Field(
+        default=False, description="Also run the entailment verifier (needs affidavit[models])."
+    )
+
+
+class IngestSettings(Section):
+    """Document loading and chunking."""
+
+    chunk_size: int = Field(default=500, ge=50, description="Target chunk size in characters.")
+    chunk_overlap: int = Field(default=50, ge=0, description="Overlap between chunks (chars).")
+    max_file_mb: float = Field(default=50.0, gt=0, description="Larger files are refused.")
+
+
+class StoreSettings(Section):
+    """Where documents, chunks, indexes and vectors live."""
+
+    backend: Literal["local", "qdrant"] = Field(default="local", description="Store backend.")
+    path: Path = Field(default=Path(".affidavit"), description="Folder of the local store.")
+    qdrant_url: str | None = Field(
+        default=None, description="Qdrant server URL; None uses Qdrant's local (embedded) mode."
+    )
+    qdrant_api_key: SecretStr | None = Field(default=None, description="Qdrant API key.")
+    collection: str = Field(default="affidavit", description="Qdrant collection name.")
+
+
+class EmbedSettings(Section):
+    """Dense embeddings."""
+
+    backend: Literal["minilm", "sentence_transformers", "openai"] = Field(
+        default="minilm", description="Embedder backend."
+    )
+    model_path: Path | None = Field(
+        default=None, description="Model folder (sentence_transformers backend)."
+    )
+    base_url: str | None = Field(default=None, description="OpenAI-compatible /v1 base URL.")
+    api_key: SecretStr | None = Field(default=None, description="API key for base_url.")
+    model: str = Field(default="all-MiniLM-L6-v2", description="Model name for the endpoint.")
+    batch_size: int = Field(default=32, ge=1, description="Embedding batch size.")
+    threads: int = Field(default=2, ge=1, description="Inference threads.")
+
+
+class RetrieveSettings(Section):
+    """Search over the store."""
+
+    mode: Literal["bm25", "dense", "hybrid"] = Field(default="hybrid", description="Ranking.")
+    top_k: int = Field(default=10, ge=1, description="Hits returned.")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
+    candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
+    rerank: bool = Field(default=False, description="Apply the rerank stage.")
+
+
+class VerifySettings(Section):
+    """Claim verification (the cascade)."""
+
+    cascade: list[Literal["checks", "cross_encoder", "external", "llm_judge"]] = Field(
+        default_factory=lambda: ["checks", "cross_encoder"],
+        description="Stages in order; later stages run only for the uncertain band.",
+    )
+    model_path: Path | None = Field(
+        default=None, description="Verifier model folder (default: the packaged model)."
+    )
+    external_model_path: Path | None = Field(
+        default=None, description="A user's HF/ONNX cross-encoder folder (MiniCheck, HHEM...)."
+    )
+    external_labels: list[str] = Field(
+        default_factory=lambda: ["entailment", "neutral", "contradiction"],
+        description="Label order of the external model's logits.",
+    )
+    max_len: int = Field(default=256, ge=32, le=2048, description="Tokens per window.")
+    window_stride: int = Field(default=128, ge=16, description="Stride between evidence windows.")
+    uncertain_low: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="Below this p_entail the cascade stops (no)."
+    )
+    uncertain_high: float = Field(
+        default=0.9, ge=0.0, le=1.0, description="Above this p_entail the cascade stops (yes)."
+    )
+    threads: int = Field(default=2, ge=1, description="Inference threads.")
+    batch_size: int = Field(default=32, ge=1, description="Pairs per model call.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Per-claim budget; then unverified.")
+    top_evidence: int = Field(default=5, ge=1, description="Evidence candidates per claim.")
+
+
+class PolicySettings(Section):
+    """The fail-closed render decision."""
+
+    preset: Literal["default", "strict", "mixed"] = Field(
+        default="default", description="Named preset the thresholds came from."
+    )
+    display: DisplayMode = Field(default="strict", description="strict / mixed / debug.")
+    tau_entail: float = Field(default=0.5, ge=0.0, le=1.0, description="VERIFIED needs >= this.")
+    tau_contradict: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="VERIFIED needs p_contradict < this."
+    )
+
+
+class CertifySettings(Section):
+    """Signed certificates."""
+
+    key_path: Path | None = Field(
+        default=None, description="Ed25519 private key (PEM); default: <home>/keys/signing.pem."
+    )
+    trusted_keys: list[Path] = Field(
+        default_factory=list, description="Public keys (PEM) trusted when verifying."
+    )
+
+
+class GenerateSettings(Section):
+    """The LLM backend."""
+
+    backend: Literal["llamacpp", "openai", "fake"] = Field(
+        default="llamacpp", description="Embedded llama.cpp, any OpenAI-compatible server, or fake."
+    )
+    model: str = Field(default="qwen2.5-coder-1.5b-instruct-q4_k_m", description="Model name.")
+    model_path: Path | None = Field(default=None, description="GGUF file (llamacpp backend).")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (/v1).")
+    api_key: SecretStr | None = Field(default=None, description="API key for base_url.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Request timeout.")
+    max_retries: int = Field(default=2, ge=0, description="Retries with backoff.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=256, ge=1, description="Maximum generated tokens.")
+    context_size: int = Field(default=4096, ge=512, description="Context window (llamacpp).")
+    threads: int = Field(default=2, ge=1, description="Threads (llamacpp).")
+
+
+class CorrectSettings(Section):
+    """Corrective retrieval (CRAG)."""
+
+    evaluator: Literal["model", "llm"] = Field(default="model", description="Relevance evaluator.")
+    upper_threshold: float = Field(default=8.0, ge=0, le=10, description="Correct at or above.")
+    lower_threshold: float = Field(default=3.0, ge=0, le=10, description="Incorrect below.")
+    strip_threshold: float = Field(default=5.0, ge=0, le=10, description="Keep sentences >= this.")
+    top_k_documents: int = Field(default=5, ge=1, description="Chunks graded per question.")
+    top_k_web_results: int = Field(default=3, ge=0, description="Web results kept.")
+    web_provider: Literal["none", "tavily", "brave", "searxng", "store"] = Field(
+        default="none", description="Web fallback provider (none: offline)."
+    )
+    tavily_api_key: SecretStr | None = Field(default=None, description="Tavily key.")
+    brave_api_key: SecretStr | None = Field(default=None, description="Brave Search key.")
+    searxng_url: str | None = Field(default=None, description="SearXNG base URL.")
+    fallback_store: Path | None = Field(default=None, description="Offline fallback store.")
+    web_allowlist: list[str] = Field(default_factory=list, description="Allowed web domains.")
+    allow_private_addresses: bool = Field(
+        default=False, description="Let the fetcher reach private/loopback addresses (SSRF guard)."
+    )
+    rewrite_query: bool = Field(default=True, description="Rewrite the web query with the LLM.")
+
+    @field_validator("lower_threshold")
+    @classmethod
+    def _lower_below_upper(cls, v: float, info: Any) -> float:
+        upper = info.data.get("upper_threshold")
+        if upper is not None and v > upper:
+            raise ValueError(f"lower_threshold ({v}) must not exceed upper_threshold ({upper})")
+        return v
+
+
+# CRAG names of the original design, accepted as flat environment variables.
+LEGACY_ENV = {
+    "UPPER_THRESHOLD": ("correct", "upper_threshold"),
+    "LOWER_THRESHOLD": ("correct", "lower_threshold"),
+    "STRIP_THRESHOLD": ("correct", "strip_threshold"),
+    "TOP_K_DOCUMENTS": ("correct", "top_k_documents"),
+    "TOP_K_WEB_RESULTS": ("correct", "top_k_web_results"),
+    "MODEL_NAME": ("generate", "model"),
+    "EMBEDDING_MODEL": ("embed", "model"),
+    "TAVILY_API_KEY": ("correct", "tavily_api_key"),
+}
+
+_toml_data: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
+    "affidavit_toml", default={}
+)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_toml_data.get())
+
+
+class _LegacyEnvSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, dict[str, str]] = {}
+        for name, (section, key) in LEGACY_ENV.items():
+            value = os.environ.get(f"AFFIDAVIT_{name}")
+            if value is not None:
+                out.setdefault(section, {})[key] = value
+        return out
+
+
+class Settings(BaseSettings):
+    """Every setting of affidavit, by stage."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AFFIDAVIT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    home: Path | None = Field(
+        default=None,
+        description="Where keys and caches live (default: ~/.config/affidavit; env AFFIDAVIT_HOME).",
+    )
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
+    verify: VerifySettings = Field(default_factory=VerifySettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    certify: CertifySettings = Field(default_factory=CertifySettings)
+    generate: GenerateSettings = Field(default_factory=GenerateSettings)
+    correct: CorrectSettings = Field(default_factory=CorrectSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # first wins: arguments > env > legacy env names > TOML > defaults
+        return (
+            init_settings,
+            env_settings,
+            _LegacyEnvSource(settings_cls),
+            _TomlSource(settings_cls),
+        )
+
+    def resolved_home(self) -> Path:
+        """The affidavit home folder (keys, model cache)."""
+        if self.home is not None:
+            return self.home.expanduser()
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        base = Path(xdg) if xdg else Path.home() / ".config"
+        return base / "affidavit"
+
+    def effective(self) -> dict[str, Any]:
+        """The effective configuration as JSON-safe data, secrets masked (for certificates)."""
+        return self.model_dump(mode="json")
+
+
+def find_config(explicit: Path | None = None, beside: Path | None = None) -> Path | None:
+    """Locate the TOML file: explicit path, else beside ``beside``, else the working directory."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file not found: {explicit}", source=str(explicit))
+        return explicit
+    candidates: list[Path] = []
+    if beside is not None:
+        base = beside if beside.is_dir() else beside.parent
+        candidates.append(base / CONFIG_FILENAME)
+    candidates.append(Path.cwd() / CONFIG_FILENAME)
+    for c in candidates:
+        if c.is_file():
+            return c
+    return None
+
+
+def _format_validation_error(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "settings"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown setting"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def load_settings(
+    config: Path | str | None = None,
+    *,
+    beside: Path | str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Load settings: defaults < TOML < environment < ``overrides``.
+
+    Args:
+        config: explicit TOML path (``--config``).
+        beside: an input file; an ``affidavit.toml`` next to it is used if present.
+        overrides: nested dict of explicit values, e.g. ``{"audit": {"mode": "enforce"}}``.
+
+    Raises:
+        ConfigError: unreadable TOML, unknown keys or invalid values (message lists valid ones).
+    """
+    path = find_config(
+        Path(config) if config is not None else None,
+        Path(beside) if beside is not None else None,
+    )
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}", source=str(path)) from exc
+    token = _toml_data.set(data)
+    try:
+        return Settings(**(overrides or {}))
+    except ValidationError as exc:
+        where = f" (from {path})" if path else ""
+        raise ConfigError(
+            f"invalid settings{where}: {_format_validation_error(exc)}",
+            source=str(path) if path else None,
+        ) from exc
+    finally:
+        _toml_data.reset(token)

@@ -1,0 +1,1 @@
+"""The testing stage."""

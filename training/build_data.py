@@ -1,0 +1,291 @@
+"""Build train/dev JSONL for the claim verifier from ../shared/data (+ synthetic pairs).
+
+Usage (from the project root, in the training venv):
+    python training/build_data.py --data ../shared/data --out training/data --max-len 192
+
+Writes:
+    training/splits.json        held-out eval row ids (never trained on), reproducible by eval_verifier.py
+    training/data/train.jsonl   {"id", "source", "claim", "evidence", "label", "n_windows"}
+    training/data/dev.jsonl     same; a group-disjoint slice of the training pool, for calibration and
+                                threshold tuning (never eval rows)
+    training/data/stats.json    row counts per source/label
+
+Only folders whose licence allows training a shipped model are read for training (halueval,
+citation_integrity, vitaminc_sample, summac_subsets, wice). Long evidence is cut into
+sentence-aligned windows that fit max_len with the claim; the window with the highest share of
+the claim's content words is kept (MiniCheck-style chunk choice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import DEFAULT_DATA, Windower, base_model_dir, content_words, load_tokenizer, split_sentences  # noqa: E402
+from sources import Item, make_splits, train_pool  # noqa: E402
+
+# ----------------------------------------------------------------------------- perturbations
+AUX = r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must)\b"
+NEG_RE = re.compile(r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must) not\b|\bnever\b|n't\b")
+MONTHS = "January February March April May June July August September October November December".split()
+NUM_WORDS = "two three four five six seven eight nine ten eleven twelve".split()
+ENT_RE = re.compile(r"(?<!^)(?<![.!?] )\b([A-Z][a-z]+(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][a-z]+)*)")
+YEAR_RE = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
+NUM_RE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w,]*\d)")
+
+
+def negate(s: str, rng: random.Random) -> str | None:
+    m = NEG_RE.search(s)
+    if m:
+        t = m.group(0)
+        if t == "never":
+            rep = "always"
+        elif t.endswith("n't"):
+            rep = ""
+            # can't -> can, won't -> will, don't -> do
+            full = s[max(0, m.start() - 3) : m.end()]
+            if full.endswith("won't"):
+                return s[: m.start() - 2] + "will" + s[m.end() :]
+            if full.endswith("can't"):
+                return s[: m.start()] + s[m.end() :]
+        else:
+            rep = m.group(1)
+        out = s[: m.start()] + rep + s[m.end() :]
+        return re.sub(r"\s+", " ", out).strip()
+    m = re.search(AUX, s)
+    if m:
+        return s[: m.end()] + " not" + s[m.end() :]
+    m = re.search(r"\b(\w+ed)\b", s[1:])
+    if m and len(m.group(1)) > 4:
+        i = m.start() + 1
+        return s[:i] + "did not " + _base_form(m.group(1)) + s[i + len(m.group(1)) :]
+    return None
+
+
+def _base_form(v: str) -> str:
+    if v.endswith("ied"):
+        return v[:-3] + "y"
+    if v.endswith("ed") and len(v) > 4 and v[-3] == v[-4]:
+        return v[:-3]
+    if v.endswith("ed"):
+        return v[:-1] if v[-3] in "aeiouv" or v.endswith(("ated", "ized", "ised", "uced", "ored")) else v[:-2]
+    return v
+
+
+def change_number(s: str, rng: random.Random) -> str | None:
+    cands = [m for m in NUM_RE.finditer(s) if not YEAR_RE.fullmatch(m.group(0))]
+    if cands:
+        m = rng.choice(cands)
+        raw = m.group(0).replace(",", "")
+        if "." in raw:
+            v = float(raw)
+            new = f"{v * rng.choice([0.5, 1.5, 2, 0.8, 1.3]):.{len(raw.split('.')[1])}f}"
+        else:
+            v = int(raw)
+            delta = max(1, int(v * rng.choice([0.2, 0.5, 1.0, 2.0]))) * rng.choice([-1, 1])
+            nv = v + delta if v + delta > 0 else v + abs(delta)
+            new = f"{nv:,}" if "," in m.group(0) else str(nv)
+        if new == m.group(0):
+            return None
+        return s[: m.start()] + new + s[m.end() :]
+    words = [w for w in NUM_WORDS if re.search(rf"\b{w}\b", s, re.I)]
+    if words:
+        w = rng.choice(words)
+        other = rng.choice([x for x in NUM_WORDS if x != w])
+        return re.sub(rf"\b{w}\b", other, s, count=1, flags=re.I)
+    return None
+
+
+def change_date(s: str, rng: random.Random) -> str | None:
+    ys = list(YEAR_RE.finditer(s))
+    months = [mo for mo in MONTHS if re.search(rf"\b{mo}\b", s)]
+    if ys and (not months or rng.random() < 0.7):
+        m = rng.choice(ys)
+        y = int(m.group(0)) + rng.choice([-1, 1]) * rng.randint(1, 12)
+        return s[: m.start()] + str(y) + s[m.end() :]
+    if months:
+        mo = rng.choice(months)
+        return re.sub(rf"\b{mo}\b", rng.choice([x for x in MONTHS if x != mo]), s, count=1)
+    return None
+
+
+def swap_entity(s: str, evidence: str, other_ents: list[str], rng: random.Random) -> str | None:
+    ents = [m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3]
+    if not ents:
+        return None
+    m = rng.choice(ents)
+    e = m.group(1)
+    # prefer an entity from the same evidence (hard negative), else one from another row
+    pool = [x.group(1) for x in ENT_RE.finditer(evidence) if x.group(1) != e and x.group(1) not in s and len(x.group(1)) > 3]
+    if not pool or rng.random() < 0.3:
+        pool = [x for x in other_ents if x != e and x not in s]
+    if not pool:
+        return None
+    return s[: m.start(1)] + rng.choice(pool) + s[m.end(1) :]
+
+
+def drop_clause(s: str, rng: random.Random) -> str | None:
+    """A faithful shortening of s (entailed by it): drop a parenthetical / relative / trailing clause."""
+    opts = []
+    t = re.sub(r"\s*\([^()]*\)", "", s)
+    if t != s:
+        opts.append(t)
+    t = re.sub(r",\s*(which|who|whose|where|while|although|though)\b[^,]*(,|(?=[.!?]$))", r"\2", s)
+    if t != s:
+        opts.append(t.replace(",.", ".").replace(" ,", ","))
+    for sep in ("; ", ", and ", ", but "):
+        if sep in s:
+            head = s.split(sep)[0].rstrip(",;") + "."
+            opts.append(head)
+    opts = [o.strip() for o in opts if len(o.split()) >= 5 and o.strip() != s.strip() and not NEG_RE.search(o) == (not NEG_RE.search(s))]
+    if not opts:
+        return None
+    return rng.choice(opts)
+
+
+# ----------------------------------------------------------------------------- building
+def window_items(items: list[Item], win: Windower) -> list[dict]:
+    out = []
+    for it in items:
+        ev, nwin = win.best_window(it.claim, it.evidence)
+        out.append({"id": it.id, "source": it.source, "group": it.group, "claim": it.claim, "evidence": ev, "label": it.label, "n_windows": nwin})
+    return out
+
+
+def synthesize(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Synthetic pairs from the real rows (their evidence windows and entailed claims)."""
+    out: list[dict] = []
+    other_ents = []
+    for r in rng.sample(rows, min(3000, len(rows))):
+        other_ents += [m.group(1) for m in ENT_RE.finditer(r["evidence"]) if len(m.group(1)) > 3]
+    # sentence pool for lexically similar neutrals
+    sent_pool: list[tuple[str, str]] = []
+    for r in rows:
+        for s in split_sentences(r["evidence"]):
+            if 6 <= len(s.split()) <= 40:
+                sent_pool.append((r["group"], s))
+    inv: dict[str, list[int]] = defaultdict(list)
+    for i, (_, s) in enumerate(sent_pool):
+        for w in content_words(s):
+            inv[w].append(i)
+    df = {w: len(v) for w, v in inv.items()}
+
+    def similar_sentence(r: dict) -> str | None:
+        ew = content_words(r["evidence"])
+        ev_norm = r["evidence"].lower()
+        rare = sorted((w for w in ew if 2 <= df.get(w, 0) <= 400), key=lambda w: df[w])[:8]
+        score: Counter[int] = Counter()
+        for w in rare:
+            for i in inv[w]:
+                score[i] += 1
+        for i, _ in score.most_common(30):
+            g, s = sent_pool[i]
+            cw = content_words(s)
+            if g == r["group"] or s.lower() in ev_norm or not cw:
+                continue
+            if len(cw & ew) / len(cw) > 0.7:  # too much overlap: might well be entailed
+                continue
+            return s
+        return None
+
+    perturb = {"negation": negate, "number": change_number, "date": change_date}
+    anchors = rows[:]
+    rng.shuffle(anchors)
+    kinds = ["negation", "number", "date", "entity", "neutral", "neutral", "extract", "clause", "negation", "entity"]
+    i = 0
+    while len(out) < n_target and i < len(anchors) * 3:
+        r = anchors[i % len(anchors)]
+        i += 1
+        kind = kinds[i % len(kinds)]
+        sents = [s for s in split_sentences(r["evidence"]) if 6 <= len(s.split()) <= 45]
+        # the claim to edit: an entailed real claim, or a sentence taken from the evidence
+        if r["label"] == "entail" and rng.random() < 0.4:
+            base, base_kind = r["claim"], "claim"
+        elif sents:
+            base, base_kind = rng.choice(sents), "evsent"
+        else:
+            continue
+        claim, label = None, None
+        if kind in perturb:
+            claim, label = perturb[kind](base, rng), "contradict"
+        elif kind == "entity":
+            claim, label = swap_entity(base, r["evidence"], other_ents, rng), "contradict"
+        elif kind == "neutral":
+            claim, label = similar_sentence(r), "neutral"
+            base_kind = "other_row"
+        elif kind == "extract":
+            if base_kind == "evsent":
+                claim, label = base, "entail"
+        elif kind == "clause":
+            claim, label = drop_clause(base, rng), "entail"
+        if not claim or claim.strip() == base.strip() and kind != "extract":
+            continue
+        out.append({
+            "id": f"synth:{kind}:{len(out)}:{r['id']}", "source": f"synthetic_{kind}", "group": r["group"],
+            "claim": claim, "evidence": r["evidence"], "label": label, "n_windows": r["n_windows"], "from": base_kind,
+        })
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data")
+    ap.add_argument("--max-len", type=int, default=192)
+    ap.add_argument("--halueval-rows", type=int, default=2500, help="training rows kept per HaluEval file (each gives 2 pairs)")
+    ap.add_argument("--synthetic", type=int, default=12000)
+    ap.add_argument("--dev-frac", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=13)
+    args = ap.parse_args()
+
+    rng = random.Random(args.seed)
+    splits = make_splits(args.data)
+    (Path(__file__).resolve().parent / "splits.json").write_text(json.dumps(splits, indent=1))
+
+    pool = list(train_pool(args.data, splits))
+    # subsample HaluEval groups (rows) to keep the data within the CPU training budget
+    by_src: dict[str, list[str]] = defaultdict(list)
+    for it in pool:
+        if it.source.startswith("halueval") and it.group not in by_src[it.source]:
+            by_src[it.source].append(it.group)
+    keep_groups = set()
+    for src, groups in by_src.items():
+        keep_groups |= set(random.Random(args.seed).sample(groups, min(args.halueval_rows, len(groups))))
+    pool = [it for it in pool if not it.source.startswith("halueval") or it.group in keep_groups]
+
+    win = Windower(load_tokenizer(base_model_dir() / "tokenizer.json"), args.max_len)
+    rows = window_items(pool, win)
+    groups = sorted({r["group"] for r in rows})
+    dev_groups = set(random.Random(args.seed + 1).sample(groups, int(args.dev_frac * len(groups))))
+    train_rows = [r for r in rows if r["group"] not in dev_groups]
+    dev_rows = [r for r in rows if r["group"] in dev_groups]
+    n_dev_syn = int(args.synthetic * args.dev_frac)
+    train_rows += synthesize(train_rows, random.Random(args.seed + 2), args.synthetic)
+    dev_rows += synthesize(dev_rows, random.Random(args.seed + 3), n_dev_syn)
+    rng.shuffle(train_rows)
+    rng.shuffle(dev_rows)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stats: dict = {"max_len": args.max_len, "args": {k: str(v) for k, v in vars(args).items()}}
+    for name, rs in (("train", train_rows), ("dev", dev_rows)):
+        with open(args.out / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+            for r in rs:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        c: Counter[str] = Counter(f"{r['source']}|{r['label']}" for r in rs)
+        stats[name] = {"total": len(rs), "by_source_label": dict(sorted(c.items())),
+                       "windowed_rows": sum(1 for r in rs if r["n_windows"] > 1)}
+    (args.out / "stats.json").write_text(json.dumps(stats, indent=1))
+    print(json.dumps({k: stats[k]["total"] for k in ("train", "dev")}))
+    for k, v in stats["train"]["by_source_label"].items():
+        print(f"  {k:45s} {v}")
+
+
+if __name__ == "__main__":
+    main()
