@@ -144,7 +144,7 @@ def drop_clause(s: str, rng: random.Random) -> str | None:
         if sep in s:
             head = s.split(sep)[0].rstrip(",;") + "."
             opts.append(head)
-    opts = [o.strip() for o in opts if len(o.split()) >= 5 and o.strip() != s.strip() and not NEG_RE.search(o) == (not NEG_RE.search(s))]
+    opts = [o.strip() for o in opts if len(o.split()) >= 5 and o.strip() != s.strip() and bool(NEG_RE.search(o)) == bool(NEG_RE.search(s))]
     if not opts:
         return None
     return rng.choice(opts)

@@ -35,6 +35,8 @@ from affidavit.core.types import DisplayMode, EnforcementMode
 
 CONFIG_FILENAME = "affidavit.toml"
 
+CascadeStage = Literal["checks", "cross_encoder", "external", "llm_judge"]
+
 
 class Section(BaseModel):
     """Base of a settings section: unknown keys are errors, values are checked on assignment."""
@@ -125,8 +127,8 @@ class RetrieveSettings(Section):
 class VerifySettings(Section):
     """Claim verification (the cascade)."""
 
-    cascade: list[Literal["checks", "cross_encoder", "external", "llm_judge"]] = Field(
-        default_factory=lambda: ["checks", "cross_encoder"],
+    cascade: list[CascadeStage] = Field(
+        default_factory=lambda: list[CascadeStage](["checks", "cross_encoder"]),
         description="Stages in order; later stages run only for the uncertain band.",
     )
     model_path: Path | None = Field(
@@ -238,8 +240,8 @@ LEGACY_ENV = {
     "TAVILY_API_KEY": ("correct", "tavily_api_key"),
 }
 
-_toml_data: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
-    "affidavit_toml", default={}
+_toml_data: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "affidavit_toml", default=None
 )
 
 
@@ -248,7 +250,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_toml_data.get())
+        return dict(_toml_data.get() or {})
 
 
 class _LegacyEnvSource(PydanticBaseSettingsSource):
@@ -276,7 +278,7 @@ class Settings(BaseSettings):
 
     home: Path | None = Field(
         default=None,
-        description="Where keys and caches live (default: ~/.config/affidavit; env AFFIDAVIT_HOME).",
+        description="Keys and caches folder (default ~/.config/affidavit; env AFFIDAVIT_HOME).",
     )
     audit: AuditSettings = Field(default_factory=AuditSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
