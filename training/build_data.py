@@ -117,13 +117,13 @@ def change_date(s: str, rng: random.Random) -> str | None:
 
 
 def swap_entity(s: str, evidence: str, other_ents: list[str], rng: random.Random) -> str | None:
-    ents = [m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3]
+    ents = [m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3 and m.group(1).split()[0] not in MONTHS]
     if not ents:
         return None
     m = rng.choice(ents)
     e = m.group(1)
     # prefer an entity from the same evidence (hard negative), else one from another row
-    pool = [x.group(1) for x in ENT_RE.finditer(evidence) if x.group(1) != e and x.group(1) not in s and len(x.group(1)) > 3]
+    pool = [x.group(1) for x in ENT_RE.finditer(evidence) if x.group(1).split()[0] not in MONTHS and x.group(1) != e and x.group(1) not in s and len(x.group(1)) > 3]
     if not pool or rng.random() < 0.3:
         pool = [x for x in other_ents if x != e and x not in s]
     if not pool:

@@ -192,3 +192,10 @@ class Verdict(Frozen):
 Decision = Literal["verified", "unverified", "blocked"]
 DisplayMode = Literal["strict", "mixed", "debug"]
 EnforcementMode = Literal["audit", "guardrail", "enforce"]
+
+
+class Message(Frozen):
+    """One chat message sent to a generator."""
+
+    role: Literal["system", "user", "assistant"] = Field(description="Who speaks.")
+    content: str = Field(description="The message text.")
