@@ -1,0 +1,77 @@
+from pathlib import Path
+
+import pytest
+
+from affidavit.core.errors import ConfigError
+from affidavit.core.settings import load_settings
+
+
+def test_defaults_load() -> None:
+    s = load_settings()
+    assert s.correct.upper_threshold == 8.0
+    assert s.retrieve.rrf_k == 60
+
+
+def test_precedence_toml_env_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "affidavit.toml"
+    cfg.write_text("[policy]\ntau_entail = 0.6\ntau_contradict = 0.4\n[retrieve]\ntop_k = 3\n")
+    s = load_settings(cfg)
+    assert (s.policy.tau_entail, s.policy.tau_contradict, s.retrieve.top_k) == (0.6, 0.4, 3)
+    monkeypatch.setenv("AFFIDAVIT_POLICY__TAU_ENTAIL", "0.7")
+    s = load_settings(cfg)
+    assert s.policy.tau_entail == 0.7
+    assert s.policy.tau_contradict == 0.4  # TOML value kept for the other key
+    s = load_settings(cfg, overrides={"policy": {"tau_entail": 0.9}})
+    assert s.policy.tau_entail == 0.9
+
+
+def test_config_found_beside_input(tmp_path: Path) -> None:
+    (tmp_path / "affidavit.toml").write_text('[audit]\nmode = "enforce"\n')
+    inp = tmp_path / "in.json"
+    inp.write_text("{}")
+    assert load_settings(beside=inp).audit.mode == "enforce"
+
+
+def test_legacy_crag_env_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFFIDAVIT_UPPER_THRESHOLD", "7.5")
+    monkeypatch.setenv("AFFIDAVIT_TOP_K_DOCUMENTS", "9")
+    s = load_settings()
+    assert s.correct.upper_threshold == 7.5
+    assert s.correct.top_k_documents == 9
+
+
+def test_invalid_literal_lists_valid_values() -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_settings(overrides={"policy": {"display": "loud"}})
+    msg = str(exc.value)
+    assert "'strict'" in msg and "'mixed'" in msg and "'debug'" in msg
+
+
+def test_unknown_key_in_toml_is_an_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "affidavit.toml"
+    cfg.write_text("[audit]\nmod = 'audit'\n")
+    with pytest.raises(ConfigError) as exc:
+        load_settings(cfg)
+    assert "audit.mod" in str(exc.value) and "unknown setting" in str(exc.value)
+
+
+def test_broken_toml_is_a_config_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "affidavit.toml"
+    cfg.write_text("[audit\n")
+    with pytest.raises(ConfigError):
+        load_settings(cfg)
+
+
+def test_missing_explicit_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_threshold_order_checked() -> None:
+    with pytest.raises(ConfigError):
+        load_settings(overrides={"correct": {"upper_threshold": 2.0, "lower_threshold": 5.0}})
+
+
+def test_effective_masks_secrets() -> None:
+    s = load_settings(overrides={"generate": {"api_key": "sk-secret"}})
+    assert "sk-secret" not in str(s.effective())
