@@ -78,6 +78,34 @@ class AuditSettings(Section):
     )
 
 
+class ClaimsSettings(Section):
+    """Claim extraction from an answer (rule-based, optionally LLM decomposition)."""
+
+    extractor: Literal["rules", "llm"] = Field(
+        default="rules",
+        description="rules: deterministic and model-free; llm: decomposition by the generator "
+        "(falls back to rules on any failure).",
+    )
+    select: bool = Field(
+        default=True,
+        description="Keep only checkworthy sentences (False: every sentence becomes a claim).",
+    )
+    decompose: bool = Field(
+        default=True, description="Split conjunctions and list items into atomic claims."
+    )
+    resolve_pronouns: bool = Field(
+        default=True, description="Replace a leading He/She/It/They by the previous subject."
+    )
+    deduplicate: bool = Field(default=True, description="Drop claims repeating an earlier one.")
+    skip_hedged_filler: bool = Field(
+        default=True, description="Skip hedged sentences with no checkable content."
+    )
+    min_words: int = Field(default=3, ge=1, description="Shorter sentences are not claims.")
+    max_claims: int = Field(
+        default=10000, ge=1, description="At most this many claims per answer (rest recorded)."
+    )
+
+
 class IngestSettings(Section):
     """Document loading and chunking."""
 
@@ -281,6 +309,7 @@ class Settings(BaseSettings):
         description="Keys and caches folder (default ~/.config/affidavit; env AFFIDAVIT_HOME).",
     )
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    claims: ClaimsSettings = Field(default_factory=ClaimsSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)

@@ -1,0 +1,435 @@
+"""The rules of the deterministic extractor: citations, selection, hedges, typing, clauses.
+
+All functions are pure and work on plain strings; offsets are the caller's business except in
+:func:`split_clauses`, which returns spans relative to the text it was given.
+"""
+
+from __future__ import annotations
+
+import re
+
+from affidavit.core.claims import SkipReason
+from affidavit.core.types import ClaimType
+
+# ---------------------------------------------------------------- citations
+
+CITATION = re.compile(r"\s*\[(\d+(?:\s*[,;\u2013\-]\s*\d+)*)\]")
+
+
+def parse_citations(text: str) -> tuple[int, ...]:
+    """Citation numbers ``[n]``, ``[2, 3]``, ``[1-3]`` in order of appearance, no repeats.
+
+    Example:
+        >>> parse_citations("Born in 1879 [1][2, 4-5].")
+        (1, 2, 4, 5)
+    """
+    seen: dict[int, None] = {}
+    for m in CITATION.finditer(text):
+        for part in re.split(r"\s*[,;]\s*", m.group(1)):
+            bounds = re.split(r"\s*[\u2013\-]\s*", part)
+            if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
+                lo, hi = int(bounds[0]), int(bounds[1])
+                if 0 <= hi - lo <= 50:
+                    for k in range(lo, hi + 1):
+                        seen.setdefault(k, None)
+                    continue
+            for b in bounds:
+                if b.isdigit():
+                    seen.setdefault(int(b), None)
+    return tuple(seen)
+
+
+def strip_citations(text: str) -> str:
+    """Remove citation markers and tidy the spaces they leave.
+
+    Example:
+        >>> strip_citations("Paris is big [1]. It grew.[2]")
+        'Paris is big. It grew.'
+    """
+    out = CITATION.sub("", text)
+    out = re.sub(r"\s+([.,;:!?])", r"\1", out)
+    return re.sub(r"\s+", " ", out).strip()
+
+
+# ---------------------------------------------------------------- selection
+
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|greetings|dear\b.*|thanks?|thank you|you'?re welcome|sure|certainly|"
+    r"of course|absolutely|great|good|okay|ok|yes|no|well|alright|glad to help|happy to help)"
+    r"(?:\s+(?:there|everyone|again|question|so much|for asking|thing))*\s*[!.,]*\s*$",
+    re.IGNORECASE,
+)
+_INTERJECTION = re.compile(
+    r"^(?:sure|certainly|of course|absolutely|yes|no|well|okay|ok|great|indeed|alright|"
+    r"thanks|thank you)(?: [a-z]+)?\s*[,!.]\s+",
+    re.IGNORECASE,
+)
+_META = re.compile(
+    r"^(?:here(?:'s| is| are)\b|below (?:is|are)\b|the following\b|"
+    r"as an ai\b|as a (?:large )?language model\b|i(?:'m| am) (?:an ai|a language model|not able|"
+    r"unable|sorry|not sure|happy|glad|here)\b|"
+    r"i (?:hope|can(?:not|'t)?|could|don'?t have|do not have|"
+    r"apologi[sz]e|would be happy|will|'ll)\b|sorry\b|"
+    r"(?:please )?(?:let me know|feel free)\b|if you have (?:any )?(?:other|more|further)|"
+    r"i hope this\b|hope this helps\b|let me (?:explain|summari[sz]e|help|know)\b|"
+    r"(?:good|great|excellent|interesting) question\b|in this (?:answer|response)\b|"
+    r"to answer your question\b|my (?:knowledge|training)\b)",
+    re.IGNORECASE,
+)
+_META_ANYWHERE = re.compile(
+    r"\b(?:as of my (?:last )?(?:knowledge|training)|my knowledge cutoff|i don'?t have (?:access|"
+    r"real-time)|i do not have (?:access|real-time)|as an ai\b|language model)",
+    re.IGNORECASE,
+)
+_OPINION = re.compile(
+    r"^(?:i (?:think|believe|feel|guess|suppose|would say|'d say|personally|prefer|love|like|"
+    r"recommend|suggest|agree|disagree)|personally\b|in my (?:opinion|view|experience)|imo\b|"
+    r"it(?:'s| is) (?:my (?:opinion|view)|a matter of (?:taste|opinion))|"
+    r"(?:i|we) (?:would|'d) (?:recommend|suggest|advise))",
+    re.IGNORECASE,
+)
+_INSTRUCTION = re.compile(
+    r"^(?:please\b|make sure|be sure|remember (?:to|that)|don'?t forget|do not forget|"
+    r"(?:always|never) (?:consult|check|remember|make|be|use|ask|seek|keep|try)|"
+    r"consider\b|try\b|consult\b|seek\b|ask\b|contact\b|visit\b|check (?:out|with|the|your|if)\b|"
+    r"keep in mind|note that|bear in mind|it(?:'s| is) (?:always )?(?:a good idea|best|advisable|"
+    r"recommended|important|essential|crucial|worth|wise|helpful)\b|"
+    r"you (?:should|must|may want|might want|can|could|need|will need|'ll need|'d)\b|"
+    r"if you(?:'re| are)? (?:want|need|have|looking|interested|planning)|"
+    r"(?:for|to get) (?:more|further|additional) (?:information|details|help)|"
+    r"ultimately, (?:it|the (?:best|choice|decision))\b)",
+    re.IGNORECASE,
+)
+# hedges that make a statement uncertain; vagueness ("about", "around") is not a hedge
+HEDGE = re.compile(
+    r"\b(?:may|might|could|possibly|perhaps|maybe|probably|likely|unlikely|reportedly|allegedly|"
+    r"apparently|supposedly|presumably|seem(?:s|ed)?|appears? to|is (?:said|thought|believed|"
+    r"reported|rumou?red) to|are (?:said|thought|believed|reported) to|it is (?:believed|thought|"
+    r"said|rumou?red)|some (?:say|believe|argue)|arguably|potentially|i think|i believe|not sure|"
+    r"uncertain|unclear)\b",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"\b(?:depends? on|vary|varies|various factors|many factors|several factors|"
+    r"different (?:people|factors|reasons)|many (?:reasons|ways|possibilities)|"
+    r"case[- ]by[- ]case|it'?s complicated|"
+    r"hard to say|difficult to (?:say|determine|predict)|no (?:single|simple|one) answer|"
+    r"individual (?:circumstances|needs)|on the other hand)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W_]+(?:['\u2019\-.][^\W_]+)*", re.UNICODE)
+_DIGIT = re.compile(r"\d")
+_CAPITALISED_INNER = re.compile(r"(?<=[\w,;:)] )[A-Z][a-z]+|\b[A-Z]{2,}\b")
+
+
+def is_hedged(text: str) -> bool:
+    """True when the text makes its statement uncertain (may, might, reportedly, likely...).
+
+    Example:
+        >>> is_hedged("He may have been born in 1879."), is_hedged("He was born in 1879.")
+        (True, False)
+    """
+    return HEDGE.search(text) is not None
+
+
+def has_content(text: str) -> bool:
+    """True when the text names something checkable: a number, a date or a proper name."""
+    return bool(_DIGIT.search(text) or _CAPITALISED_INNER.search(text))
+
+
+def skip_reason(
+    text: str, *, min_words: int = 3, skip_hedged_filler: bool = True
+) -> SkipReason | None:
+    """Why a sentence is not checkworthy, or ``None`` when it states something verifiable.
+
+    Args:
+        text: the sentence, citation markers already stripped.
+        min_words: sentences with fewer words are skipped as ``too_short``.
+        skip_hedged_filler: skip hedged or vague sentences that name nothing checkable.
+
+    Example:
+        >>> skip_reason("I hope this helps!"), skip_reason("Paris is the capital of France.")
+        ('meta', None)
+    """
+    t = text.strip().lstrip("\"'\u201c*_ ").rstrip("*_ ")
+    if not t:
+        return "no_content"
+    interjection = _INTERJECTION.match(t)
+    if interjection and interjection.end() < len(t):
+        t = t[interjection.end() :]
+    if t.rstrip("\"'\u201d)] ").endswith(("?", "\uff1f")):
+        return "question"
+    if _GREETING.match(t):
+        return "greeting"
+    if _META.match(t) or _META_ANYWHERE.search(t):
+        return "meta"
+    if _OPINION.match(t):
+        return "opinion"
+    if _INSTRUCTION.match(t):
+        return "instruction"
+    words = _WORD.findall(t)
+    if not words:
+        return "no_content"
+    # CJK and other scripts without spaces: count characters instead of words
+    n_words = len(words) if " " in t else max(len(words), len(t) // 4)
+    if n_words < min_words and not _DIGIT.search(t):
+        return "too_short"
+    if skip_hedged_filler and not has_content(t):
+        if _FILLER.search(t):
+            return "hedged_filler"
+        if is_hedged(t) and n_words < 12:
+            return "hedged_filler"
+    return None
+
+
+# ---------------------------------------------------------------- typing
+
+_PROCEDURAL = re.compile(
+    r"^(?:to [a-z]+\b[^,]{0,80},|first(?:ly)?,|second(?:ly)?,|then,|next,|finally,|step \d+|"
+    r"after (?:that|this),)|\b(?:by (?:pressing|clicking|running|selecting|typing|using)|"
+    r"(?:press|click|run|select|type|enter|install|open) (?:the|a|an)\b)",
+    re.IGNORECASE,
+)
+_CAUSAL = re.compile(
+    r"\b(?:because|due to|caus(?:e|es|ed|ing)|lead(?:s)? to|led to|result(?:s|ed)? in|"
+    r"as a result|therefore|thus|hence|consequently|owing to|thanks to|trigger(?:s|ed)?|"
+    r"contribut(?:e|es|ed) to|responsible for|so that|since (?!\d))\b",
+    re.IGNORECASE,
+)
+_COMPARATIVE = re.compile(
+    r"\b(?:more|less|fewer|greater|larger|smaller|higher|lower|bigger|older|younger|faster|"
+    r"slower|better|worse|longer|shorter|earlier|later|heavier|lighter)\s+(?:\w+\s+)?than\b|"
+    r"\b\w+er than\b|\b(?:the )?(?:most|least|largest|smallest|highest|lowest|biggest|oldest|"
+    r"youngest|fastest|longest|shortest|first|last|best|worst|tallest|deepest)\b|"
+    r"\b(?:compared (?:to|with)|as \w+ as|outnumber|exceed(?:s|ed)?|surpass(?:es|ed)?)\b",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_TEMPORAL = re.compile(
+    r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b(?:" + _MONTHS + r")\.? \d{1,2}\b|\b\d{1,2} (?:"
+    r"" + _MONTHS + r")\b|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
+    r"\b\d+(?:st|nd|rd|th) century\b|\b(?:century|decade|era|yesterday|today|since|until|"
+    r"born|died|founded|established|dynasty)\b",
+    re.IGNORECASE,
+)
+_NUMERIC = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|billion|trillion|dozen|percent|half|twice|double|"
+    r"triple)\b",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(
+    r"^[\w\s\-'(),.]{1,80}?\b(?:is|are|was|were)\s+(?:a|an|the|one of the)\b|"
+    r"\b(?:refers? to|is defined as|are defined as|means|stands for|is known as|is called|"
+    r"also known as|is a type of|is a kind of)\b",
+    re.IGNORECASE,
+)
+
+
+def claim_type(text: str) -> ClaimType:
+    """The claim's type by rules, most specific first.
+
+    Order: procedural, causal, comparative, temporal, numeric, definition, factual.
+
+    Example:
+        >>> claim_type("Einstein was born in 1879."), claim_type("Smoking causes cancer.")
+        ('temporal', 'causal')
+    """
+    if _PROCEDURAL.search(text):
+        return "procedural"
+    if _CAUSAL.search(text):
+        return "causal"
+    if _COMPARATIVE.search(text):
+        return "comparative"
+    if _TEMPORAL.search(text):
+        return "temporal"
+    if _NUMERIC.search(text):
+        return "numeric"
+    if _DEFINITION.search(text):
+        return "definition"
+    return "factual"
+
+
+# ---------------------------------------------------------------- clauses and subjects
+
+_AUX = (
+    "is are was were be been being am has have had do does did will would shall should can "
+    "could may might must"
+)
+_COMMON_VERBS = (
+    "became become becomes won wins win died dies lived lives served serves founded founds "
+    "wrote writes made makes led leads received receives remained remains moved moves went goes "
+    "began begins started starts married marries joined joins left leaves took takes gave gives "
+    "built builds held holds grew grows ran runs lost loses sold sells bought buys taught "
+    "teaches studied studies graduated graduates worked works played plays developed develops "
+    "created creates published publishes released releases produced produces directed directs "
+    "starred stars appeared appears returned returns earned earns spent spends features "
+    "featured contains contained includes included covers covered reached reaches peaked "
+    "peaks consists consisted comprises comprised owns owned uses used known located based "
+    "born named called considered elected appointed awarded"
+)
+VERBS = frozenset((_AUX + " " + _COMMON_VERBS).split())
+_PRONOUNS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "him", "them"})
+_PRONOUNS |= {"this", "these", "those"}
+_NOT_ED_VERBS = frozenset({"red", "bed", "need", "seed", "feed", "hundred", "indeed", "united"})
+_EXPLETIVE_IT = re.compile(
+    r"^it(?:'s| is| was| has been| will be| would be)\s+(?:important|worth|possible|likely|"
+    r"unlikely|clear|true|false|known|believed|thought|said|estimated|reported|not|also|"
+    r"difficult|hard|easy|necessary|recommended|essential|crucial|unclear|interesting|common|"
+    r"rare|a good idea|best)\b|^it (?:seems|appears|depends|takes)\b",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(r"\S+")
+
+
+def _is_verb(token: str) -> bool:
+    w = token.lower().strip(".,;:!?\"'()")
+    if w in VERBS:
+        return True
+    return len(w) > 4 and w.endswith("ed") and w.isalpha() and w not in _NOT_ED_VERBS
+
+
+def first_verb_index(tokens: list[str]) -> int | None:
+    """Index of the first token that looks like a verb, or ``None``."""
+    for i, tok in enumerate(tokens):
+        if i == 0 and tok[:1].isupper() and tok.lower() not in VERBS:
+            continue  # a capitalised first word is a name far more often than a verb
+        if _is_verb(tok):
+            return i
+    return None
+
+
+def subject_of(text: str) -> str | None:
+    """The subject of a simple declarative sentence: the words before its first verb.
+
+    Returns ``None`` when there is no clear subject (no verb, a pronoun, too long, or a
+    sentence opening with an adverbial clause).
+
+    Example:
+        >>> subject_of("Albert Einstein was born in Ulm.")
+        'Albert Einstein'
+    """
+    tokens = _TOKEN.findall(text)
+    vi = first_verb_index(tokens)
+    if vi is None or vi == 0 or vi > 6:
+        return None
+    subj_tokens = tokens[:vi]
+    subj = " ".join(subj_tokens).strip(" ,;:")
+    if not subj or subj.lower() in _PRONOUNS or "," in subj:
+        return None
+    first = subj_tokens[0].lower()
+    if first in {
+        "in",
+        "on",
+        "at",
+        "after",
+        "before",
+        "during",
+        "when",
+        "while",
+        "although",
+        "if",
+        "because",
+        "since",
+        "as",
+        "however",
+        "but",
+        "and",
+        "so",
+        "there",
+        "here",
+        "i",
+        "we",
+        "you",
+        "this",
+        "that",
+        "these",
+        "those",
+    }:
+        return None
+    if not (subj[0].isupper() or first in {"the", "a", "an"}):
+        return None
+    return subj
+
+
+def resolve_pronoun(text: str, antecedent: str | None) -> str:
+    """Replace a sentence-initial He/She/They/It (or His/Her/Its/Their) by ``antecedent``.
+
+    Example:
+        >>> resolve_pronoun("He died in 1955.", "Albert Einstein")
+        'Albert Einstein died in 1955.'
+    """
+    if not antecedent:
+        return text
+    m = re.match(r"(he|she|they|it|his|her|its|their)\b", text, re.IGNORECASE)
+    if not m:
+        return text
+    word = m.group(1).lower()
+    if word == "it" and _EXPLETIVE_IT.match(text):
+        return text
+    rest = text[m.end() :]
+    if word in {"his", "her", "its", "their"}:
+        # "Her" at sentence start followed by a verb is an object pronoun we do not touch
+        nxt = _TOKEN.findall(rest[:40])
+        if nxt and _is_verb(nxt[0]):
+            return text
+        possessive = antecedent + ("'" if antecedent.endswith("s") else "'s")
+        return possessive + rest
+    return antecedent + rest
+
+
+_SPLIT_POINT = re.compile(r"(?:,?\s+(?:and|but|while|whereas)\s+|\s*;\s+)", re.IGNORECASE)
+
+
+def split_clauses(text: str) -> list[tuple[int, int, bool]]:
+    """Split a sentence at coordinating conjunctions that join two predicates or clauses.
+
+    Returns ``(start, end, needs_subject)`` spans relative to ``text``; ``needs_subject`` is
+    True for a bare predicate ("... and died in 1955") that needs the first clause's subject.
+    A single span covering the whole text is returned when nothing should be split.
+
+    Example:
+        >>> t = "Einstein was born in 1879 and died in 1955."
+        >>> [(t[a:b], s) for a, b, s in split_clauses(t)]
+        [('Einstein was born in 1879', False), ('died in 1955.', True)]
+    """
+    spans: list[tuple[int, int, bool]] = []
+    pos = 0
+    needs = False
+    for m in _SPLIT_POINT.finditer(text):
+        left = text[pos : m.start()]
+        right = text[m.end() :]
+        left_tokens = _TOKEN.findall(left)
+        right_tokens = _TOKEN.findall(right)
+        if len(left_tokens) < 3 or len(right_tokens) < 2:
+            continue
+        if first_verb_index(left_tokens) is None and not needs:
+            continue
+        if left.count("(") != left.count(")") or left.count('"') % 2:
+            continue
+        head = right_tokens[0]
+        if _is_verb(head) and head.lower() not in {"used", "known", "based", "located"}:
+            right_needs = True
+        else:
+            # an independent clause: a subject of at most four words, then a verb
+            vi = first_verb_index(right_tokens[:6])
+            if vi is None or vi == 0:
+                continue
+            first = right_tokens[0].lower()
+            if not (
+                right_tokens[0][:1].isupper()
+                or first in _PRONOUNS
+                or first in {"the", "a", "an", "many", "most", "some", "its", "his", "her"}
+            ):
+                continue
+            if any(t.endswith(",") for t in right_tokens[:vi]):
+                continue
+            right_needs = False
+        spans.append((pos, m.start(), needs))
+        pos = m.end()
+        needs = right_needs
+    spans.append((pos, len(text), needs))
+    return spans

@@ -1,0 +1,227 @@
+"""Sentence segmentation with exact character offsets.
+
+Every :class:`Segment` satisfies ``answer[seg.start:seg.end] == seg.text``: offsets are never
+recomputed from cleaned text, so a claim can always be highlighted in the answer it came from.
+
+The splitter is rule-based and linear in the length of the answer. It knows about
+abbreviations (``Dr.``, ``U.S.``, ``e.g.``), initials (``J. R. R. Tolkien``), decimals
+(``3.5``), ellipses, citation markers after the full stop (``... in 1905.[2] Next``), CJK
+full stops, Markdown headings, bullets and numbered lists.
+
+Example:
+    >>> [s.text for s in split_sentences("Dr. Smith won in 2003. He was 3.5 m tall.")]
+    ['Dr. Smith won in 2003.', 'He was 3.5 m tall.']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+SegmentKind = Literal["sentence", "list_item", "heading"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One sentence-like unit of an answer.
+
+    Attributes:
+        start: start offset in the answer (first non-space character).
+        end: end offset in the answer (exclusive, after trailing punctuation/citations).
+        text: ``answer[start:end]``.
+        index: position among all segments of the answer.
+        kind: ``sentence`` (running text), ``list_item`` (a bullet or numbered item, marker
+            excluded from the span) or ``heading`` (a Markdown heading or a line ending in ':').
+        lead_in: for a list item, the text of the sentence introducing the list (the line
+            ending with ':' before it), else ``""``.
+    """
+
+    start: int
+    end: int
+    text: str
+    index: int
+    kind: SegmentKind = "sentence"
+    lead_in: str = ""
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Tokens (lower-cased, without the final dot) after which a '.' does not end a sentence.
+ABBREVIATIONS = _wordset(
+    """
+    dr mr mrs ms mx prof sr jr st mt ft rev hon gen col lt sgt capt cmdr adm gov sen rep pres
+    vs v etc e.g eg i.e ie cf al approx ca c est inc ltd co corp plc llc bros dept univ assn
+    no nos fig figs vol vols pp p ch sec art ed eds ps
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    mon tue tues wed thu thur thurs fri sat sun
+    u.s u.k u.n e.u u.s.a d.c a.m p.m ph.d m.d b.a m.a b.sc m.sc n.b a.d b.c
+    """
+)
+
+# After these abbreviations a capitalised common sentence opener does start a new sentence
+# ("... in the U.S. The law ...").
+_END_CAPABLE_ABBREVIATIONS = frozenset({"etc", "u.s", "u.k", "u.n", "e.u", "u.s.a", "d.c", "inc"})
+_SENTENCE_OPENERS = _wordset(
+    """
+    the a an it he she they we i this that these those there in on at for but however
+    his her its their our my after before during when while although as since
+    """
+)
+
+_CITE = r"\[\d+(?:\s*[,;\u2013\-]\s*\d+)*\]"
+# A candidate end of sentence: terminal punctuation, then closing quotes/brackets and citations.
+_TERMINAL = re.compile(
+    r"(?:[.!?]+|\u2026)[\"'\u201d\u2019)\]]*(?:\s*" + _CITE + r")*"
+    r"|[\u3002\uff01\uff1f]+[\u300d\u300f\u201d)\]]*(?:\s*" + _CITE + r")*"
+)
+_WORD_BEFORE = re.compile(r"([\w.\-']+)$")
+_BULLET = re.compile(
+    r"^[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\(?\d{1,3}[.)]"
+    r"|\(?[a-zA-Z][.)](?=\s)|\(\w{1,4}\))[ \t]+"
+)
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+")
+_LINE = re.compile(r"[^\n]*(?:\n|$)")
+
+
+def _is_boundary(text: str, dot_pos: int, match_end: int, seg_end: int) -> bool:
+    """Decide whether the terminal punctuation at ``dot_pos`` ends a sentence."""
+    # CJK full stops end a sentence without a following space.
+    ch = text[dot_pos]
+    if ch in "\u3002\uff01\uff1f":
+        return True
+    if match_end >= seg_end:
+        return True
+    nxt = text[match_end]
+    if not nxt.isspace():
+        return False  # "3.5", "e.g.x", "U.S.-based", "word.[1]x"
+    # the next visible character
+    j = match_end
+    while j < seg_end and text[j].isspace():
+        j += 1
+    if j >= seg_end:
+        return True
+    following = text[j]
+    if ch in "!?" or text[dot_pos : dot_pos + 3] == "..." or ch == "\u2026":
+        # exclamations/questions end a sentence unless the text continues in lower case
+        return not following.islower()
+    # a plain full stop
+    if following.islower():
+        return False
+    m = _WORD_BEFORE.search(text, 0, dot_pos)
+    word = m.group(1) if m else ""
+    low = word.lower().rstrip(".")
+    if low in ABBREVIATIONS or (low.replace(".", "") and "." in low and len(low) <= 6):
+        if low in _END_CAPABLE_ABBREVIATIONS or ("." in low and low.replace(".", "").isalpha()):
+            next_word = re.match(r"[A-Za-z]+", text[j : j + 20])
+            if next_word and next_word.group(0).lower() in _SENTENCE_OPENERS:
+                return True
+        return False
+    # a single capital initial ("J. K. Rowling"), but not a lone pronoun "I."
+    return not (len(word) == 1 and word.isupper() and word != "I")
+
+
+def _split_block(
+    text: str,
+    start: int,
+    end: int,
+    out: list[tuple[int, int]],
+) -> None:
+    """Split ``text[start:end]`` (one paragraph or list item) into sentence spans."""
+    pos = start
+    for m in _TERMINAL.finditer(text, start, end):
+        if _is_boundary(text, m.start(), m.end(), end):
+            _push(text, pos, m.end(), out)
+            pos = m.end()
+    _push(text, pos, end, out)
+
+
+def _push(text: str, a: int, b: int, out: list[tuple[int, int]]) -> None:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    if a < b and any(c.isalnum() for c in text[a:b]):
+        out.append((a, b))
+
+
+def split_sentences(answer: str) -> list[Segment]:
+    """Split an answer into sentences, list items and headings with exact offsets.
+
+    Args:
+        answer: the text to split (any language; never modified).
+
+    Returns:
+        The segments in answer order; ``answer[s.start:s.end] == s.text`` for each.
+
+    Example:
+        >>> segs = split_sentences("Causes:\\n- drought\\n- war in 1914")
+        >>> [(s.kind, s.text) for s in segs]
+        [('heading', 'Causes:'), ('list_item', 'drought'), ('list_item', 'war in 1914')]
+        >>> segs[1].lead_in
+        'Causes:'
+    """
+    segments: list[Segment] = []
+    # 1. lines -> blocks (paragraph runs, list items, headings)
+    blocks: list[tuple[int, int, SegmentKind]] = []
+    para_start: int | None = None
+    para_end = 0
+    pos = 0
+    n = len(answer)
+    while pos < n:
+        nl = answer.find("\n", pos)
+        line_end = n if nl < 0 else nl
+        next_pos = n if nl < 0 else nl + 1
+        line = answer[pos:line_end]
+        stripped = line.strip()
+        bullet = _BULLET.match(line)
+        heading = _HEADING.match(line)
+        if not stripped or bullet or heading:
+            if para_start is not None:
+                blocks.append((para_start, para_end, "sentence"))
+                para_start = None
+            if bullet:
+                blocks.append((pos + bullet.end(), line_end, "list_item"))
+            elif heading:
+                blocks.append((pos + heading.end(), line_end, "heading"))
+        else:
+            if para_start is None:
+                para_start = pos
+            para_end = line_end
+            if stripped.endswith(":"):
+                # a lead-in line closes its paragraph so the list below can refer to it
+                blocks.append((para_start, para_end, "sentence"))
+                para_start = None
+        pos = next_pos
+    if para_start is not None:
+        blocks.append((para_start, para_end, "sentence"))
+
+    # 2. blocks -> sentences
+    lead_in = ""
+    for b_start, b_end, kind in blocks:
+        spans: list[tuple[int, int]] = []
+        if kind == "heading":
+            _push(answer, b_start, b_end, spans)
+        else:
+            _split_block(answer, b_start, b_end, spans)
+        for i, (a, b) in enumerate(spans):
+            seg_text = answer[a:b]
+            seg_kind: SegmentKind = kind
+            if kind == "sentence" and seg_text.endswith(":") and i == len(spans) - 1:
+                seg_kind = "heading"
+            segments.append(
+                Segment(
+                    start=a,
+                    end=b,
+                    text=seg_text,
+                    index=len(segments),
+                    kind=seg_kind,
+                    lead_in=lead_in if kind == "list_item" else "",
+                )
+            )
+        if kind != "list_item":
+            last = answer[spans[-1][0] : spans[-1][1]] if spans else ""
+            lead_in = last if last.endswith(":") else ""
+    return segments
