@@ -1,0 +1,157 @@
+"""The signed certificate: what was asked, what was shown, and exactly how it was decided.
+
+A :class:`Certificate` records the question, the answer, every claim with its decision, scores,
+reasons and evidence (with the sha256 of each evidence text), the policy and its thresholds,
+the effective configuration, the models that ran (name and sha256), the library version and a
+timestamp, and is signed with Ed25519 over its canonical JSON (RFC 8785) without the
+``signature`` field. The signer's public key and key id travel inside, but the embedded key alone
+is never trusted: a verifier must name the keys it trusts (see ``affidavit.certify``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from affidavit.core.types import (
+    CheckResult,
+    Claim,
+    Decision,
+    DisplayMode,
+    Frozen,
+    Label,
+    StageScore,
+)
+
+CERTIFICATE_FORMAT: Literal["affidavit-certificate/1"] = "affidavit-certificate/1"
+
+_SHA256 = r"^[0-9a-f]{64}$"
+
+
+class EvidenceRecord(Frozen):
+    """One evidence span as recorded in a certificate."""
+
+    chunk_id: str = Field(description="Id of the chunk the span is in.")
+    doc_id: str | None = Field(default=None, description="Id of the source document.")
+    url: str | None = Field(default=None, description="Source URL, if known.")
+    start: int = Field(ge=0, description="Start offset of the span in the chunk text.")
+    end: int = Field(ge=0, description="End offset (exclusive) of the span in the chunk text.")
+    sha256: str = Field(pattern=_SHA256, description="sha256 (hex) of the span text's UTF-8.")
+    text: str | None = Field(
+        default=None, description="The span text, when the certificate carries it."
+    )
+    checked_whole: bool = Field(
+        default=True, description="False if the span could not be checked whole by the model."
+    )
+
+
+class ClaimRecord(Frozen):
+    """One claim, its decision and everything the decision rested on."""
+
+    claim: Claim = Field(description="The claim, with its offsets into the answer.")
+    decision: Decision = Field(description="verified / unverified / blocked.")
+    reason: str = Field(description="Why, in plain words.")
+    label: Label | None = Field(
+        default=None, description="The verifier's label; None when the claim had no verdict."
+    )
+    p_entail: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Calibrated entailment probability."
+    )
+    p_neutral: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Calibrated not-enough-info probability."
+    )
+    p_contradict: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Calibrated contradiction probability."
+    )
+    evidence: tuple[EvidenceRecord, ...] = Field(
+        default=(), description="The evidence spans the verdict rested on."
+    )
+    checks: tuple[CheckResult, ...] = Field(default=(), description="Typed consistency checks.")
+    stages: tuple[StageScore, ...] = Field(default=(), description="Every cascade stage's scores.")
+    complete: bool = Field(
+        default=False, description="False when a step could not run or there was no verdict."
+    )
+    errors: tuple[str, ...] = Field(default=(), description="What failed, in plain words.")
+
+
+class PolicyRecord(Frozen):
+    """The policy a certificate's decisions were made under."""
+
+    preset: str = Field(description="Named preset the thresholds came from.")
+    display: DisplayMode = Field(description="Display mode of the rendered answer.")
+    tau_entail: float = Field(ge=0.0, le=1.0, description="VERIFIED needs p_entail >= this.")
+    tau_contradict: float = Field(
+        ge=0.0, le=1.0, description="VERIFIED needs p_contradict < this; at or above is BLOCKED."
+    )
+
+
+class ModelIdentity(Frozen):
+    """A model that took part, by name and content hash."""
+
+    name: str = Field(description="Model name (e.g. the verifier or embedder id).")
+    sha256: str = Field(pattern=_SHA256, description="sha256 (hex) of the model file(s).")
+
+
+class Certificate(Frozen):
+    """A signed record of one answer and how each of its claims was decided.
+
+    The signature covers the RFC 8785 canonical JSON of every other field.
+    """
+
+    format: Literal["affidavit-certificate/1"] = Field(
+        default="affidavit-certificate/1", description="Certificate format and version."
+    )
+    question: str = Field(description="The question asked (empty for an audit of a response).")
+    answer: str = Field(description="The answer as generated; claim offsets refer to it.")
+    claims: tuple[ClaimRecord, ...] = Field(description="Every claim, in answer order.")
+    policy: PolicyRecord = Field(description="Policy and thresholds the decisions used.")
+    config: dict[str, Any] = Field(
+        description="The effective configuration (Settings.effective(), secrets masked)."
+    )
+    models: tuple[ModelIdentity, ...] = Field(default=(), description="Models that ran.")
+    library_version: str = Field(description="affidavit version that made the certificate.")
+    created_at: str = Field(
+        pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$",
+        description="UTC timestamp, ISO 8601 with a Z suffix.",
+    )
+    algorithm: Literal["Ed25519"] = Field(default="Ed25519", description="Signature algorithm.")
+    key_id: str = Field(
+        default="", description="First 16 hex digits of the sha256 of the raw public key."
+    )
+    public_key: str = Field(
+        default="", description="The signer's raw 32-byte Ed25519 public key, base64."
+    )
+    signature: str | None = Field(
+        default=None,
+        description="Base64 Ed25519 signature over the canonical JSON of every other field; "
+        "None for an unsigned certificate, which never verifies.",
+    )
+
+
+class CertificateVerification(Frozen):
+    """The outcome of checking a certificate."""
+
+    valid: bool = Field(description="True only if every check passed.")
+    reasons: tuple[str, ...] = Field(
+        default=(), description="Why it is invalid, in plain words (empty when valid)."
+    )
+    warnings: tuple[str, ...] = Field(
+        default=(), description="What could not be checked (e.g. evidence without its text)."
+    )
+    key_id: str | None = Field(default=None, description="Key id the certificate names.")
+    signature_ok: bool = Field(default=False, description="The signature matches the content.")
+    trusted: bool = Field(default=False, description="The signing key is among the trusted keys.")
+    evidence_checked: int = Field(default=0, ge=0, description="Evidence hashes compared.")
+
+
+class ReplayResult(Frozen):
+    """The outcome of re-running verification on a certificate's stored evidence."""
+
+    agree: bool = Field(description="True only if every claim's decision was reproduced.")
+    mismatches: tuple[str, ...] = Field(
+        default=(), description="Each disagreement or missing evidence, in plain words."
+    )
+    decisions: dict[str, Decision] = Field(
+        default_factory=dict, description="The replayed decision per claim id."
+    )

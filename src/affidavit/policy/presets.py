@@ -1,0 +1,86 @@
+"""Named policy presets, shipped as TOML files inside the package (``policy/presets/*.toml``).
+
+A preset holds the ``[policy]`` section values (thresholds, display mode) and the ``[display]``
+style (badges). Invalid names fail with the list of valid ones.
+
+Example:
+    >>> load_preset("strict").policy.tau_entail
+    0.8
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from affidavit.core.errors import ConfigError
+from affidavit.core.settings import PolicySettings
+
+
+class DisplayStyle(BaseModel):
+    """How decisions are shown in mixed and debug modes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verified: str = Field(default="[verified]", description="Badge of a verified sentence.")
+    unverified: str = Field(default="[unverified]", description="Badge of an unverified sentence.")
+    blocked: str = Field(default="[blocked]", description="Badge of a blocked sentence.")
+    show_note: bool = Field(
+        default=True, description="Append the note of what was withheld to the rendered text."
+    )
+
+    def badge(self, decision: str) -> str:
+        """The badge for a decision (verified / unverified / blocked)."""
+        return str(getattr(self, decision))
+
+
+class Preset(BaseModel):
+    """A named policy preset."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Preset name (the TOML file's stem).")
+    description: str = Field(default="", description="What the preset is for.")
+    policy: PolicySettings = Field(description="The policy section values.")
+    display: DisplayStyle = Field(default_factory=DisplayStyle, description="Badges.")
+
+
+def _preset_dir() -> resources.abc.Traversable:
+    return resources.files("affidavit.policy").joinpath("presets")
+
+
+def preset_names() -> list[str]:
+    """Names of the presets shipped with the package, sorted."""
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in _preset_dir().iterdir()
+        if entry.name.endswith(".toml")
+    )
+
+
+def load_preset(name: str) -> Preset:
+    """Load a shipped preset by name.
+
+    Args:
+        name: ``default``, ``strict`` or ``mixed`` (see :func:`preset_names`).
+
+    Raises:
+        ConfigError: unknown name (the message lists the valid ones) or a corrupt preset file.
+    """
+    valid = preset_names()
+    if name not in valid:
+        raise ConfigError(
+            f"unknown policy preset {name!r}; valid presets: {', '.join(valid)}",
+            stage="policy",
+            source=name,
+        )
+    path = _preset_dir().joinpath(f"{name}.toml")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return Preset(name=name, **data)
+    except (tomllib.TOMLDecodeError, ValidationError, TypeError) as exc:
+        raise ConfigError(
+            f"preset {name!r} is invalid: {exc}", stage="policy", source=name
+        ) from exc

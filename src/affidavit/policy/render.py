@@ -1,0 +1,521 @@
+"""The fail-closed render decision and the rendered answer.
+
+:func:`decide` turns one verdict into verified / unverified / blocked with a reason in plain
+words; :func:`render` shows the answer in a display mode:
+
+- ``strict``: only sentences whose every claim is verified, in their original wording; a
+  sentence with any claim not verified is withheld whole, and a note says how much was withheld.
+- ``mixed``: every sentence, each with its badge.
+- ``debug``: the mixed text followed by every claim's scores, stages, checks and evidence.
+
+Example:
+    >>> from affidavit.core.settings import PolicySettings
+    >>> from affidavit.core.types import Claim, EvidenceSpan, Verdict
+    >>> answer = "Paris is in France [1]. It was founded in 1925."
+    >>> claims = [Claim(id="c1", text="Paris is in France", start=0, end=23),
+    ...           Claim(id="c2", text="It was founded in 1925.", start=24, end=47)]
+    >>> span = EvidenceSpan(chunk_id="k1", start=0, end=19, text="Paris is in France.")
+    >>> verdicts = [Verdict(claim_id="c1", label="supported", p_entail=0.9, p_neutral=0.05,
+    ...                     p_contradict=0.05, evidence=(span,))]
+    >>> decisions = decide_all(claims, verdicts, PolicySettings())
+    >>> render(answer, claims, decisions, "strict").text.splitlines()[0]
+    'Paris is in France [1].'
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from affidavit.core.policy import ClaimDecision, RenderedAnswer, RenderedSentence
+from affidavit.core.settings import PolicySettings
+from affidavit.core.types import CheckResult, Claim, Decision, DisplayMode, EvidenceSpan, Verdict
+from affidavit.policy.presets import DisplayStyle
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "decide",
+    "decide_all",
+    "decide_claim",
+    "render",
+    "split_sentences",
+    "worst",
+]
+
+# blocked is worse than unverified, which is worse than verified
+_SEVERITY: dict[Decision, int] = {"verified": 0, "unverified": 1, "blocked": 2}
+
+_CHECK_NOUN = {
+    "number": "the number",
+    "date": "the date",
+    "entity": "the name",
+    "polarity": "the negation",
+    "comparative": "the comparison",
+    "unit": "the unit",
+}
+
+
+def worst(decisions: Iterable[Decision]) -> Decision:
+    """The most severe decision (blocked > unverified > verified); none at all is unverified.
+
+    Conservative: one unverified claim makes a sentence unverified.
+    """
+    items = list(decisions)
+    if not items:
+        return "unverified"
+    return max(items, key=lambda d: _SEVERITY[d])
+
+
+def _where(span: EvidenceSpan) -> str:
+    parts = []
+    if span.doc_id:
+        parts.append(f"doc {span.doc_id}")
+    parts.append(f"chunk {span.chunk_id}")
+    parts.append(f"chars {span.start}-{span.end}")
+    quote = " ".join(span.text.split())
+    if len(quote) > 80:
+        quote = quote[:77] + "..."
+    return f'[{", ".join(parts)}: "{quote}"]'
+
+
+def _span_for_check(check: CheckResult, evidence: Sequence[EvidenceSpan]) -> EvidenceSpan | None:
+    if not evidence:
+        return None
+    if check.evidence_value:
+        for span in evidence:
+            if check.evidence_value in span.text:
+                return span
+    return evidence[0]
+
+
+def _check_reason(check: CheckResult, evidence: Sequence[EvidenceSpan]) -> str:
+    span = _span_for_check(check, evidence)
+    where = f" in {_where(span)}" if span is not None else ""
+    if check.claim_value is not None and check.evidence_value is not None:
+        noun = _CHECK_NOUN.get(check.check, check.check)
+        if check.check == "date" and re.fullmatch(r"\d{4}", check.claim_value.strip()):
+            noun = "the year"
+        text = f"{noun} {check.claim_value} disagrees with {check.evidence_value}{where}"
+    else:
+        text = f"the {check.check} check failed{where}"
+    if check.reason:
+        text += f" ({check.reason})"
+    return text
+
+
+def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, str]:
+    """Decide how one claim may be shown; deterministic and fail-closed.
+
+    VERIFIED iff ``p_entail >= tau_entail`` and ``p_contradict < tau_contradict`` and at least one
+    evidence span supports it, the verdict is complete (every step ran, evidence checked whole)
+    and no step reported an error. BLOCKED when the claim is contradicted (label contradicted,
+    ``p_contradict >= tau_contradict``) or a typed check failed. UNVERIFIED otherwise, including
+    when there is no verdict at all.
+
+    Args:
+        verdict: the verifier's verdict, or None when the claim was never verified.
+        policy: thresholds (``tau_entail``, ``tau_contradict``).
+
+    Returns:
+        The decision and the reason in plain words.
+
+    Example:
+        >>> from affidavit.core.types import Verdict
+        >>> v = Verdict(claim_id="c1", label="unsupported", p_entail=0.3, p_neutral=0.6,
+        ...             p_contradict=0.1)
+        >>> decide(v, PolicySettings())[0]
+        'unverified'
+    """
+    if verdict is None:
+        return "unverified", "the claim was not verified (no verdict)"
+    tau_e, tau_c = policy.tau_entail, policy.tau_contradict
+    evidence = verdict.evidence
+
+    failed = [c for c in verdict.checks if c.status == "fail"]
+    if failed:
+        return "blocked", "; ".join(_check_reason(c, evidence) for c in failed)
+    if verdict.label == "contradicted" or verdict.p_contradict >= tau_c:
+        where = f" by {_where(evidence[0])}" if evidence else ""
+        return "blocked", (
+            f"contradicted{where} (p_contradict {verdict.p_contradict:.2f} >= {tau_c:.2f}"
+            if verdict.p_contradict >= tau_c
+            else f"contradicted{where} (the verifier labelled it contradicted"
+        ) + (f"; {verdict.reason})" if verdict.reason else ")")
+
+    problems: list[str] = []
+    stage_errors = [f"{s.stage}: {s.error}" for s in verdict.stages if s.error]
+    if verdict.errors or stage_errors:
+        problems.append(
+            "a step could not run (" + "; ".join([*verdict.errors, *stage_errors]) + ")"
+        )
+    if not verdict.complete:
+        problems.append("the verification did not complete")
+    partial = [s for s in evidence if not s.checked_whole]
+    if partial:
+        problems.append(f"the evidence {_where(partial[0])} was not checked whole")
+    if not evidence:
+        problems.append("no evidence span supports it")
+    if verdict.p_entail < tau_e:
+        problems.append(f"p_entail {verdict.p_entail:.2f} is below the threshold {tau_e:.2f}")
+    if problems:
+        return "unverified", "; ".join(problems)
+    return "verified", (
+        f"entailed by {_where(evidence[0])} (p_entail {verdict.p_entail:.2f} >= {tau_e:.2f}, "
+        f"p_contradict {verdict.p_contradict:.2f} < {tau_c:.2f})"
+    )
+
+
+def decide_claim(claim_id: str, verdict: Verdict | None, policy: PolicySettings) -> ClaimDecision:
+    """:func:`decide` packaged as a :class:`ClaimDecision` (the scores it used included)."""
+    decision, reason = decide(verdict, policy)
+    return ClaimDecision(
+        claim_id=claim_id,
+        decision=decision,
+        reason=reason,
+        label=verdict.label if verdict is not None else None,
+        p_entail=verdict.p_entail if verdict is not None else None,
+        p_contradict=verdict.p_contradict if verdict is not None else None,
+    )
+
+
+def decide_all(
+    claims: Sequence[Claim], verdicts: Iterable[Verdict], policy: PolicySettings
+) -> list[ClaimDecision]:
+    """Decide every claim, in claim order; a claim without a verdict is unverified.
+
+    When several verdicts name the same claim, the most severe decision wins (conservative).
+    """
+    by_claim: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_claim.setdefault(v.claim_id, []).append(v)
+    out = []
+    for claim in claims:
+        options = [decide_claim(claim.id, v, policy) for v in by_claim.get(claim.id, [])]
+        if not options:
+            out.append(decide_claim(claim.id, None, policy))
+        else:
+            out.append(max(options, key=lambda d: _SEVERITY[d.decision]))
+    return out
+
+
+# --- sentences ---------------------------------------------------------------------------------
+
+_LIST_PREFIX = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
+# a terminator, closing quotes/brackets, then any citation markers, then a space or the end
+_BOUNDARY = re.compile(
+    r"[.!?]+[\"'”’)\]]*(?:[ \t]*\[\d+(?:[ \t]*[,;–-][ \t]*\d+)*\])*(?=\s|$)",
+)
+_ABBREVIATIONS = frozenset(
+    [
+        "e.g",
+        "i.e",
+        "etc",
+        "vs",
+        "cf",
+        "al",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "fig",
+        "approx",
+        "ca",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "co",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class _Line:
+    start: int  # offset of the line's content (after any list prefix)
+    prefix: str  # list marker and indentation, kept when any sentence of the line is shown
+    sentences: list[tuple[int, int]]
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
+    if m is None:
+        return False
+    word = m.group(1).lower().rstrip(".")
+    # single letters are initials ("J. Smith"), the rest a short list of common abbreviations
+    return len(word) == 1 or word in _ABBREVIATIONS
+
+
+def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in _BOUNDARY.finditer(text, start, end):
+        if m.group(0).startswith(".") and _is_abbreviation(text, m.start()):
+            continue
+        spans.append((pos, m.end()))
+        pos = m.end()
+    spans.append((pos, end))
+    out = []
+    for s, e in spans:
+        seg = text[s:e]
+        stripped = seg.strip()
+        if not stripped:
+            continue
+        lead = len(seg) - len(seg.lstrip())
+        out.append((s + lead, s + lead + len(stripped)))
+    return out
+
+
+def _lines(answer: str) -> list[_Line]:
+    lines = []
+    pos = 0
+    for raw in answer.splitlines(keepends=True):
+        body = raw.rstrip("\r\n")
+        m = _LIST_PREFIX.match(body)
+        prefix = m.group(0) if m else ""
+        content_start = pos + len(prefix)
+        lines.append(
+            _Line(content_start, prefix, _split_line(answer, content_start, pos + len(body)))
+        )
+        pos += len(raw)
+    return lines
+
+
+def split_sentences(answer: str) -> list[tuple[int, int]]:
+    """Sentence spans ``(start, end)`` of an answer; trailing citation markers stay attached.
+
+    Lines (list items, paragraphs) always end a sentence; a list marker is not part of it.
+
+    Example:
+        >>> a = "Paris is big [1]. Dr. Who lives there. [2]"
+        >>> [a[s:e] for s, e in split_sentences(a)]
+        ['Paris is big [1].', 'Dr. Who lives there. [2]']
+    """
+    return [span for line in _lines(answer) for span in line.sentences]
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def _claim_sentences(claim: Claim, answer: str, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def overlapping(s: int, e: int) -> list[int]:
+        if e <= s:
+            return [i for i, (a, b) in enumerate(spans) if a <= s < b]
+        return [i for i, (a, b) in enumerate(spans) if s < b and a < e]
+
+    if 0 <= claim.start <= claim.end <= len(answer):
+        found = overlapping(claim.start, claim.end)
+        if found:
+            return found
+    if claim.sentence:
+        at = answer.find(claim.sentence)
+        if at >= 0:
+            return overlapping(at, at + len(claim.sentence))
+    return []
+
+
+def _debug_block(
+    claims: Sequence[Claim],
+    decisions: Mapping[str, ClaimDecision],
+    verdicts: Mapping[str, Verdict],
+    claim_sentences: Mapping[str, list[int]],
+) -> str:
+    rows = ["", "--- debug ---"]
+    for claim in claims:
+        d = decisions.get(claim.id)
+        decision = d.decision if d else "unverified"
+        where = ",".join(str(i) for i in claim_sentences.get(claim.id, [])) or "?"
+        rows.append(f"{claim.id} (sentence {where}, {claim.type}) {decision}: {claim.text}")
+        rows.append(f"  reason: {d.reason if d else 'no decision'}")
+        v = verdicts.get(claim.id)
+        if v is None:
+            rows.append("  verdict: none")
+            continue
+        rows.append(
+            f"  verdict: {v.label} p_entail={v.p_entail:.4f} p_neutral={v.p_neutral:.4f} "
+            f"p_contradict={v.p_contradict:.4f} complete={v.complete}"
+        )
+        for s in v.stages:
+            err = f" error={s.error}" if s.error else ""
+            rows.append(
+                f"  stage {s.stage}: {s.label} e={s.p_entail:.4f} n={s.p_neutral:.4f} "
+                f"c={s.p_contradict:.4f} decided={s.decided}{err} {s.detail}".rstrip()
+            )
+        for c in v.checks:
+            vals = ""
+            if c.claim_value is not None or c.evidence_value is not None:
+                vals = f" claim={c.claim_value} evidence={c.evidence_value}"
+            rows.append(f"  check {c.check}: {c.status}{vals} {c.reason}".rstrip())
+        for e in v.evidence:
+            rows.append(f"  evidence {_where(e)} sha256={e.sha256[:16]} whole={e.checked_whole}")
+        for err in v.errors:
+            rows.append(f"  error: {err}")
+    return "\n".join(rows)
+
+
+def _note(
+    sentences: Sequence[RenderedSentence], n_claims: int, verified: int, collateral: int
+) -> str:
+    withheld = [s for s in sentences if not s.shown]
+    if not withheld:
+        return ""
+    blocked = sum(1 for s in withheld if s.decision == "blocked")
+    not_verified = len(withheld) - blocked
+    parts = []
+    if blocked:
+        parts.append(f"{blocked} contradicted by the evidence")
+    if not_verified:
+        parts.append(f"{not_verified} not verified")
+    text = (
+        f"Withheld {len(withheld)} of {len(sentences)} sentences ({', '.join(parts)}); "
+        f"{verified} of {n_claims} claims verified."
+    )
+    if collateral > 0:
+        text += (
+            f" {collateral} verified claim{'s were' if collateral > 1 else ' was'} withheld "
+            "because the sentence also holds a claim that is not verified."
+        )
+    return text
+
+
+def render(
+    answer: str,
+    claims: Sequence[Claim],
+    decisions: Sequence[ClaimDecision] | Mapping[str, ClaimDecision],
+    mode: DisplayMode = "strict",
+    *,
+    verdicts: Iterable[Verdict] = (),
+    style: DisplayStyle | None = None,
+) -> RenderedAnswer:
+    """Render an answer under the policy's decisions.
+
+    A sentence is shown in strict mode only if it holds at least one claim and every claim in it
+    is verified; a claim without a decision counts as unverified. If a claim that is not verified
+    cannot be placed in the answer, nothing is shown (fail closed).
+
+    Args:
+        answer: the generated answer, as the claims' offsets refer to it.
+        claims: the claims taken from the answer.
+        decisions: one decision per claim (a sequence, or a mapping by claim id).
+        mode: ``strict``, ``mixed`` or ``debug``.
+        verdicts: the verdicts, for the scores shown in debug mode.
+        style: badges (default: the default preset's).
+
+    Example:
+        >>> render("Hi there.", [], [], "strict").note
+        'Withheld 1 of 1 sentences (1 not verified); 0 of 0 claims verified.'
+    """
+    if mode not in ("strict", "mixed", "debug"):
+        raise ValueError(f"unknown display mode {mode!r}; valid modes: strict, mixed, debug")
+    style = style or DisplayStyle()
+    by_id: dict[str, ClaimDecision] = (
+        dict(decisions) if isinstance(decisions, Mapping) else {d.claim_id: d for d in decisions}
+    )
+    verdict_map = {v.claim_id: v for v in verdicts}
+    lines = _lines(answer)
+    spans = [span for line in lines for span in line.sentences]
+
+    per_sentence: list[list[str]] = [[] for _ in spans]
+    claim_sentences: dict[str, list[int]] = {}
+    unplaced: list[str] = []
+    for claim in claims:
+        idx = _claim_sentences(claim, answer, spans)
+        claim_sentences[claim.id] = idx
+        if not idx:
+            decided = by_id.get(claim.id)
+            if decided is None or decided.decision != "verified":
+                unplaced.append(claim.id)
+            logger.warning("claim %s could not be placed in the answer", claim.id)
+        for i in idx:
+            per_sentence[i].append(claim.id)
+
+    counts: dict[Decision, int] = {"verified": 0, "unverified": 0, "blocked": 0}
+    for claim in claims:
+        d = by_id.get(claim.id)
+        counts[d.decision if d else "unverified"] += 1
+
+    sentences: list[RenderedSentence] = []
+    for i, (s, e) in enumerate(spans):
+        ids = per_sentence[i]
+        decision = worst(by_id[c].decision if c in by_id else "unverified" for c in ids)
+        if not ids:
+            reason = "no checkable claim in this sentence"
+        else:
+            bad = [c for c in ids if c not in by_id or by_id[c].decision != "verified"]
+            if bad:
+                reason = "; ".join(
+                    f"{c}: {by_id[c].reason if c in by_id else 'no decision'}" for c in bad
+                )
+            else:
+                reason = "; ".join(f"{c}: {by_id[c].reason}" for c in ids)
+        shown = mode != "strict" or (decision == "verified" and not unplaced)
+        if mode == "strict" and unplaced and decision == "verified":
+            reason = f"claims {', '.join(unplaced)} could not be placed in the answer"
+        sentences.append(
+            RenderedSentence(
+                index=i,
+                start=s,
+                end=e,
+                text=answer[s:e],
+                decision=decision,
+                claim_ids=tuple(ids),
+                shown=shown,
+                reason=reason,
+            )
+        )
+
+    out_lines: list[str] = []
+    k = 0
+    for line in lines:
+        pieces: list[str] = []
+        prev_end: int | None = None
+        for s, e in line.sentences:
+            sent = sentences[k]
+            k += 1
+            if not sent.shown:
+                prev_end = None
+                continue
+            piece = answer[s:e]
+            if mode != "strict":
+                piece = f"{style.badge(sent.decision)} {piece}"
+            if pieces:
+                gap = answer[prev_end:s] if prev_end is not None else " "
+                pieces.append(gap if gap.strip() == "" and gap else " ")
+            pieces.append(piece)
+            prev_end = e
+        if pieces:
+            out_lines.append(line.prefix + "".join(pieces))
+        elif not line.sentences and out_lines and out_lines[-1] != "":
+            out_lines.append("")  # paragraph break kept, never doubled
+    while out_lines and out_lines[-1] == "":
+        out_lines.pop()
+    text = "\n".join(out_lines)
+
+    withheld_ids = {c for s in sentences if not s.shown for c in s.claim_ids}
+    collateral = sum(1 for c in withheld_ids if c in by_id and by_id[c].decision == "verified")
+    note = _note(sentences, len(claims), counts["verified"], collateral) if mode == "strict" else ""
+    if mode == "strict" and unplaced:
+        note = (
+            f"Withheld everything: claims {', '.join(unplaced)} could not be placed in the "
+            f"answer. " + note
+        ).strip()
+    if mode == "debug":
+        text += _debug_block(claims, by_id, verdict_map, claim_sentences)
+    if note and style.show_note:
+        text = f"{text}\n\n({note})" if text else f"({note})"
+    return RenderedAnswer(
+        text=text,
+        mode=mode,
+        sentences=tuple(sentences),
+        note=note,
+        total_claims=len(claims),
+        verified_claims=counts["verified"],
+        blocked_claims=counts["blocked"],
+        unverified_claims=counts["unverified"],
+        withheld_sentences=sum(1 for s in sentences if not s.shown),
+        withheld_claims=len(withheld_ids) if mode == "strict" else 0,
+    )
