@@ -129,8 +129,8 @@ class StoreSettings(Section):
 class EmbedSettings(Section):
     """Dense embeddings."""
 
-    backend: Literal["minilm", "sentence_transformers", "openai"] = Field(
-        default="minilm", description="Embedder backend."
+    backend: Literal["minilm", "sentence_transformers", "openai", "fake"] = Field(
+        default="minilm", description="Embedder backend (fake: deterministic, for tests)."
     )
     model_path: Path | None = Field(
         default=None, description="Model folder (sentence_transformers backend)."
@@ -181,6 +181,12 @@ class VerifySettings(Section):
     batch_size: int = Field(default=32, ge=1, description="Pairs per model call.")
     timeout_s: float = Field(default=60.0, gt=0, description="Per-claim budget; then unverified.")
     top_evidence: int = Field(default=5, ge=1, description="Evidence candidates per claim.")
+    contradict_confidence: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="A window contradicts only at or above this."
+    )
+    max_combination: int = Field(
+        default=3, ge=1, le=4, description="Largest span set tried for minimal evidence (1: off)."
+    )
 
 
 class PolicySettings(Section):

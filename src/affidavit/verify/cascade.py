@@ -1,0 +1,519 @@
+"""The claim verifier: evidence selection, then a cascade of stages, cheap and certain first.
+
+Stages (``settings.verify.cascade``, in order):
+
+* ``checks``: the typed consistency checks (numbers, dates, entities, polarity...) on the best
+  evidence window; a failed check decides *contradicted*. Passing checks decide nothing; the stage
+  reports the lexical coverage of the claim as its p_entail (the lexical-only matcher).
+* ``cross_encoder``: the project's ONNX model on every selected window; decides when p_entail is
+  outside ``[uncertain_low, uncertain_high]`` or a window contradicts with high confidence.
+* ``external``: a user's own model (same role), only while undecided.
+* ``llm_judge``: only for the uncertain band left after the model stages.
+
+Every stage's score is kept in ``Verdict.stages``. Fail closed: a stage error, the per-claim
+timeout, a claim too long to check or a window the model could not see whole sets
+``complete=False``, records why, and the claim is never labelled supported.
+
+Example:
+    >>> from affidavit.core.settings import PolicySettings, VerifySettings
+    >>> from affidavit.verify.fakes import ScriptedScorer
+    >>> v = ClaimCascade(VerifySettings(cascade=["cross_encoder"]), PolicySettings(),
+    ...                  scorers={"cross_encoder": ScriptedScorer({"Paris": (0.95, 0.04, 0.01)})})
+    >>> v.verify(Claim(id="c1", text="Paris is in France.", start=0, end=19),
+    ...          [Chunk(text="Paris is the capital of France.")]).label
+    'supported'
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from affidavit.core.errors import AffidavitError, VerificationError
+from affidavit.core.settings import PolicySettings, VerifySettings
+from affidavit.core.types import (
+    CheckResult,
+    Chunk,
+    Claim,
+    EvidenceSpan,
+    Label,
+    StageScore,
+    Verdict,
+)
+from affidavit.verify.base import PairScorer
+from affidavit.verify.evidence import (
+    Candidate,
+    TokenOffsets,
+    WhitespaceTokens,
+    Windower,
+    combinations,
+    join_spans,
+    make_span,
+    overlap,
+    rank_windows,
+    sentence_candidates,
+)
+
+log = logging.getLogger(__name__)
+
+CheckFn = Callable[[str, str], list[CheckResult]]
+
+# checks whose failure is a contradiction (a wrong figure, date, name or a flipped polarity)
+CONTRADICTING_CHECKS = frozenset({"number", "date", "entity", "polarity", "comparative", "unit"})
+MODEL_STAGES = ("cross_encoder", "external")
+# sentences tried when looking for smaller or combined evidence
+MIN_EVIDENCE_POOL = 4
+
+
+class _Timeout(Exception):
+    """The per-claim budget ran out."""
+
+
+@dataclass
+class _Run:
+    """Mutable state of one claim's verification."""
+
+    claim: Claim
+    chunks: Sequence[Chunk]
+    deadline: float
+    stages: list[StageScore] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    windows: list[Candidate] = field(default_factory=list)
+    n_windows: int = 0
+    # evidence behind the current best score: supporting set, or the contradicting span
+    support: tuple[EvidenceSpan, ...] = ()
+    contra: tuple[EvidenceSpan, ...] = ()
+    best_spans: tuple[EvidenceSpan, ...] = ()
+    final: StageScore | None = None
+    decided: bool = False
+    incomplete: bool = False
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise _Timeout
+
+
+def _score(
+    stage: str, p: tuple[float, float, float], label: Label, decided: bool, detail: str
+) -> StageScore:
+    pe, pn, pc = (min(1.0, max(0.0, x)) for x in p)
+    return StageScore(
+        stage=stage,
+        p_entail=pe,
+        p_neutral=pn,
+        p_contradict=pc,
+        label=label,
+        decided=decided,
+        detail=detail,
+    )
+
+
+class ClaimCascade:
+    """Verifies claims against retrieved chunks with the configured cascade (a ClaimVerifier).
+
+    Args:
+        settings: the ``verify`` settings section.
+        policy: thresholds tau_entail / tau_contradict that turn probabilities into labels.
+        scorers: stage name -> PairScorer, overriding what the cascade would build (tests, a
+            preloaded model, an LLM judge). ``cross_encoder`` defaults to the packaged model;
+            ``external`` to ``settings.external_model_path``; ``llm_judge`` must be given.
+        check_fn: the typed checks (default ``affidavit.verify.checks.run_checks``).
+        tokenizer: token offsets for windowing (default: the cross-encoder's own tokenizer).
+
+    A stage that cannot be built (model missing, dependency absent) does not raise here: every
+    verdict records the error and stays unverified (fail closed).
+    """
+
+    def __init__(
+        self,
+        settings: VerifySettings,
+        policy: PolicySettings,
+        *,
+        scorers: Mapping[str, PairScorer] | None = None,
+        check_fn: CheckFn | None = None,
+        tokenizer: TokenOffsets | None = None,
+    ) -> None:
+        if settings.uncertain_low > settings.uncertain_high:
+            raise VerificationError(
+                f"uncertain_low {settings.uncertain_low} > uncertain_high {settings.uncertain_high}"
+            )
+        self.settings = settings
+        self.policy = policy
+        self.scorers: dict[str, PairScorer] = dict(scorers or {})
+        self.stage_errors: dict[str, str] = {}
+        self.check_fn = check_fn
+        for name in settings.cascade:
+            if name == "checks" and self.check_fn is None:
+                self.check_fn = self._load_checks()
+            elif name != "checks" and name not in self.scorers:
+                self._build_scorer(name)
+        max_len = settings.max_len
+        tok = tokenizer
+        for stage in MODEL_STAGES:
+            scorer = self.scorers.get(stage)
+            if scorer is None:
+                continue
+            model_len = getattr(scorer, "max_len", None)
+            if isinstance(model_len, int):
+                max_len = min(max_len, model_len)
+            model_tok = getattr(scorer, "tokenizer", None)
+            if tok is None and hasattr(model_tok, "offsets"):
+                tok = model_tok
+            break
+        self.windower = Windower(tok or WhitespaceTokens(), max_len, settings.window_stride)
+
+    def _load_checks(self) -> CheckFn | None:
+        try:
+            from affidavit.verify.checks import run_checks
+        except ImportError as exc:
+            self.stage_errors["checks"] = f"typed checks unavailable: {exc}"
+            return None
+        fn: CheckFn = run_checks
+        return fn
+
+    def _build_scorer(self, stage: str) -> None:
+        try:
+            if stage == "cross_encoder":
+                from affidavit.verify.crossencoder import load_cross_encoder
+
+                self.scorers[stage] = load_cross_encoder(self.settings)
+            elif stage == "external":
+                from affidavit.verify.external import load_external
+
+                self.scorers[stage] = load_external(self.settings)
+            else:
+                raise VerificationError(
+                    f"stage {stage} needs a scorer (pass scorers={{'{stage}': ...}})"
+                )
+        except AffidavitError as exc:
+            log.warning("verifier stage %s unavailable: %s", stage, exc)
+            self.stage_errors[stage] = f"{stage} unavailable: {exc.message}"
+
+    def describe(self) -> dict[str, Any]:
+        """Effective configuration (for certificates and traces)."""
+        stages: dict[str, Any] = {}
+        for name, scorer in self.scorers.items():
+            desc = getattr(scorer, "describe", None)
+            stages[name] = desc() if callable(desc) else {"name": getattr(scorer, "name", name)}
+        return {
+            "settings": self.settings.model_dump(mode="json"),
+            "policy": self.policy.model_dump(mode="json"),
+            "stages": stages,
+            "unavailable": dict(self.stage_errors),
+            "max_len": self.windower.max_len,
+        }
+
+    # ------------------------------------------------------------------ public API
+    def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
+        """Verify one claim against all the given chunks; never raises for one claim."""
+        run = _Run(claim, chunks, time.monotonic() + self.settings.timeout_s)
+        try:
+            self._select(run)
+            if run.windows:
+                for stage in self.settings.cascade:
+                    if run.decided:
+                        break
+                    run.check_time()
+                    self._run_stage(stage, run)
+        except _Timeout:
+            run.errors.append(f"timeout: not decided within {self.settings.timeout_s:g}s")
+            run.incomplete = True
+        except VerificationError as exc:
+            run.errors.append(exc.message)
+            run.incomplete = True
+        return self._verdict(run)
+
+    def verify_many(self, items: Sequence[tuple[Claim, Sequence[Chunk]]]) -> list[Verdict]:
+        """Verify several claims (each with its own chunks), in order."""
+        return [self.verify(c, ch) for c, ch in items]
+
+    # ------------------------------------------------------------------ stages
+    def _select(self, run: _Run) -> None:
+        chunks = [c for c in run.chunks if c.text.strip()]
+        run.chunks = chunks
+        if not chunks:
+            return
+        run.windows, run.n_windows = rank_windows(
+            run.claim.text, chunks, self.windower, self.settings.top_evidence
+        )
+
+    def _run_stage(self, stage: str, run: _Run) -> None:
+        if stage in self.stage_errors:
+            run.errors.append(self.stage_errors[stage])
+            run.incomplete = True
+            run.stages.append(
+                StageScore(
+                    stage=stage,
+                    p_entail=0.0,
+                    p_neutral=1.0,
+                    p_contradict=0.0,
+                    label="unsupported",
+                    error=self.stage_errors[stage],
+                )
+            )
+            return
+        try:
+            if stage == "checks":
+                self._checks(run)
+            elif stage == "llm_judge":
+                self._judge(run)
+            else:
+                self._model(stage, run)
+        except _Timeout:
+            raise
+        except Exception as exc:  # any stage failure is recorded, the claim stays unverified
+            log.warning("verifier stage %s failed on claim %s: %s", stage, run.claim.id, exc)
+            msg = f"{stage} failed: {type(exc).__name__}: {exc}"
+            run.errors.append(msg)
+            run.incomplete = True
+            run.stages.append(
+                StageScore(
+                    stage=stage,
+                    p_entail=0.0,
+                    p_neutral=1.0,
+                    p_contradict=0.0,
+                    label="unsupported",
+                    error=msg,
+                )
+            )
+
+    def _checks(self, run: _Run) -> None:
+        assert self.check_fn is not None  # guarded by stage_errors
+        best = run.windows[0].span
+        results = list(self.check_fn(run.claim.text, best.text))
+        run.checks = results
+        failed = [r for r in results if r.status == "fail" and r.check in CONTRADICTING_CHECKS]
+        if failed:
+            why = "; ".join(f"{r.check}: {r.reason or r.evidence_value}" for r in failed)
+            score = _score("checks", (0.02, 0.03, 0.95), "contradicted", True, f"failed {why}")
+            run.contra = (best,)
+            run.support = ()
+            run.decided = True
+        else:
+            cov = overlap(run.claim.text, best.text)
+            passed = sum(r.status == "pass" for r in results)
+            score = _score(
+                "checks",
+                (cov, 1.0 - cov, 0.0),
+                "supported" if cov >= self.policy.tau_entail else "unsupported",
+                False,
+                f"{passed} passed, lexical coverage {cov:.2f}",
+            )
+            if cov >= self.policy.tau_entail:
+                run.support = (best,)
+        run.best_spans = (best,)
+        run.stages.append(score)
+        run.final = score
+
+    def _batched(self, scorer: PairScorer, pairs: list[tuple[str, str]], run: _Run) -> list[Any]:
+        out: list[StageScore] = []
+        step = self.settings.batch_size
+        for s in range(0, len(pairs), step):
+            run.check_time()
+            out += scorer.score(pairs[s : s + step])
+        if len(out) != len(pairs):
+            raise VerificationError(f"{scorer.name} returned {len(out)} scores for {len(pairs)}")
+        return out
+
+    def _model(self, stage: str, run: _Run) -> None:
+        scorer = self.scorers[stage]
+        claim = run.claim.text
+        tau_e = self.policy.tau_entail
+        windows = run.windows
+        scores = self._batched(scorer, [(claim, w.span.text) for w in windows], run)
+        spans = [w.span for w in windows]
+        ok = [i for i, s in enumerate(scores) if s.error is None]
+        failed = len(scores) - len(ok)
+        if failed:
+            errs = sorted({s.error for s in scores if s.error})
+            run.errors.append(f"{stage}: {failed} of {len(scores)} windows not scored: {errs[0]}")
+            run.incomplete = True
+        if not ok:
+            raise VerificationError(f"{stage} scored no window")
+        for i in ok:
+            if scores[i].detail.startswith("truncated"):
+                spans[i] = spans[i].model_copy(update={"checked_whole": False})
+                run.incomplete = True
+                run.errors.append(f"{stage}: window {i + 1} not checked whole")
+        ie = max(ok, key=lambda i: scores[i].p_entail)
+        ic = max(ok, key=lambda i: scores[i].p_contradict)
+        rep = scores[ie]
+        detail = f"{len(scores)} of {run.n_windows} windows scored"
+        support: tuple[EvidenceSpan, ...] = ()
+        contra: tuple[EvidenceSpan, ...] = ()
+        if rep.p_entail >= tau_e:
+            support = (spans[ie],)
+            smaller = self._smaller(scorer, run, windows[ie], rep)
+            if smaller is not None:
+                support, rep_small = smaller
+                detail += f"; minimal evidence: {len(support)} sentence(s)"
+                if rep_small.p_entail > rep.p_entail:
+                    rep = rep_small
+        elif scores[ic].p_contradict >= self.settings.contradict_confidence:
+            rep = scores[ic]
+            contra = (spans[ic],)
+            detail += f"; window {ic + 1} contradicts"
+        elif self.settings.max_combination > 1:
+            combo = self._combine(scorer, run)
+            if combo is not None:
+                support, rep = combo
+                detail += f"; entailed by {len(support)} spans together"
+        run.check_time()
+        pe = rep.p_entail
+        decided = (
+            pe > self.settings.uncertain_high
+            or pe < self.settings.uncertain_low
+            or rep.p_contradict >= self.settings.contradict_confidence
+        )
+        score = rep.model_copy(
+            update={"stage": stage, "decided": decided, "detail": f"{detail}; {rep.detail}"}
+        )
+        run.stages.append(score)
+        run.final = score
+        run.support = support
+        run.contra = contra
+        run.best_spans = support or contra or (spans[ie],)
+        run.decided = decided
+
+    def _smaller(
+        self, scorer: PairScorer, run: _Run, window: Candidate, rep: StageScore
+    ) -> tuple[tuple[EvidenceSpan, ...], StageScore] | None:
+        """The fewest sentences of an entailing window that still entail (re-verified)."""
+        sents = sentence_candidates(run.claim.text, run.chunks, [window], MIN_EVIDENCE_POOL)
+        if len(sents) <= 1:
+            return None
+        return self._first_entailing(scorer, run, sents, max_size=2)
+
+    def _combine(
+        self, scorer: PairScorer, run: _Run
+    ) -> tuple[tuple[EvidenceSpan, ...], StageScore] | None:
+        """Sentences from different windows/chunks that together entail (re-verified)."""
+        sents = sentence_candidates(run.claim.text, run.chunks, run.windows, MIN_EVIDENCE_POOL)
+        if len(sents) < 2:
+            return None
+        return self._first_entailing(
+            scorer, run, sents, max_size=self.settings.max_combination, min_size=2
+        )
+
+    def _first_entailing(
+        self,
+        scorer: PairScorer,
+        run: _Run,
+        sents: list[Candidate],
+        *,
+        max_size: int,
+        min_size: int = 1,
+    ) -> tuple[tuple[EvidenceSpan, ...], StageScore] | None:
+        claim = run.claim.text
+        for size in range(min_size, max_size + 1):
+            combos = (
+                [(c,) for c in sents]
+                if size == 1
+                else combinations(sents, size, claim, self.windower)
+            )
+            if not combos:
+                continue
+            texts = [join_spans(c) for c in combos]
+            scores = self._batched(scorer, [(claim, t) for t in texts], run)
+            good = [
+                i
+                for i, s in enumerate(scores)
+                if s.error is None
+                and not s.detail.startswith("truncated")
+                and s.p_entail >= self.policy.tau_entail
+            ]
+            if good:
+                # smallest set first; among equals the shortest text, then the most confident
+                i = min(good, key=lambda i: (len(texts[i]), -scores[i].p_entail))
+                return tuple(c.span for c in combos[i]), scores[i]
+        return None
+
+    def _judge(self, run: _Run) -> None:
+        scorer = self.scorers["llm_judge"]
+        spans = run.best_spans or (run.windows[0].span,)
+        evidence = " ".join(s.text for s in spans)
+        (score,) = self._batched(scorer, [(run.claim.text, evidence)], run)
+        if score.error is not None:
+            raise VerificationError(f"llm_judge: {score.error}")
+        run.support, run.contra = (), ()
+        if score.p_entail >= self.policy.tau_entail:
+            run.support = spans
+        elif score.p_contradict >= self.policy.tau_contradict:
+            run.contra = spans
+        score = score.model_copy(update={"stage": "llm_judge", "decided": True})
+        run.stages.append(score)
+        run.final = score
+        run.decided = True
+
+    # ------------------------------------------------------------------ verdict
+    def _verdict(self, run: _Run) -> Verdict:
+        claim = run.claim
+        final = run.final
+        if final is None or final.error is not None:
+            # nothing scored the claim: not verified
+            reason = "no evidence given" if not run.chunks else "no stage could score the claim"
+            if run.chunks and not run.windows and not run.errors:
+                reason = "evidence is empty"
+            return Verdict(
+                claim_id=claim.id,
+                label="unsupported",
+                p_entail=0.0,
+                p_neutral=1.0,
+                p_contradict=0.0,
+                checks=tuple(run.checks),
+                stages=tuple(run.stages),
+                complete=not run.incomplete and not run.errors,
+                errors=tuple(run.errors),
+                reason=reason,
+            )
+        pe, pc = final.p_entail, final.p_contradict
+        tau_e, tau_c = self.policy.tau_entail, self.policy.tau_contradict
+        evidence: tuple[EvidenceSpan, ...] = ()
+        if pc >= tau_c and pc >= pe and run.contra:
+            label: Label = "contradicted"
+            evidence = run.contra
+            reason = f"{final.stage}: p_contradict {pc:.2f} >= {tau_c:g}"
+        elif pe >= tau_e and pc < tau_c and run.support:
+            label = "supported"
+            evidence = run.support
+            reason = f"{final.stage}: p_entail {pe:.2f} >= {tau_e:g}"
+        else:
+            label = "unsupported"
+            reason = f"{final.stage}: p_entail {pe:.2f} < {tau_e:g}" + (
+                "" if pe < tau_e else f" or p_contradict {pc:.2f} >= {tau_c:g}"
+            )
+        complete = not run.incomplete and not run.errors
+        if not complete and label == "supported":
+            # fail closed: a claim is never supported on a check that did not fully run
+            label, evidence = "unsupported", ()
+            reason = "not verified: " + "; ".join(run.errors)
+        return Verdict(
+            claim_id=claim.id,
+            label=label,
+            p_entail=pe,
+            p_neutral=final.p_neutral,
+            p_contradict=pc,
+            evidence=evidence,
+            checks=tuple(run.checks),
+            stages=tuple(run.stages),
+            complete=complete,
+            errors=tuple(run.errors),
+            reason=reason,
+        )
+
+
+def claim_from_text(text: str, claim_id: str = "c1") -> Claim:
+    """A Claim for a bare claim text (batch CLI, eval)."""
+    return Claim(id=claim_id, text=text, start=0, end=len(text), sentence=text)
+
+
+def chunks_from_texts(texts: Sequence[str], prefix: str = "e") -> list[Chunk]:
+    """Chunks for bare evidence texts, ids ``e1, e2...`` in order."""
+    return [Chunk(text=t, id=f"{prefix}{i + 1}") for i, t in enumerate(texts)]
+
+
+__all__ = ["ClaimCascade", "chunks_from_texts", "claim_from_text", "make_span"]

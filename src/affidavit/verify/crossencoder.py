@@ -1,0 +1,472 @@
+"""The project's own cross-encoder as a :class:`PairScorer`: ONNX Runtime + ``tokenizers``.
+
+The packaged model lives in ``affidavit/verify/model/`` (``verifier.onnx``, ``tokenizer.json``,
+``config.json``). ``config.json`` gives the label order of the logits, ``max_len``, the calibration
+``temperature`` and the ``sha256`` of ``verifier.onnx``; the hash is checked at load, and a missing
+or altered model raises :class:`ModelError` (the cascade then leaves claims unverified).
+
+Pairs are encoded as ``[CLS] claim [SEP] evidence [SEP]``. Nothing is cut silently: the cascade
+hands in windows built to fit; if a pair still does not fit, only the evidence side is cut, and the
+score says so (``detail`` starts with ``truncated``); a claim too long to check is an error score.
+
+Example:
+    >>> from affidavit.core.settings import VerifySettings
+    >>> scorer = load_cross_encoder(VerifySettings())  # doctest: +SKIP
+    >>> scorer.score([("Paris is in France.", "Paris is the capital of France.")])[0].label
+    'supported'  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from affidavit.core.errors import MissingDependencyError, ModelError
+from affidavit.core.settings import VerifySettings
+from affidavit.core.types import Label, StageScore
+from affidavit.verify.evidence import MIN_EVIDENCE_TOKENS, SPECIAL_TOKENS
+
+log = logging.getLogger(__name__)
+
+Canonical = Literal["entail", "neutral", "contradict", "not_entail"]
+GraphOpt = Literal["disable", "basic", "extended", "all"]
+
+MODEL_FILE = "verifier.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+CONFIG_FILE = "config.json"
+
+_SYNONYMS: dict[str, Canonical] = {
+    "entail": "entail",
+    "entails": "entail",
+    "entailment": "entail",
+    "entailed": "entail",
+    "support": "entail",
+    "supports": "entail",
+    "supported": "entail",
+    "consistent": "entail",
+    "faithful": "entail",
+    "factual": "entail",
+    "true": "entail",
+    "neutral": "neutral",
+    "nei": "neutral",
+    "not enough info": "neutral",
+    "not_enough_info": "neutral",
+    "unverifiable": "neutral",
+    "contradict": "contradict",
+    "contradicts": "contradict",
+    "contradiction": "contradict",
+    "contradicted": "contradict",
+    "refute": "contradict",
+    "refutes": "contradict",
+    "refuted": "contradict",
+    "not_entail": "not_entail",
+    "not_entailment": "not_entail",
+    "not entailment": "not_entail",
+    "inconsistent": "not_entail",
+    "hallucinated": "not_entail",
+    "unsupported": "not_entail",
+    "false": "not_entail",
+}
+
+
+def canonical_labels(labels: Sequence[str]) -> list[Canonical]:
+    """Map a model's label names onto entail / neutral / contradict / not_entail.
+
+    Raises:
+        ModelError: a name is not recognised, or no label means entailment.
+
+    Example:
+        >>> canonical_labels(["CONTRADICTION", "NEUTRAL", "ENTAILMENT"])
+        ['contradict', 'neutral', 'entail']
+    """
+    out: list[Canonical] = []
+    for name in labels:
+        key = name.strip().lower().replace("-", "_")
+        canon = _SYNONYMS.get(key) or _SYNONYMS.get(key.replace("_", " "))
+        if canon is None:
+            raise ModelError(
+                f"unknown verifier label {name!r}; use one of {sorted(set(_SYNONYMS))}",
+                label=name,
+            )
+        out.append(canon)
+    if "entail" not in out:
+        raise ModelError(f"no label of {list(labels)} means entailment", labels=list(labels))
+    return out
+
+
+def collapse(probs: np.ndarray, labels: Sequence[Canonical]) -> np.ndarray:
+    """Per-row (p_entail, p_neutral, p_contradict) from probabilities over the model's labels.
+
+    A binary "not entailed" mass goes to neutral: it says nothing about contradiction, and putting
+    it there never makes a claim look contradicted (or supported) on the model's behalf.
+    """
+    out = np.zeros((probs.shape[0], 3), dtype=np.float64)
+    col = {"entail": 0, "neutral": 1, "not_entail": 1, "contradict": 2}
+    for j, lab in enumerate(labels):
+        out[:, col[lab]] += probs[:, j]
+    return out
+
+
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Row softmax of ``logits / temperature`` (numerically stable)."""
+    z = logits.astype(np.float64) / temperature
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    result: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return result
+
+
+def stage_label(p: Sequence[float]) -> Label:
+    """A stage's own label: the arg-max of (entail, neutral, contradict)."""
+    labels: tuple[Label, Label, Label] = ("supported", "unsupported", "contradicted")
+    return labels[int(np.argmax(np.asarray(p)))]
+
+
+def error_score(stage: str, error: str) -> StageScore:
+    """The fail-closed score of a pair that could not be scored."""
+    return StageScore(
+        stage=stage,
+        p_entail=0.0,
+        p_neutral=1.0,
+        p_contradict=0.0,
+        label="unsupported",
+        error=error,
+    )
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ModelConfig(BaseModel):
+    """``config.json`` of a verifier model folder (other keys, e.g. the model card, are kept)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    labels: list[str] = Field(
+        default_factory=lambda: ["entail", "neutral", "contradict"],
+        description="Label of each logit, in order.",
+    )
+    max_len: int = Field(default=256, ge=32, description="Sequence length the model was built for.")
+    temperature: float = Field(default=1.0, gt=0, description="Calibration temperature.")
+    sha256: str | None = Field(default=None, description="sha256 of the ONNX file.")
+    model_file: str = Field(default=MODEL_FILE, description="ONNX file name in the folder.")
+    tokenizer_file: str = Field(default=TOKENIZER_FILE, description="tokenizer.json name.")
+    tokenizer_sha256: str | None = Field(default=None, description="sha256 of tokenizer.json.")
+    name: str = Field(default="affidavit-verifier", description="Model id for traces.")
+
+
+def read_config(model_dir: Path) -> ModelConfig:
+    """Read and validate ``config.json`` of a model folder.
+
+    Raises:
+        ModelError: the file is missing or invalid.
+    """
+    path = model_dir / CONFIG_FILE
+    if not path.is_file():
+        raise ModelError(f"verifier config not found: {path}", source=str(path))
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelError(f"cannot read verifier config {path}: {exc}", source=str(path)) from exc
+    if isinstance(raw, dict):
+        # accept the spellings training scripts commonly write
+        for alt in ("label_order", "label_names"):
+            if alt in raw and "labels" not in raw:
+                raw["labels"] = raw.pop(alt)
+        if "max_length" in raw and "max_len" not in raw:
+            raw["max_len"] = raw.pop("max_length")
+        for alt in ("onnx_sha256", "model_sha256"):
+            if alt in raw and "sha256" not in raw:
+                raw["sha256"] = raw.pop(alt)
+    try:
+        return ModelConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ModelError(f"invalid verifier config {path}: {exc}", source=str(path)) from exc
+
+
+def packaged_model_dir() -> Path:
+    """Folder of the model shipped inside the package."""
+    return Path(__file__).resolve().parent / "model"
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A padded batch of encoded pairs."""
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    token_type_ids: np.ndarray
+    truncated: list[int]
+    """Per pair: evidence tokens cut off (0 = the pair was seen whole)."""
+
+
+class PairTokenizer:
+    """A ``tokenizers`` tokenizer that encodes (claim, evidence) pairs without silent truncation."""
+
+    def __init__(self, path: Path, max_len: int) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - part of the models extra
+            raise MissingDependencyError(
+                "tokenizers", "models", purpose="the verifier's tokenizer"
+            ) from exc
+        try:
+            self.tok = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises plain Exception subclasses
+            raise ModelError(f"cannot load tokenizer {path}: {exc}", source=str(path)) from exc
+        self.tok.no_truncation()
+        self.tok.no_padding()
+        self.max_len = max_len
+        self._lock = threading.Lock()
+        pad = self.tok.token_to_id("[PAD]")
+        self.pad_id = 0 if pad is None else pad
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Token character offsets of ``text`` (no special tokens)."""
+        return list(self.tok.encode(text, add_special_tokens=False).offsets)
+
+    def count(self, text: str) -> int:
+        """Number of tokens of ``text`` (no special tokens)."""
+        return len(self.tok.encode(text, add_special_tokens=False).ids)
+
+    def encode(self, pairs: Sequence[tuple[str, str]]) -> Encoded:
+        """Encode pairs; an over-long pair has its evidence (never its claim) cut, and is marked.
+
+        Raises:
+            ValueError: a claim leaves fewer than MIN_EVIDENCE_TOKENS for evidence (caller turns it
+                into an error score).
+        """
+        encs = self.tok.encode_batch([(c, e) for c, e in pairs])
+        truncated = [0] * len(pairs)
+        for i, enc in enumerate(encs):
+            if len(enc.ids) <= self.max_len:
+                continue
+            claim, evidence = pairs[i]
+            n_claim = self.count(claim)
+            budget = self.max_len - SPECIAL_TOKENS - n_claim
+            if budget < MIN_EVIDENCE_TOKENS:
+                raise ValueError(f"claim too long to check: {n_claim} tokens of {self.max_len}")
+            ev_offs = self.offsets(evidence)
+            cut = evidence[: ev_offs[budget - 1][1]] if budget <= len(ev_offs) else evidence
+            enc2 = self.tok.encode(claim, cut)
+            # re-tokenising the cut text can merge tokens differently; shrink until it fits
+            while len(enc2.ids) > self.max_len and budget > 1:
+                budget -= 1
+                cut = evidence[: ev_offs[budget - 1][1]]
+                enc2 = self.tok.encode(claim, cut)
+            truncated[i] = max(1, len(ev_offs) - budget)
+            encs[i] = enc2
+        n = max(len(e.ids) for e in encs)
+        ids = np.full((len(encs), n), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(encs), n), dtype=np.int64)
+        types = np.zeros((len(encs), n), dtype=np.int64)
+        for i, e in enumerate(encs):
+            k = len(e.ids)
+            ids[i, :k] = e.ids
+            mask[i, :k] = 1
+            types[i, :k] = e.type_ids
+        return Encoded(ids, mask, types, truncated)
+
+
+class OnnxCrossEncoder:
+    """A cross-encoder verifier run by ONNX Runtime (the packaged model, or any ONNX folder).
+
+    Args:
+        model_dir: folder with the ONNX file, ``tokenizer.json`` and ``config.json``.
+        threads: intra-op (and inter-op) threads; set it, a shared CPU oversubscribes otherwise.
+        batch_size: pairs per ONNX call (pairs are length-sorted first to limit padding).
+        require_sha256: refuse a model whose config has no sha256 (True for the packaged model).
+        labels: override of the config's label order (a user's model, ``external_labels``).
+        graph_opt: ONNX Runtime graph optimisation level.
+        stage: stage name written into each StageScore.
+
+    Raises:
+        ModelError: missing files, sha256 mismatch, or a model ONNX Runtime cannot load.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        threads: int = 2,
+        batch_size: int = 32,
+        require_sha256: bool = True,
+        labels: Sequence[str] | None = None,
+        graph_opt: GraphOpt = "all",
+        stage: str = "cross_encoder",
+    ) -> None:
+        t0 = time.perf_counter()
+        self.model_dir = Path(model_dir)
+        self.name = stage
+        self.batch_size = batch_size
+        self.config = read_config(self.model_dir)
+        self.labels = canonical_labels(list(labels) if labels else self.config.labels)
+        self.max_len = self.config.max_len
+        self.temperature = self.config.temperature
+        onnx_path = self.model_dir / self.config.model_file
+        tok_path = self.model_dir / self.config.tokenizer_file
+        for p in (onnx_path, tok_path):
+            if not p.is_file():
+                raise ModelError(f"verifier model file missing: {p}", source=str(p))
+        self.sha256 = file_sha256(onnx_path)
+        if self.config.sha256 is None:
+            if require_sha256:
+                raise ModelError(
+                    f"{self.model_dir / CONFIG_FILE} has no sha256: refusing an unverifiable model",
+                    source=str(onnx_path),
+                )
+        elif self.config.sha256.lower() != self.sha256:
+            raise ModelError(
+                f"verifier model sha256 mismatch: expected {self.config.sha256}, got {self.sha256}",
+                source=str(onnx_path),
+            )
+        if self.config.tokenizer_sha256 and file_sha256(tok_path) != self.config.tokenizer_sha256:
+            raise ModelError("verifier tokenizer sha256 mismatch", source=str(tok_path))
+        self.tokenizer = PairTokenizer(tok_path, self.max_len)
+        self.session = _make_session(onnx_path, threads, graph_opt)
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        n_out = self.session.get_outputs()[0].shape[-1]
+        if isinstance(n_out, int) and n_out != len(self.labels):
+            raise ModelError(
+                f"model has {n_out} outputs but {len(self.labels)} labels are configured",
+                source=str(onnx_path),
+            )
+        self.threads = threads
+        self.load_seconds = time.perf_counter() - t0
+        log.info(
+            "loaded verifier model",
+            extra={"model": self.config.name, "sha256": self.sha256[:12], "s": self.load_seconds},
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Effective configuration (for certificates and traces)."""
+        return {
+            "name": self.config.name,
+            "path": str(self.model_dir),
+            "sha256": self.sha256,
+            "labels": list(self.labels),
+            "max_len": self.max_len,
+            "temperature": self.temperature,
+            "threads": self.threads,
+            "batch_size": self.batch_size,
+        }
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, list[int]]:
+        """Raw logits for pairs (one batch, in input order) and evidence tokens cut per pair."""
+        enc = self.tokenizer.encode(pairs)
+        feeds = {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask}
+        if "token_type_ids" in self.input_names:
+            feeds["token_type_ids"] = enc.token_type_ids
+        feeds = {k: v for k, v in feeds.items() if k in self.input_names}
+        out = self.session.run(None, feeds)[0]
+        return np.asarray(out, dtype=np.float64).reshape(len(pairs), -1), enc.truncated
+
+    def probabilities(self, logits: np.ndarray) -> np.ndarray:
+        """Calibrated (p_entail, p_neutral, p_contradict) rows from raw logits."""
+        if logits.shape[1] == 1:  # a single-logit model scores entailment with a sigmoid
+            p = 1.0 / (1.0 + np.exp(-logits[:, 0] / self.temperature))
+            return np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
+        return collapse(softmax(logits, self.temperature), self.labels)
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[StageScore]:
+        """Score (claim, evidence) pairs in input order; a pair that cannot be scored gets an
+        error score (unsupported), never an exception for the whole batch."""
+        results: list[StageScore | None] = [None] * len(pairs)
+        # length-sorted batches waste less compute on padding
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        for s in range(0, len(order), self.batch_size):
+            idx = order[s : s + self.batch_size]
+            batch = [pairs[i] for i in idx]
+            try:
+                logits, cut = self.logits(batch)
+            except ValueError:
+                # one over-long claim: score the batch pair by pair to isolate it
+                for i in idx:
+                    results[i] = self._score_one(pairs[i])
+                continue
+            probs = self.probabilities(logits)
+            for k, i in enumerate(idx):
+                results[i] = self._to_score(probs[k], cut[k])
+        return [r if r is not None else error_score(self.name, "not scored") for r in results]
+
+    def _score_one(self, pair: tuple[str, str]) -> StageScore:
+        try:
+            logits, cut = self.logits([pair])
+        except ValueError as exc:
+            return error_score(self.name, str(exc))
+        return self._to_score(self.probabilities(logits)[0], cut[0])
+
+    def _to_score(self, p: np.ndarray, cut: int) -> StageScore:
+        pe, pn, pc = (float(min(1.0, max(0.0, x))) for x in p)
+        detail = f"{self.config.name} T={self.temperature:g}"
+        if cut:
+            detail = f"truncated: {cut} evidence tokens not seen; {detail}"
+        return StageScore(
+            stage=self.name,
+            p_entail=pe,
+            p_neutral=pn,
+            p_contradict=pc,
+            label=stage_label((pe, pn, pc)),
+            detail=detail,
+        )
+
+
+def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt) -> Any:
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:  # pragma: no cover - part of the models extra
+        raise MissingDependencyError("onnxruntime", "models", purpose="the verifier") from exc
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = threads
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[graph_opt]
+    try:
+        return ort.InferenceSession(
+            str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own untyped exceptions
+        raise ModelError(
+            f"cannot load ONNX model {onnx_path}: {exc}", source=str(onnx_path)
+        ) from exc
+
+
+_CACHE: dict[tuple[str, int, int], OnnxCrossEncoder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_cross_encoder(settings: VerifySettings) -> OnnxCrossEncoder:
+    """The verifier model of ``settings`` (packaged by default), loaded once per process.
+
+    Raises:
+        ModelError: the model is missing, altered (sha256) or unloadable.
+    """
+    model_dir = (settings.model_path or packaged_model_dir()).expanduser().resolve()
+    key = (str(model_dir), settings.threads, settings.batch_size)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = OnnxCrossEncoder(
+                model_dir, threads=settings.threads, batch_size=settings.batch_size
+            )
+        return _CACHE[key]
