@@ -1,0 +1,204 @@
+"""Contracts of the ``ask`` job: the answer, its citations, sources, trace and timings.
+
+Everything :class:`~affidavit.pipeline.ask.AskPipeline` returns is a frozen pydantic model here,
+JSON round-trippable, so ``affidavit ask --json`` prints exactly the library's result.
+
+Example:
+    >>> t = StageTiming(stage="retrieve", seconds=0.01)
+    >>> StageTiming.model_validate_json(t.model_dump_json()) == t
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from affidavit.core.types import Chunk, Claim, Decision, DisplayMode, Frozen, Hit, Verdict
+
+StageName = Literal[
+    "retrieve",
+    "correct",
+    "prompt",
+    "generate",
+    "citations",
+    "claims",
+    "verify",
+    "policy",
+    "certify",
+    "total",
+]
+Classification = Literal["correct", "ambiguous", "incorrect"]
+
+
+class StageTiming(Frozen):
+    """Wall-clock time of one pipeline stage."""
+
+    stage: StageName = Field(description="Which stage.")
+    seconds: float = Field(ge=0.0, description="Wall-clock seconds the stage took.")
+    skipped: bool = Field(default=False, description="True when the stage did not run.")
+    note: str = Field(default="", description="Why it was skipped, or what ran.")
+
+
+class Source(Frozen):
+    """A passage shown to the generator as ``[number]``."""
+
+    number: int = Field(ge=1, description="The passage number used in the prompt and citations.")
+    chunk_id: str = Field(description="Id of the chunk (its text is in the trace's context).")
+    origin: Literal["store", "web"] = Field(
+        default="store", description="Whether the passage came from the store or a web search."
+    )
+    url: str | None = Field(default=None, description="Source URL or path, if known.")
+    title: str | None = Field(default=None, description="Title of the source document.")
+    doc_id: str | None = Field(default=None, description="Id of the source document.")
+
+
+class Citation(Frozen):
+    """A citation ``[n]`` as finally attached to an answer sentence."""
+
+    sentence_index: int = Field(ge=0, description="Index of the answer sentence (0-based).")
+    number: int = Field(ge=1, description="The passage number cited.")
+    chunk_id: str = Field(description="Id of the cited chunk.")
+    corrected_from: int | None = Field(
+        default=None,
+        description="The number the model wrote when the verifier's evidence pointed elsewhere.",
+    )
+
+
+class RemovedCitation(Frozen):
+    """A citation the model wrote that names no provided passage (removed from the answer)."""
+
+    sentence_index: int = Field(ge=0, description="Index of the sentence it was in.")
+    number: int = Field(description="The passage number the model wrote.")
+    marker: str = Field(description="The exact marker text removed, e.g. ``[7]``.")
+    reason: str = Field(description="Why it was removed, in plain words.")
+
+
+class CitationCorrection(Frozen):
+    """A sentence's citation replaced by the passage the verifier's evidence came from."""
+
+    sentence_index: int = Field(ge=0, description="Index of the sentence.")
+    claim_id: str = Field(description="The verified claim whose evidence decided it.")
+    from_numbers: tuple[int, ...] = Field(description="The numbers the model cited.")
+    to_numbers: tuple[int, ...] = Field(description="The numbers the evidence came from.")
+    reason: str = Field(description="Why, in plain words.")
+
+
+class ClaimOutcome(Frozen):
+    """One claim with the verifier's verdict and the policy's decision."""
+
+    claim: Claim = Field(description="The claim as extracted from the answer.")
+    verdict: Verdict = Field(description="The verifier's verdict.")
+    decision: Decision = Field(description="verified / unverified / blocked (fail closed).")
+    evidence_numbers: tuple[int, ...] = Field(
+        default=(), description="Passage numbers the verdict's evidence spans came from."
+    )
+
+
+class ScoredChunk(Frozen):
+    """A retrieved chunk with the relevance evaluator's 0-10 score."""
+
+    chunk_id: str = Field(description="Id of the chunk.")
+    score: float = Field(description="Relevance score, 0-10.")
+    detail: str = Field(default="", description="Evaluator name or note.")
+
+
+class WebResultTrace(Frozen):
+    """One web search result as used (or refused)."""
+
+    url: str | None = Field(default=None, description="Result URL.")
+    title: str | None = Field(default=None, description="Result title.")
+    used: bool = Field(default=True, description="False if refused (allowlist, SSRF guard...).")
+    note: str = Field(default="", description="Why it was refused, or any note.")
+
+
+class VerificationTrace(Frozen):
+    """Verification of one claim, for the trace."""
+
+    claim_id: str = Field(description="Id of the claim.")
+    label: str = Field(description="The verdict label.")
+    p_entail: float = Field(description="Entailment probability.")
+    p_contradict: float = Field(description="Contradiction probability.")
+    seconds: float = Field(ge=0.0, description="Time spent verifying this claim.")
+    error: str | None = Field(default=None, description="Set when the verifier failed.")
+
+
+class Trace(Frozen):
+    """Everything that happened while answering, for the UI, ``--json`` and certificates."""
+
+    retrieval_hits: tuple[Hit, ...] = Field(default=(), description="What the retriever returned.")
+    evaluator_scores: tuple[ScoredChunk, ...] = Field(
+        default=(), description="Relevance score of each retrieved chunk (corrective stage)."
+    )
+    classification: Classification | None = Field(
+        default=None, description="CRAG classification; None when the corrective stage is off."
+    )
+    corrective_detail: dict[str, Any] = Field(
+        default_factory=dict, description="Anything else the corrective stage reported."
+    )
+    context: tuple[Chunk, ...] = Field(
+        default=(), description="The (refined) passages shown to the generator, in number order."
+    )
+    web_queries: tuple[str, ...] = Field(default=(), description="Web search queries issued.")
+    web_results: tuple[WebResultTrace, ...] = Field(default=(), description="Web results seen.")
+    prompt_chars: int = Field(default=0, ge=0, description="Characters in the prompt messages.")
+    prompt_tokens_estimate: int = Field(
+        default=0, ge=0, description="Rough token count of the prompt (characters / 4)."
+    )
+    generator: str = Field(default="", description="Name of the generator backend.")
+    raw_answer: str = Field(default="", description="The text exactly as the model produced it.")
+    generated_pieces: int = Field(default=0, ge=0, description="Streamed pieces received.")
+    generation_seconds: float = Field(default=0.0, ge=0.0, description="Generation wall time.")
+    time_to_first_token_s: float | None = Field(
+        default=None, description="Seconds from the start of the request to the first piece."
+    )
+    removed_citations: tuple[RemovedCitation, ...] = Field(
+        default=(), description="Citations naming no provided passage, removed."
+    )
+    citation_corrections: tuple[CitationCorrection, ...] = Field(
+        default=(), description="Citations replaced by the verifier's evidence passage."
+    )
+    verification: tuple[VerificationTrace, ...] = Field(
+        default=(), description="Per-claim verification summary."
+    )
+    timings: tuple[StageTiming, ...] = Field(default=(), description="Per-stage latency.")
+    skipped_stages: tuple[str, ...] = Field(
+        default=(), description="Stages that did not run, with the reason."
+    )
+
+
+class AskResult(Frozen):
+    """The result of one question: the shown answer, its proof and how it was produced."""
+
+    question: str = Field(description="The question asked.")
+    mode: DisplayMode = Field(description="Display mode the answer was rendered in.")
+    answer: str = Field(description="The rendered answer as shown (policy applied).")
+    draft: str = Field(
+        default="",
+        description="The model's answer after citation clean-up, before the policy rendering.",
+    )
+    insufficient: bool = Field(
+        default=False, description="The model said the context does not answer the question."
+    )
+    claims: tuple[ClaimOutcome, ...] = Field(
+        default=(), description="Every claim with its verdict and decision."
+    )
+    citations: tuple[Citation, ...] = Field(
+        default=(), description="Citations kept in the answer, after clean-up and correction."
+    )
+    sources: tuple[Source, ...] = Field(default=(), description="The numbered passages.")
+    trace: Trace = Field(default_factory=Trace, description="The full trace.")
+    certificate_path: str | None = Field(
+        default=None, description="Where the signed certificate was written, if requested."
+    )
+
+    @property
+    def decisions(self) -> dict[str, Decision]:
+        """Claim id -> decision."""
+        return {c.claim.id: c.decision for c in self.claims}
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Stage -> seconds."""
+        return {t.stage: t.seconds for t in self.trace.timings}
