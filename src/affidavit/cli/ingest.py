@@ -1,10 +1,260 @@
-"""CLI commands of the ingest group (placeholder until the stage lands)."""
+"""``affidavit ingest`` and ``affidavit search``.
+
+Exit codes:
+    ingest: 0 every input ingested or unchanged; 1 at least one input failed (the report lists
+    each with its reason; everything else was still ingested); 2 usage error (no such path,
+    bad option or config, store unusable).
+    search: 0 success (also with no hits); 2 usage or input error (no store, bad queries file).
+"""
 
 from __future__ import annotations
 
+import json
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from affidavit.cli.common import EXIT_FAIL, EXIT_OK, cli_settings, dump_json, fail_usage
+
+if TYPE_CHECKING:
+    from affidavit.core.retrieval import IngestReport
+    from affidavit.core.settings import Settings
+    from affidavit.core.types import Hit
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store", help="Store folder (default: store.path, .affidavit).", envvar="AFFIDAVIT_STORE"
+    ),
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="affidavit.toml to use.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(settings: Settings, store: Path | None, *, must_exist: bool) -> Any:
+    from affidavit.core.errors import AffidavitError
+    from affidavit.store.factory import make_store
+
+    where = store or settings.store.path
+    if must_exist and settings.store.backend == "local" and not (where / "store.sqlite").exists():
+        raise fail_usage(f"no store at {where} (run `affidavit ingest PATH` first)")
+    try:
+        return make_store(settings.store, path=where)
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None
+
+
+def _embedder(settings: Settings) -> Any:
+    from affidavit.core.errors import AffidavitError
+    from affidavit.retrieve.embedders import make_embedder
+
+    try:
+        return make_embedder(settings.embed)
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None
+
+
+def _print_report(report: IngestReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=False)
+    counts = report.counts()
+    table = Table(title=f"ingest into {report.store} ({report.seconds:.1f}s)")
+    for name in counts:
+        table.add_column(name, justify="right")
+    table.add_row(*(str(v) for v in counts.values()))
+    console.print(table)
+    console.print(f"chunks in store: {report.chunks_total}")
+    for o in report.failed:
+        console.print(f"[red]failed[/red] {o.source}: {o.reason}", highlight=False, markup=True)
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders (walked recursively).")],
+    store: StoreOpt = None,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove stored documents that vanished from PATHs.")
+    ] = False,
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Load documents into the store (incremental: unchanged files are skipped)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from affidavit.core.errors import StoreError
+    from affidavit.ingest.pipeline import Ingestor
+
+    settings = cli_settings(config)
+    for p in paths:
+        if not p.exists() and not p.is_symlink():
+            raise fail_usage(f"no such file or folder: {p}")
+    embedder = _embedder(settings)
+    st = _open(settings, store, must_exist=False)
+    try:
+        ingestor = Ingestor(st, embedder, settings.ingest)
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[current]}"),
+            transient=True,
+            disable=json_out,
+        ) as bar:
+            task = bar.add_task("ingest", total=None, current="")
+
+            def progress(done: int, total: int, current: str) -> None:
+                bar.update(task, completed=done, total=total, current=Path(current).name)
+
+            try:
+                report = ingestor.ingest(paths, prune=prune, progress=progress)
+            except StoreError as exc:
+                raise fail_usage(exc.message) from None
+    finally:
+        st.close()
+    if json_out:
+        typer.echo(dump_json({"counts": report.counts(), **report.model_dump(mode="json")}))
+    else:
+        _print_report(report)
+    raise typer.Exit(EXIT_FAIL if report.failed else EXIT_OK)
+
+
+def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:
+    c = hit.chunk
+    out: dict[str, Any] = {"doc_id": c.doc_id, "chunk_id": c.id, "score": hit.score}
+    if full:
+        out.update(
+            {
+                "rank": hit.rank,
+                "mode": hit.mode,
+                "text": c.text,
+                "title": c.title,
+                "url": c.url,
+                "start": c.start,
+                "end": c.end,
+                "metadata": c.metadata,
+                "scores": hit.scores,
+            }
+        )
+    return out
+
+
+def _read_queries(path: Path) -> list[tuple[Any, str]]:
+    out: list[tuple[Any, str]] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail_usage(f"cannot read {path}: {exc}") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise fail_usage(f"{path}:{n}: invalid JSON ({exc})") from None
+        if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("query"), str):
+            raise fail_usage(f'{path}:{n}: each line needs "id" and a string "query"')
+        out.append((obj["id"], obj["query"]))
+    return out
+
+
+def search(
+    query: Annotated[str | None, typer.Argument(help="The query (omit with --queries).")] = None,
+    store: StoreOpt = None,
+    k: Annotated[int, typer.Option("-k", "--top-k", min=1, help="Hits to return.")] = 10,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="bm25 | dense | hybrid (default: retrieve.mode).")
+    ] = None,
+    domain: Annotated[
+        list[str] | None, typer.Option("--domain", help="Only sources in this domain (repeat).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only documents dated >= YYYY-MM-DD.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Only documents dated <= YYYY-MM-DD.")
+    ] = None,
+    queries: Annotated[
+        Path | None, typer.Option("--queries", help='Batch: JSONL of {"id", "query"} lines.')
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Batch: write JSONL results here.")
+    ] = None,
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Search the store (one query, or a batch with --queries/--output)."""
+    from pydantic import ValidationError
+
+    from affidavit.core.errors import AffidavitError
+    from affidavit.core.retrieval import SearchFilters
+    from affidavit.retrieve.base import SEARCH_MODES
+    from affidavit.retrieve.retriever import StoreRetriever
+
+    settings = cli_settings(config)
+    mode = mode or settings.retrieve.mode
+    if mode not in SEARCH_MODES:
+        raise fail_usage(f"unknown --mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")
+    if (query is None) == (queries is None):
+        raise fail_usage("give either a QUERY or --queries FILE")
+    if queries is not None and output is None:
+        raise fail_usage("--queries needs --output")
+    try:
+        filters = SearchFilters(
+            domains=tuple(domain or ()),
+            date_from=date.fromisoformat(since) if since else None,
+            date_to=date.fromisoformat(until) if until else None,
+        )
+    except (ValueError, ValidationError) as exc:
+        raise fail_usage(f"bad filter: {exc}") from None
+    batch = _read_queries(queries) if queries is not None else [(None, query or "")]
+    st = _open(settings, store, must_exist=True)
+    try:
+        embedder = _embedder(settings) if mode != "bm25" else None
+        try:
+            retriever = StoreRetriever(
+                st,
+                embedder,
+                rrf_k=settings.retrieve.rrf_k,
+                candidates=settings.retrieve.candidates,
+            )
+            results = retriever.search_many(
+                [q for _, q in batch],
+                k=k,
+                mode=mode,
+                filters=filters,
+            )
+        except AffidavitError as exc:
+            raise fail_usage(exc.message) from None
+    finally:
+        st.close()
+    if queries is not None and output is not None:
+        with output.open("w", encoding="utf-8") as fh:
+            for (qid, _), hits in zip(batch, results, strict=True):
+                line = {"id": qid, "hits": [_hit_json(h, full=False) for h in hits]}
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        typer.echo(f"wrote {len(batch)} results to {output}", err=True)
+        raise typer.Exit(EXIT_OK)
+    hits = results[0]
+    if json_out:
+        typer.echo(dump_json([_hit_json(h, full=True) for h in hits]))
+        raise typer.Exit(EXIT_OK)
+    from rich.console import Console
+
+    console = Console()
+    if not hits:
+        console.print("no hits")
+    for h in hits:
+        c = h.chunk
+        where = c.title or c.url or c.doc_id
+        page = f" p.{c.metadata['page']}" if "page" in c.metadata else ""
+        console.print(f"[bold]{h.rank}.[/bold] {h.score:.4f}  {where}{page}", highlight=False)
+        console.print(f"   {c.text[:300]}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
-    del app
+    """Add ``ingest`` and ``search`` to the app."""
+    app.command("ingest")(ingest)
+    app.command("search")(search)

@@ -1,0 +1,325 @@
+"""Format loaders: each turns one file into :class:`Document` objects or raises ``IngestError``.
+
+Loaders never return partial junk: a file that cannot be read whole raises with the reason, and
+the ingest run records it as a failure and continues.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import zipfile
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from affidavit.core.errors import IngestError, MissingDependencyError
+from affidavit.core.types import Document, sha256_text
+
+logger = logging.getLogger(__name__)
+
+# Zip-bomb guard for DOCX: refuse archives that inflate beyond these before parsing them.
+MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+MAX_COMPRESSION_RATIO = 100.0
+_RATIO_CHECK_MIN_BYTES = 10 * 1024 * 1024
+
+
+def file_doc_id(path: Path) -> str:
+    """Document id of a file: stable for its resolved absolute path."""
+    return "doc-" + sha256_text(str(path.resolve()))[:20]
+
+
+def decode_utf8(raw: bytes, source: str) -> str:
+    """Decode UTF-8 (a BOM is dropped); anything else is an ``IngestError`` naming the byte."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.start + 1]
+        raise IngestError(
+            f"not valid UTF-8 (byte {bad!r} at offset {exc.start}); convert the file to UTF-8",
+            source=source,
+        ) from exc
+
+
+def iso_date(value: Any) -> str | None:
+    """Normalise a date-like value (datetime, 'YYYY-MM-DD...', PDF 'D:YYYYMMDD', year) to ISO."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    s = str(value).strip()
+    if s.startswith("D:"):
+        s = s[2:]
+    m = re.match(r"^(\d{4})-?(\d{2})-?(\d{2})", s)
+    if m:
+        try:
+            return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+        except ValueError:
+            return None
+    if re.fullmatch(r"\d{4}", s):
+        return f"{s}-01-01"  # a year alone counts as 1 January
+    return None
+
+
+def domain_of(url: str | None) -> str | None:
+    """Lower-case host of an http(s) URL, else None."""
+    if not url:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return None
+    return parsed.hostname.lower()
+
+
+def _base_metadata(path: Path) -> dict[str, Any]:
+    return {"path": str(path), "filename": path.name}
+
+
+def load_text(path: Path, raw: bytes, *, markdown: bool = False) -> list[Document]:
+    """Plain text or Markdown (kept verbatim so offsets are offsets into the file's text)."""
+    text = decode_utf8(raw, str(path))
+    if not text.strip():
+        raise IngestError("file is empty (no text)", source=str(path))
+    title = None
+    if markdown:
+        m = re.search(r"^#\s+(.+)$", text, re.MULTILINE)
+        title = m.group(1).strip() if m else None
+    if title is None:
+        # a short first line without a full stop reads as a title; otherwise the file name
+        first = text.strip().splitlines()[0].strip()
+        title = first if len(first) <= 80 and not first.endswith((".", "?", "!")) else path.stem
+    return [
+        Document(
+            id=file_doc_id(path),
+            text=text,
+            source=str(path),
+            title=title,
+            mime="text/markdown" if markdown else "text/plain",
+            metadata=_base_metadata(path),
+        )
+    ]
+
+
+def load_pdf(path: Path, raw: bytes) -> list[Document]:
+    """PDF via pypdf: pages joined by blank lines; ``metadata["pages"]`` maps offsets to pages."""
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+    except ImportError as exc:
+        raise MissingDependencyError("pypdf", "ingest", purpose="reading PDF files") from exc
+    import io
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except Exception as exc:  # pypdf raises several types for unsupported crypto
+                raise IngestError(
+                    f"encrypted PDF that cannot be opened: {exc}", source=str(path)
+                ) from exc
+            if not ok:
+                raise IngestError("encrypted PDF (a password is required)", source=str(path))
+        parts: list[str] = []
+        pages: list[list[int]] = []
+        pos = 0
+        for number, page in enumerate(reader.pages, start=1):
+            page_text = (page.extract_text() or "").strip()
+            if not page_text:
+                continue
+            if parts:
+                pos += 2  # the "\n\n" joiner
+            pages.append([pos, pos + len(page_text), number])
+            parts.append(page_text)
+            pos += len(page_text)
+        info = reader.metadata
+    except IngestError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+        raise IngestError(f"corrupt or unreadable PDF: {exc}", source=str(path)) from exc
+    if not parts:
+        raise IngestError(
+            "PDF has no extractable text (empty, or scanned images: run OCR first)",
+            source=str(path),
+        )
+    meta = _base_metadata(path)
+    meta["pages"] = pages
+    meta["page_count"] = len(reader.pages)
+    title = None
+    if info is not None:
+        title = (info.title or "").strip() or None
+        created = iso_date(info.get("/CreationDate"))
+        if created:
+            meta["date"] = created
+    return [
+        Document(
+            id=file_doc_id(path),
+            text="\n\n".join(parts),
+            source=str(path),
+            title=title,
+            mime="application/pdf",
+            metadata=meta,
+        )
+    ]
+
+
+def check_zip_bomb(path: Path, max_total: int = MAX_UNCOMPRESSED_BYTES) -> None:
+    """Refuse a zip container whose declared contents inflate too far (before reading them)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            total = 0
+            for info in zf.infolist():
+                total += info.file_size
+                ratio = info.file_size / max(info.compress_size, 1)
+                if info.file_size > _RATIO_CHECK_MIN_BYTES and ratio > MAX_COMPRESSION_RATIO:
+                    raise IngestError(
+                        f"refused as a zip bomb: {info.filename} inflates {ratio:.0f}x "
+                        f"to {info.file_size / 1e6:.0f} MB",
+                        source=str(path),
+                    )
+            if total > max_total:
+                raise IngestError(
+                    f"refused as a zip bomb: contents inflate to {total / 1e6:.0f} MB",
+                    source=str(path),
+                )
+    except zipfile.BadZipFile as exc:
+        raise IngestError(f"corrupt DOCX (bad zip container): {exc}", source=str(path)) from exc
+
+
+def load_docx(path: Path, raw: bytes) -> list[Document]:
+    """DOCX via python-docx: paragraphs (and table cells) separated by blank lines."""
+    try:
+        import docx
+    except ImportError as exc:
+        raise MissingDependencyError("python-docx", "ingest", purpose="reading DOCX") from exc
+    check_zip_bomb(path)
+    try:
+        d = docx.Document(str(path))
+        blocks = [p.text.strip() for p in d.paragraphs if p.text.strip()]
+        for table in d.tables:
+            for row in table.rows:
+                cells = [c.text.strip() for c in row.cells if c.text.strip()]
+                if cells:
+                    blocks.append(" | ".join(cells))
+        props = d.core_properties
+    except Exception as exc:  # python-docx surfaces lxml/zip/KeyError variants
+        raise IngestError(f"corrupt or unreadable DOCX: {exc}", source=str(path)) from exc
+    if not blocks:
+        raise IngestError("DOCX has no text", source=str(path))
+    meta = _base_metadata(path)
+    created = iso_date(props.created)
+    if created:
+        meta["date"] = created
+    if props.author:
+        meta["author"] = props.author
+    return [
+        Document(
+            id=file_doc_id(path),
+            text="\n\n".join(blocks),
+            source=str(path),
+            title=(props.title or "").strip() or None,
+            mime="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            metadata=meta,
+        )
+    ]
+
+
+def load_html(path: Path, raw: bytes) -> list[Document]:
+    """HTML main text via trafilatura (navigation and boilerplate dropped)."""
+    try:
+        import trafilatura
+    except ImportError as exc:
+        raise MissingDependencyError("trafilatura", "ingest", purpose="reading HTML") from exc
+    html = decode_utf8(raw, str(path))
+    try:
+        result = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False)
+    except Exception as exc:  # trafilatura wraps lxml errors inconsistently
+        raise IngestError(f"unreadable HTML: {exc}", source=str(path)) from exc
+    text = getattr(result, "text", None) if result is not None else None
+    if not text or not text.strip():
+        raise IngestError("HTML page has no main text", source=str(path))
+    # trafilatura puts one paragraph per line: make them paragraphs for the sentence splitter
+    text = "\n\n".join(line.strip() for line in text.splitlines() if line.strip())
+    meta = _base_metadata(path)
+    url = getattr(result, "url", None)
+    if url:
+        meta["url"] = url
+        dom = domain_of(url)
+        if dom:
+            meta["domain"] = dom
+    published = iso_date(getattr(result, "date", None))
+    if published:
+        meta["date"] = published
+    return [
+        Document(
+            id=file_doc_id(path),
+            text=text,
+            source=str(path),
+            title=getattr(result, "title", None) or None,
+            mime="text/html",
+            metadata=meta,
+        )
+    ]
+
+
+def iter_jsonl(path: Path, raw: bytes) -> Iterator[tuple[int, Document | IngestError]]:
+    """JSONL records ``{"id", "text", "title", "url", "metadata"}``; bad lines yield an error.
+
+    A record keeps its ``id`` as its document id (so evaluation qrels refer to it directly).
+    """
+    text = decode_utf8(raw, str(path))
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}#L{lineno}"
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            yield lineno, IngestError(f"invalid JSON: {exc}", source=where)
+            continue
+        if not isinstance(obj, dict):
+            yield lineno, IngestError("a JSONL line must be an object", source=where)
+            continue
+        body = obj.get("text")
+        if not isinstance(body, str) or not body.strip():
+            yield lineno, IngestError('record has no "text" string', source=where)
+            continue
+        rec_id = obj.get("id")
+        if rec_id is None or isinstance(rec_id, (dict, list)) or str(rec_id) == "":
+            yield lineno, IngestError('record has no usable "id"', source=where)
+            continue
+        meta_in = obj.get("metadata") or {}
+        if not isinstance(meta_in, dict):
+            yield lineno, IngestError('"metadata" must be an object', source=where)
+            continue
+        meta: dict[str, Any] = dict(meta_in)
+        meta.update({"path": str(path), "line": lineno})
+        url = obj.get("url")
+        if isinstance(url, str) and url:
+            meta["url"] = url
+            dom = domain_of(url)
+            if dom:
+                meta["domain"] = dom
+        for key in ("published_at", "date", "year"):
+            if key in meta_in:
+                d = iso_date(meta_in[key])
+                if d:
+                    meta["date"] = d
+                    break
+        title = obj.get("title")
+        yield (
+            lineno,
+            Document(
+                id=str(rec_id),
+                text=body,
+                source=url if isinstance(url, str) and url else where,
+                title=title if isinstance(title, str) and title else None,
+                mime="application/jsonl",
+                metadata=meta,
+            ),
+        )

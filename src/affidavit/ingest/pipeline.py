@@ -1,0 +1,304 @@
+"""The ingest run: walk inputs, load, chunk, embed, write to the store, report every outcome.
+
+Example:
+    >>> from affidavit.core.settings import IngestSettings
+    >>> from affidavit.store.local import LocalStore
+    >>> from affidavit.testing.embedder import FakeEmbedder
+    >>> store = LocalStore(tmp_path / "store")  # doctest: +SKIP
+    >>> ing = Ingestor(store, FakeEmbedder(), IngestSettings())  # doctest: +SKIP
+    >>> ing.ingest(["docs/"]).counts()  # doctest: +SKIP
+    {'added': 3, 'skipped': 0, 'replaced': 0, 'failed': 1, 'pruned': 0}
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from affidavit.core.errors import AffidavitError, IngestError
+from affidavit.core.retrieval import FileOutcome, IngestReport
+from affidavit.core.settings import IngestSettings
+from affidavit.core.types import Chunk, Document
+from affidavit.ingest.chunking import SentenceChunker
+from affidavit.ingest.detect import MIME, UnsupportedType, detect
+from affidavit.ingest.loaders import iter_jsonl, load_docx, load_html, load_pdf, load_text
+from affidavit.ingest.walk import walk
+from affidavit.retrieve.base import Embedder
+from affidavit.store.base import DocRecord, DocumentBatchItem, Store
+
+logger = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int, str], None]
+"""Called as ``progress(files_done, files_total, current_source)``."""
+
+
+@dataclass
+class _Pending:
+    doc: Document
+    chunks: list[Chunk]
+    origin: str
+    outcome: FileOutcome
+
+
+@dataclass
+class _Run:
+    records: dict[str, DocRecord]
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    pending: list[_Pending] = field(default_factory=list)
+    seen_ids: dict[str, str] = field(default_factory=dict)
+    failed_origins: set[str] = field(default_factory=set)
+
+
+class Ingestor:
+    """Loads files into a store, incrementally by content hash.
+
+    Args:
+        store: destination.
+        embedder: embeds chunk texts (its name is recorded in the store).
+        settings: the ``ingest`` settings section (chunk size, overlap, file size limit).
+        batch_chunks: chunks embedded and committed together (one transaction).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: IngestSettings | None = None,
+        *,
+        batch_chunks: int = 256,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings or IngestSettings()
+        self.chunker = SentenceChunker(self.settings.chunk_size, self.settings.chunk_overlap)
+        self.batch_chunks = batch_chunks
+
+    def ingest(
+        self,
+        paths: Sequence[Path | str],
+        *,
+        prune: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Ingest files and folders; never raises for a bad input file (it is reported).
+
+        Raises:
+            StoreError: the store cannot be locked or opened for writing at all.
+        """
+        t0 = time.perf_counter()
+        lock = getattr(self.store, "lock_for_writing", None)
+        if callable(lock):
+            lock()
+        try:
+            run = _Run(records=self.store.records())
+            skip = [Path(p) for p in [getattr(self.store, "path", None)] if p is not None]
+            found = list(walk(paths, skip=skip))
+            for done, f in enumerate(found, start=1):
+                if progress:
+                    progress(done - 1, len(found), str(f.path))
+                if f.error is not None:
+                    run.outcomes.append(
+                        FileOutcome(source=str(f.path), status="failed", reason=f.error)
+                    )
+                    continue
+                self._file(f.path, run)
+                if sum(len(p.chunks) for p in run.pending) >= self.batch_chunks:
+                    self._flush(run)
+            self._flush(run)
+            if progress:
+                progress(len(found), len(found), "")
+            if prune:
+                self._prune(paths, run)
+            self.store.refresh()
+            _, total = self.store.count()
+        finally:
+            unlock = getattr(self.store, "unlock", None)
+            if callable(unlock):
+                unlock()
+        return IngestReport(
+            outcomes=tuple(run.outcomes),
+            store=str(getattr(self.store, "path", "")),
+            seconds=time.perf_counter() - t0,
+            chunks_total=total,
+        )
+
+    # -- one file -------------------------------------------------------------------------------
+
+    def _file(self, path: Path, run: _Run) -> None:
+        origin = os.path.realpath(path)
+        try:
+            docs = self._load(path, run)
+        except (IngestError, UnsupportedType, OSError) as exc:
+            reason = (
+                exc.message
+                if isinstance(exc, IngestError)
+                else (
+                    f"cannot read: {exc.strerror}"
+                    if isinstance(exc, OSError) and exc.strerror
+                    else str(exc)
+                )
+            )
+            run.outcomes.append(FileOutcome(source=str(path), status="failed", reason=reason))
+            run.failed_origins.add(origin)
+            return
+        except AffidavitError as exc:  # e.g. a missing optional dependency: recorded, not fatal
+            run.outcomes.append(FileOutcome(source=str(path), status="failed", reason=exc.message))
+            run.failed_origins.add(origin)
+            return
+        for doc in docs:
+            self._document(doc, origin, run)
+
+    def _load(self, path: Path, run: _Run) -> list[Document]:
+        size = path.stat().st_size
+        limit = self.settings.max_file_mb * 1024 * 1024
+        if size > limit:
+            raise IngestError(
+                f"file is {size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB "
+                "limit (ingest.max_file_mb)",
+                source=str(path),
+            )
+        if size == 0:
+            raise IngestError("file is empty (0 bytes)", source=str(path))
+        with path.open("rb") as fh:
+            raw = fh.read()
+        kind = detect(path, raw[:8192])
+        if kind == "pdf":
+            return load_pdf(path, raw)
+        if kind == "docx":
+            return load_docx(path, raw)
+        if kind == "html":
+            return load_html(path, raw)
+        if kind in ("text", "markdown"):
+            return load_text(path, raw, markdown=kind == "markdown")
+        docs: list[Document] = []
+        for lineno, item in iter_jsonl(path, raw):
+            if isinstance(item, IngestError):
+                run.outcomes.append(
+                    FileOutcome(
+                        source=f"{path}#L{lineno}",
+                        status="failed",
+                        reason=item.message,
+                        mime=MIME["jsonl"],
+                    )
+                )
+            else:
+                docs.append(item)
+        if not docs and not any(o.source.startswith(f"{path}#") for o in run.outcomes):
+            raise IngestError("JSONL file has no records", source=str(path))
+        return docs
+
+    def _document(self, doc: Document, origin: str, run: _Run) -> None:
+        if doc.id in run.seen_ids:
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="failed",
+                    doc_id=doc.id,
+                    mime=doc.mime,
+                    reason=f"duplicate document id {doc.id!r} (first in {run.seen_ids[doc.id]})",
+                )
+            )
+            return
+        run.seen_ids[doc.id] = doc.source
+        old = run.records.get(doc.id)
+        if old is not None and old.content_hash == doc.content_hash:
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="skipped",
+                    doc_id=doc.id,
+                    chunks=old.chunks,
+                    mime=doc.mime,
+                    reason="unchanged",
+                )
+            )
+            return
+        try:
+            chunks = self.chunker.chunk(doc)
+        except AffidavitError as exc:
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="failed",
+                    doc_id=doc.id,
+                    mime=doc.mime,
+                    reason=exc.message,
+                )
+            )
+            return
+        if not chunks:
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="failed",
+                    doc_id=doc.id,
+                    mime=doc.mime,
+                    reason="no text to index",
+                )
+            )
+            return
+        status = "added" if old is None else "replaced"
+        outcome = FileOutcome(
+            source=doc.source, status=status, doc_id=doc.id, chunks=len(chunks), mime=doc.mime
+        )
+        run.pending.append(_Pending(doc, chunks, origin, outcome))
+
+    # -- batches --------------------------------------------------------------------------------
+
+    def _flush(self, run: _Run) -> None:
+        if not run.pending:
+            return
+        batch, run.pending = run.pending, []
+        texts = [f"{c.title}\n{c.text}" if c.title else c.text for p in batch for c in p.chunks]
+        try:
+            vectors = self.embedder.embed(texts)
+            items, pos = [], 0
+            for p in batch:
+                n = len(p.chunks)
+                items.append(
+                    DocumentBatchItem(
+                        document=p.doc,
+                        chunks=tuple(p.chunks),
+                        vectors=vectors[pos : pos + n],
+                        origin=p.origin,
+                    )
+                )
+                pos += n
+            self.store.upsert(items, embedder=self.embedder.name)
+        except AffidavitError as exc:
+            logger.error("batch of %d documents failed: %s", len(batch), exc)
+            for p in batch:
+                run.outcomes.append(
+                    p.outcome.model_copy(
+                        update={"status": "failed", "chunks": 0, "reason": exc.message}
+                    )
+                )
+                run.failed_origins.add(p.origin)
+            return
+        run.outcomes.extend(p.outcome for p in batch)
+
+    def _prune(self, paths: Sequence[Path | str], run: _Run) -> None:
+        roots = [os.path.realpath(p) for p in paths]
+        gone: list[DocRecord] = []
+        for rec in self.store.records().values():
+            if rec.doc_id in run.seen_ids or rec.origin in run.failed_origins:
+                continue  # still there, or unreadable this time: keep what we have
+            if any(
+                rec.origin == r or rec.origin.startswith(r.rstrip(os.sep) + os.sep) for r in roots
+            ):
+                gone.append(rec)
+        if gone:
+            self.store.delete([r.doc_id for r in gone])
+        run.outcomes.extend(
+            FileOutcome(
+                source=r.origin,
+                status="pruned",
+                doc_id=r.doc_id,
+                reason="no longer present in the input",
+            )
+            for r in gone
+        )

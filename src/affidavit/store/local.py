@@ -1,0 +1,636 @@
+"""The default store: one folder; SQLite (WAL) for documents, chunks, vectors; indexes on disk.
+
+Layout of the folder (default ``.affidavit``)::
+
+    store.sqlite        documents, chunks (text, offsets, metadata, terms, float32 vector blob)
+    index/gen-<G>/      derived from generation G: rowids.npy, vectors.npy, bm25/ (bm25s), READY
+    writer.lock         held (flock) by the one process that writes
+
+SQLite is the source of truth. Every write is one transaction that also bumps ``generation``;
+derived indexes are stamped with the generation they were built from and rebuilt when stale. So a
+``kill -9`` mid-ingest leaves the documents committed so far, whole; the next reader rebuilds the
+index and the next ingest skips what is already there. Readers take a WAL snapshot per search and
+never block the writer.
+
+Example:
+    >>> store = LocalStore(tmp_path / ".affidavit")  # doctest: +SKIP
+    >>> store.count()  # doctest: +SKIP
+    (0, 0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from affidavit.core.errors import StoreError
+from affidavit.core.retrieval import SearchFilters
+from affidavit.core.types import Chunk, Document
+from affidavit.retrieve.base import Vectors
+from affidavit.retrieve.text import Analyzer
+from affidavit.store.base import DocRecord, DocumentBatchItem, ScoredChunk
+
+logger = logging.getLogger(__name__)
+# bm25s sets its own logger to DEBUG, which floods any application that logs at INFO
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    source TEXT NOT NULL,
+    title TEXT,
+    mime TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk_id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    start INTEGER,
+    end INTEGER,
+    text TEXT NOT NULL,
+    url TEXT,
+    title TEXT,
+    metadata TEXT NOT NULL,
+    domain TEXT,
+    date TEXT,
+    terms TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE INDEX IF NOT EXISTS documents_origin ON documents(origin);
+"""
+
+_CHUNK_COLS = "rowid, chunk_id, doc_id, start, end, text, url, title, metadata"
+
+
+def chunk_date(meta: dict[str, Any]) -> str | None:
+    """The ISO date a chunk is filtered by (published_at, date or year; year = 1 January)."""
+    from affidavit.ingest.loaders import iso_date
+
+    for key in ("published_at", "date", "year"):
+        if key in meta:
+            d = iso_date(meta[key])
+            if d:
+                return d
+    return None
+
+
+@dataclass
+class _Index:
+    generation: int
+    rowids: np.ndarray  # int64, sorted
+    vectors: np.ndarray  # float32 (n, dim)
+    bm25: Any  # bm25s.BM25 or None when empty
+
+
+class LocalStore:
+    """SQLite + numpy + bm25s store in one folder.
+
+    Args:
+        path: the store folder (created when missing, unless ``read_only``).
+        analyzer: lexical analyser; must match the one the store was built with.
+        read_only: open without creating or writing anything (derived indexes are built in
+            memory when stale).
+
+    Raises:
+        StoreError: the folder cannot be created or the database is unreadable/corrupt.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        analyzer: Analyzer | None = None,
+        *,
+        read_only: bool = False,
+        bm25_method: str = "lucene",
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> None:
+        self.path = Path(path)
+        self.analyzer = analyzer or Analyzer()
+        self.read_only = read_only
+        self.bm25_params = {"method": bm25_method, "k1": k1, "b": b}
+        db = self.path / "store.sqlite"
+        if read_only and not db.exists():
+            raise StoreError(
+                f"no store at {self.path} (run `affidavit ingest` first)", source=str(self.path)
+            )
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            uri = f"file:{db}?mode=ro" if read_only else f"file:{db}"
+            self._db = sqlite3.connect(
+                uri, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False
+            )
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            if not read_only:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._db.executescript(_SCHEMA)
+                self._init_meta()
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open store database: {exc}", source=str(db)) from exc
+        stored = self._meta("analyzer")
+        if stored is not None and stored != self.analyzer.name:
+            raise StoreError(
+                f"store was indexed with analyzer {stored!r}, not {self.analyzer.name!r}",
+                source=str(self.path),
+            )
+        self._index: _Index | None = None
+        self._lock_fd: int | None = None
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    def _init_meta(self) -> None:
+        with self._write():
+            for key, value in (
+                ("schema", SCHEMA_VERSION),
+                ("generation", "0"),
+                ("analyzer", self.analyzer.name),
+            ):
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
+
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else str(row[0])
+
+    def generation(self) -> int:
+        """The write generation (bumped by every committed write)."""
+        return int(self._meta("generation") or 0)
+
+    def embedder(self) -> str | None:
+        """Name of the embedder whose vectors the store holds."""
+        return self._meta("embedder")
+
+    def config(self) -> dict[str, Any]:
+        """The effective configuration."""
+        return {
+            "kind": "local",
+            "path": str(self.path),
+            "analyzer": self.analyzer.name,
+            "bm25": self.bm25_params,
+        }
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        if self.read_only:
+            raise StoreError("store is open read-only", source=str(self.path))
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
+    def lock_for_writing(self) -> None:
+        """Take the store's writer lock (one ingest at a time; readers are never blocked).
+
+        Raises:
+            StoreError: another process is writing to this store.
+        """
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise StoreError(
+                "another process is writing to this store", source=str(self.path)
+            ) from exc
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Release the writer lock."""
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def records(self) -> dict[str, DocRecord]:
+        """Every stored document's record, by doc id."""
+        rows = self._db.execute(
+            "SELECT d.doc_id, d.content_hash, d.origin, "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d"
+        ).fetchall()
+        return {
+            r[0]: DocRecord(doc_id=r[0], content_hash=r[1], origin=r[2], chunks=r[3]) for r in rows
+        }
+
+    def get_document(self, doc_id: str) -> Document | None:
+        """A stored document, or None."""
+        row = self._db.execute(
+            "SELECT doc_id, text, source, title, mime, metadata, content_hash "
+            "FROM documents WHERE doc_id = ?",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Document(
+            id=row[0],
+            text=row[1],
+            source=row[2],
+            title=row[3],
+            mime=row[4],
+            metadata=json.loads(row[5]),
+            content_hash=row[6],
+        )
+
+    def count(self) -> tuple[int, int]:
+        """(documents, chunks) stored."""
+        with self._snapshot():
+            docs = self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+            chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return int(docs), int(chunks)
+
+    @staticmethod
+    def _row_chunk(row: Sequence[Any]) -> Chunk:
+        return Chunk(
+            id=row[1],
+            doc_id=row[2],
+            start=row[3],
+            end=row[4],
+            text=row[5],
+            url=row[6],
+            title=row[7],
+            metadata=json.loads(row[8]),
+        )
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Stored chunks by id, in the order given (unknown ids left out)."""
+        found: dict[str, Chunk] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for b in range(0, len(ids), 500):
+            part = ids[b : b + 500]
+            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})"
+            for row in self._db.execute(q, part):
+                found[row[1]] = self._row_chunk(row)
+        return [found[i] for i in ids if i in found]
+
+    def _chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, Chunk]:
+        if not rowids:
+            return {}
+        q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE rowid IN ({','.join('?' * len(rowids))})"
+        return {int(r[0]): self._row_chunk(r) for r in self._db.execute(q, list(rowids))}
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def upsert(self, items: Sequence[DocumentBatchItem], *, embedder: str) -> None:
+        """Atomically add or replace these documents, their chunks and vectors."""
+        if not items:
+            return
+        dims = {int(np.asarray(it.vectors).shape[1]) for it in items if len(it.chunks)}
+        try:
+            with self._write():
+                stored = self._meta("embedder")
+                stored_dim = self._meta("dim")
+                if stored is not None and stored != embedder:
+                    raise StoreError(
+                        f"store holds vectors of {stored!r}; refusing vectors of {embedder!r} "
+                        "(use another --store or re-ingest into an empty one)",
+                        source=str(self.path),
+                    )
+                if len(dims) > 1 or (stored_dim and dims and int(stored_dim) not in dims):
+                    raise StoreError(
+                        f"vector dimension mismatch: {dims} vs {stored_dim}", source=str(self.path)
+                    )
+                if stored is None:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,)
+                    )
+                if not stored_dim and dims:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dims.pop()),)
+                    )
+                now = time.time()
+                for it in items:
+                    self._write_one(it, now)
+                self._bump()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
+
+    def _write_one(self, it: DocumentBatchItem, now: float) -> None:
+        doc = it.document
+        vecs = np.ascontiguousarray(np.asarray(it.vectors, dtype=np.float32))
+        if vecs.shape[0] != len(it.chunks):
+            raise StoreError(
+                f"{len(it.chunks)} chunks but {vecs.shape[0]} vectors", source=doc.source
+            )
+        self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.id,))
+        self._db.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                doc.id,
+                doc.content_hash,
+                it.origin,
+                doc.source,
+                doc.title,
+                doc.mime,
+                doc.text,
+                json.dumps(doc.metadata, ensure_ascii=False, default=str),
+                now,
+            ),
+        )
+        rows = []
+        for i, (c, v) in enumerate(zip(it.chunks, vecs, strict=True)):
+            rows.append(
+                (
+                    c.id,
+                    doc.id,
+                    i,
+                    c.start,
+                    c.end,
+                    c.text,
+                    c.url,
+                    c.title,
+                    json.dumps(c.metadata, ensure_ascii=False, default=str),
+                    c.metadata.get("domain"),
+                    chunk_date(c.metadata),
+                    " ".join(
+                        self.analyzer.tokens(c.text if not c.title else f"{c.title}\n{c.text}")
+                    ),
+                    v.tobytes(),
+                )
+            )
+        self._db.executemany(
+            "INSERT INTO chunks (chunk_id, doc_id, idx, start, end, text, url, title, metadata, "
+            "domain, date, terms, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _bump(self) -> None:
+        self._db.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents and their chunks; returns how many were removed."""
+        if not doc_ids:
+            return 0
+        removed = 0
+        with self._write():
+            for d in doc_ids:
+                self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (d,))
+                removed += self._db.execute("DELETE FROM documents WHERE doc_id = ?", (d,)).rowcount
+            self._bump()
+        return removed
+
+    # -- derived indexes ----------------------------------------------------------------------
+
+    def _gen_dir(self, generation: int) -> Path:
+        return self.path / "index" / f"gen-{generation}"
+
+    def refresh(self) -> None:
+        """Build (and persist, when writable) the indexes of the current generation."""
+        self._current_index()
+
+    def _current_index(self) -> _Index:
+        gen = self.generation()
+        if self._index is not None and self._index.generation == gen:
+            return self._index
+        loaded = self._load_index(gen)
+        if loaded is None:
+            loaded = self._build_index(gen)
+            if not self.read_only:
+                self._persist_index(loaded)
+        self._index = loaded
+        return loaded
+
+    def _load_index(self, gen: int) -> _Index | None:
+        d = self._gen_dir(gen)
+        ready = d / "READY"
+        if not ready.is_file():
+            return None
+        try:
+            info = json.loads(ready.read_text())
+            if info.get("analyzer") != self.analyzer.name or info.get("bm25") != self.bm25_params:
+                return None
+            rowids = np.load(d / "rowids.npy")
+            vectors = np.load(d / "vectors.npy", mmap_mode="r")
+            bm25 = None
+            if len(rowids):
+                import bm25s
+
+                bm25 = bm25s.BM25.load(str(d / "bm25"), show_progress=False)
+        except (OSError, ValueError, KeyError) as exc:
+            logger.warning("index %s unreadable, rebuilding: %s", d, exc)
+            return None
+        return _Index(gen, rowids, vectors, bm25)
+
+    def _build_index(self, gen: int) -> _Index:
+        import bm25s
+
+        t0 = time.perf_counter()
+        rowids: list[int] = []
+        vecs: list[bytes] = []
+        terms: list[list[str]] = []
+        with self._snapshot():
+            # the generation may have moved on since we read it: stamp what we actually read
+            gen = int(self._meta("generation") or 0)
+            for rid, t, v in self._db.execute(
+                "SELECT rowid, terms, vector FROM chunks ORDER BY rowid"
+            ):
+                rowids.append(int(rid))
+                terms.append(t.split())
+                vecs.append(v)
+        dim = int(self._meta("dim") or 0)
+        vectors = (
+            np.frombuffer(b"".join(vecs), dtype=np.float32).reshape(len(vecs), dim)
+            if vecs
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        bm25 = None
+        if rowids:
+            bm25 = bm25s.BM25(**self.bm25_params)
+            # an empty doc would break bm25s; the "" token keeps every row present
+            bm25.index([t or [""] for t in terms], show_progress=False)
+        logger.info(
+            "built index gen %d: %d chunks in %.2fs", gen, len(rowids), time.perf_counter() - t0
+        )
+        return _Index(gen, np.asarray(rowids, dtype=np.int64), vectors, bm25)
+
+    def _persist_index(self, index: _Index) -> None:
+        root = self.path / "index"
+        root.mkdir(exist_ok=True)
+        final = self._gen_dir(index.generation)
+        if final.exists():
+            return
+        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
+        try:
+            np.save(tmp / "rowids.npy", index.rowids)
+            np.save(tmp / "vectors.npy", np.asarray(index.vectors))
+            if index.bm25 is not None:
+                index.bm25.save(str(tmp / "bm25"), show_progress=False)
+            (tmp / "READY").write_text(
+                json.dumps(
+                    {
+                        "generation": index.generation,
+                        "analyzer": self.analyzer.name,
+                        "bm25": self.bm25_params,
+                        "chunks": len(index.rowids),
+                    }
+                )
+            )
+            os.rename(tmp, final)  # atomic; fails if another process got there first
+        except OSError as exc:
+            logger.debug("index persist skipped: %s", exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        for old in root.iterdir():
+            if old != final and old.name.startswith(("gen-", "tmp-")):
+                stamp = old.name.split("-", 1)[1]
+                if old.name.startswith("tmp-") or (
+                    stamp.isdigit() and int(stamp) < index.generation
+                ):
+                    shutil.rmtree(old, ignore_errors=True)
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _mask(self, index: _Index, filters: SearchFilters | None) -> np.ndarray | None:
+        if filters is None or filters.is_empty():
+            return None
+        conds: list[str] = []
+        args: list[Any] = []
+        if filters.domains:
+            parts = []
+            for dom in filters.domains:
+                dom = dom.lower().lstrip(".")
+                parts.append("(domain = ? OR domain LIKE ?)")
+                args += [dom, f"%.{dom}"]
+            conds.append("(" + " OR ".join(parts) + ")")
+        if filters.date_from:
+            conds.append("date >= ?")  # chunks without a date fail a date filter (fail closed)
+            args.append(filters.date_from.isoformat())
+        if filters.date_to:
+            conds.append("date <= ?")
+            args.append(filters.date_to.isoformat())
+        if filters.doc_ids:
+            conds.append(f"doc_id IN ({','.join('?' * len(filters.doc_ids))})")
+            args += list(filters.doc_ids)
+        allowed = np.fromiter(
+            (
+                r[0]
+                for r in self._db.execute(
+                    f"SELECT rowid FROM chunks WHERE {' AND '.join(conds)}", args
+                )
+            ),
+            dtype=np.int64,
+        )
+        return np.isin(index.rowids, allowed)
+
+    def _top(self, index: _Index, scores: np.ndarray, k: int, positive: bool) -> list[ScoredChunk]:
+        valid = scores > 0 if positive else np.isfinite(scores)
+        cand = np.flatnonzero(valid)
+        if cand.size == 0:
+            return []
+        if cand.size > k:
+            part = np.argpartition(-scores[cand], k - 1)[:k]
+            cand = cand[part]
+        cand = cand[np.argsort(-scores[cand], kind="stable")]
+        rows = [int(index.rowids[i]) for i in cand]
+        chunks = self._chunks_by_rowid(rows)
+        return [
+            ScoredChunk(chunk=chunks[r], score=float(scores[i]))
+            for r, i in zip(rows, cand, strict=True)
+            if r in chunks  # deleted by a writer since the index was built
+        ]
+
+    def search_lexical(
+        self, query: str, k: int, filters: SearchFilters | None = None
+    ) -> list[ScoredChunk]:
+        """BM25 (Lucene variant, k1=1.2, b=0.75 by default) over title + text, best first."""
+        with self._snapshot():
+            index = self._current_index()
+            if index.bm25 is None or k <= 0:
+                return []
+            terms = [t for t in self.analyzer.tokens(query) if t]
+            if not terms:
+                return []
+            scores = np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
+            mask = self._mask(index, filters)
+            if mask is not None:
+                scores = np.where(mask, scores, 0.0)
+            return self._top(index, scores, k, positive=True)
+
+    def search_dense(
+        self, vector: Vectors, k: int, filters: SearchFilters | None = None
+    ) -> list[ScoredChunk]:
+        """Cosine similarity (vectors are normalised), best first."""
+        with self._snapshot():
+            index = self._current_index()
+            if len(index.rowids) == 0 or k <= 0:
+                return []
+            q = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if q.shape[0] != index.vectors.shape[1]:
+                raise StoreError(
+                    f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
+                    source=str(self.path),
+                )
+            scores = np.asarray(index.vectors @ q, dtype=np.float32)
+            mask = self._mask(index, filters)
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            return self._top(index, scores, k, positive=False)
+
+    def check(self) -> list[str]:
+        """Integrity problems found (empty when the store is consistent)."""
+        problems = [r[0] for r in self._db.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        orphans = self._db.execute(
+            "SELECT COUNT(*) FROM chunks WHERE doc_id NOT IN (SELECT doc_id FROM documents)"
+        ).fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} chunks without a document")
+        return problems
+
+    def close(self) -> None:
+        """Release the database and the writer lock."""
+        self.unlock()
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+    def __enter__(self) -> LocalStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

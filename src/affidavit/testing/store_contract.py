@@ -1,0 +1,212 @@
+"""Contract tests every :class:`~affidavit.store.base.Store` implementation must pass.
+
+Subclass :class:`StoreContract` in a test module and implement ``make_store`` (and ``reopen``
+for persistent backends); pytest then runs every ``test_*`` method against your store.
+
+Example:
+    >>> class TestMyStore(StoreContract):  # doctest: +SKIP
+    ...     def make_store(self, path):
+    ...         return MyStore(path)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from affidavit.core.errors import StoreError
+from affidavit.core.retrieval import SearchFilters
+from affidavit.core.types import Chunk, Document
+from affidavit.ingest.chunking import SentenceChunker
+from affidavit.store.base import DocumentBatchItem, Store
+from affidavit.testing.embedder import FakeEmbedder
+
+DOCS = [
+    Document(
+        id="eiffel",
+        source="https://travel.example.org/eiffel",
+        title="Eiffel Tower",
+        text="The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair.",
+        metadata={
+            "url": "https://travel.example.org/eiffel",
+            "domain": "travel.example.org",
+            "date": "2019-05-01",
+        },
+    ),
+    Document(
+        id="curie",
+        source="https://science.example.com/curie",
+        title="Marie Curie",
+        text="Marie Curie discovered polonium and radium. She won the Nobel Prize twice.",
+        metadata={
+            "url": "https://science.example.com/curie",
+            "domain": "science.example.com",
+            "date": "2021-03-10",
+        },
+    ),
+    Document(
+        id="local-notes",
+        source="/notes/moon.txt",
+        title=None,
+        text="Apollo 11 landed on the Moon in July 1969. Neil Armstrong walked first.",
+        metadata={},
+    ),
+]
+
+
+class StoreContract:
+    """Behaviour shared by every store backend."""
+
+    embedder = FakeEmbedder(dim=32)
+
+    def make_store(self, path: Path) -> Store:
+        """Create an empty store under ``path``."""
+        raise NotImplementedError
+
+    def reopen(self, store: Store, path: Path) -> Store | None:
+        """Close and reopen a persistent store (None: the backend is not persistent)."""
+        store.close()
+        return self.make_store(path)
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        s = self.make_store(tmp_path / "store")
+        yield s
+        s.close()
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def items(self, docs: list[Document] | None = None) -> list[DocumentBatchItem]:
+        chunker = SentenceChunker(chunk_size=60, overlap=0)
+        out = []
+        for d in docs or DOCS:
+            chunks = chunker.chunk(d)
+            vecs = self.embedder.embed([c.text for c in chunks])
+            out.append(
+                DocumentBatchItem(document=d, chunks=tuple(chunks), vectors=vecs, origin=d.source)
+            )
+        return out
+
+    def filled(self, store: Store) -> Store:
+        store.upsert(self.items(), embedder=self.embedder.name)
+        store.refresh()
+        return store
+
+    # -- the contract ---------------------------------------------------------------------------
+
+    def test_empty_store(self, store: Store) -> None:
+        assert store.count() == (0, 0)
+        assert store.records() == {}
+        assert store.search_lexical("paris", 5) == []
+        assert store.search_dense(self.embedder.embed(["paris"])[0], 5) == []
+        assert store.embedder() is None
+
+    def test_round_trip(self, store: Store) -> None:
+        self.filled(store)
+        docs, chunks = store.count()
+        assert docs == 3
+        assert chunks == sum(len(i.chunks) for i in self.items())
+        got = store.get_document("eiffel")
+        assert got is not None and got.text == DOCS[0].text and got.title == "Eiffel Tower"
+        assert got.content_hash == DOCS[0].content_hash
+        first = self.items()[0].chunks
+        back = store.get_chunks([*[c.id for c in first][::-1], "missing"])
+        assert [c.id for c in back] == [c.id for c in first][::-1]
+        for c in back:
+            assert c.doc_id == "eiffel"
+            assert c.start is not None and c.end is not None
+            assert DOCS[0].text[c.start : c.end] == c.text
+        assert store.embedder() == self.embedder.name
+
+    def test_records_hash_and_origin(self, store: Store) -> None:
+        self.filled(store)
+        rec = store.records()["curie"]
+        assert rec.content_hash == DOCS[1].content_hash
+        assert rec.origin == DOCS[1].source
+        assert rec.chunks >= 1
+
+    def test_lexical_search(self, store: Store) -> None:
+        self.filled(store)
+        hits = store.search_lexical("who discovered polonium", 3)
+        assert hits and hits[0].chunk.doc_id == "curie"
+        assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+        assert store.search_lexical("zzzyx qqqv", 3) == []
+
+    def test_dense_search(self, store: Store) -> None:
+        self.filled(store)
+        q = self.embedder.embed(["Apollo 11 landed on the Moon"])[0]
+        hits = store.search_dense(q, 2)
+        assert len(hits) == 2
+        assert hits[0].chunk.doc_id == "local-notes"
+        assert hits[0].score >= hits[1].score
+
+    def test_replace_removes_old_chunks(self, store: Store) -> None:
+        self.filled(store)
+        new = DOCS[0].model_copy(
+            update={"text": "The Eiffel Tower is 330 metres tall.", "content_hash": ""}
+        )
+        new = Document.model_validate(new.model_dump())
+        store.upsert(self.items([new]), embedder=self.embedder.name)
+        store.refresh()
+        assert store.records()["eiffel"].content_hash == new.content_hash
+        hits = store.search_lexical("World's Fair 1889", 5)
+        assert all(h.chunk.doc_id != "eiffel" for h in hits)
+        hits = store.search_lexical("330 metres", 5)
+        assert hits[0].chunk.doc_id == "eiffel"
+
+    def test_delete(self, store: Store) -> None:
+        self.filled(store)
+        assert store.delete(["curie", "nope"]) == 1
+        store.refresh()
+        assert "curie" not in store.records()
+        assert store.get_document("curie") is None
+        assert store.search_lexical("polonium", 5) == []
+
+    def test_domain_filter(self, store: Store) -> None:
+        self.filled(store)
+        f = SearchFilters(domains=("example.com",))
+        hits = store.search_lexical("Eiffel Paris polonium Moon", 10, f)
+        assert {h.chunk.doc_id for h in hits} == {"curie"}
+        q = self.embedder.embed(["Eiffel Tower Paris"])[0]
+        assert {h.chunk.doc_id for h in store.search_dense(q, 10, f)} == {"curie"}
+
+    def test_date_filter_fails_closed(self, store: Store) -> None:
+        self.filled(store)
+        f = SearchFilters(date_from=date(2020, 1, 1))
+        hits = store.search_lexical("Eiffel Paris polonium Moon Apollo", 10, f)
+        # only curie (2021) is on or after 2020; the undated notes are excluded
+        assert {h.chunk.doc_id for h in hits} == {"curie"}
+        f = SearchFilters(date_to=date(2020, 1, 1))
+        q = self.embedder.embed(["Eiffel Paris polonium Moon"])[0]
+        assert {h.chunk.doc_id for h in store.search_dense(q, 10, f)} == {"eiffel"}
+
+    def test_refuses_other_embedder(self, store: Store) -> None:
+        self.filled(store)
+        with pytest.raises(StoreError):
+            store.upsert(self.items(), embedder="another-model")
+
+    def test_persists(self, store: Store, tmp_path: Path) -> None:
+        self.filled(store)
+        again = self.reopen(store, tmp_path / "store")
+        if again is None:
+            pytest.skip("backend is not persistent")
+        try:
+            assert again.count()[0] == 3
+            assert again.search_lexical("polonium", 1)[0].chunk.doc_id == "curie"
+        finally:
+            again.close()
+
+    def test_chunk_round_trip_types(self, store: Store) -> None:
+        self.filled(store)
+        c: Chunk = store.search_lexical("Armstrong", 1)[0].chunk
+        assert isinstance(c.metadata, dict)
+        assert c.metadata.get("sentences")
+        restored: Any = Chunk.model_validate_json(c.model_dump_json())
+        assert restored == c
+        assert np.isfinite(store.search_lexical("Armstrong", 1)[0].score)
