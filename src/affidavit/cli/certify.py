@@ -1,10 +1,208 @@
-"""CLI commands of the certify group (placeholder until the stage lands)."""
+"""CLI commands of the certify stage: signing keys, certificate checks and JSON Schemas.
+
+Commands:
+    affidavit keys generate [--force]
+    affidavit certificate verify CERT.json [--public-key FILE]... [--replay --store DIR]
+    affidavit export-schemas DIR
+    affidavit validate FILE --schema NAME
+
+Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
+(including ``--replay`` when the store or the verifier cannot run here).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from affidavit.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    cli_settings,
+    dump_json,
+    fail_usage,
+    read_text_arg,
+    usage_errors,
+)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="affidavit.toml to read (default: ./affidavit.toml)."),
+]
+
+keys_app = typer.Typer(help="Manage the Ed25519 key that signs certificates.", no_args_is_help=True)
+certificate_app = typer.Typer(help="Check signed certificates.", no_args_is_help=True)
+
+
+@keys_app.command("generate")
+def keys_generate(
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing key (the old one is lost).")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Create a signing key at the configured location (certify.key_path or <home>/keys)."""
+    from affidavit.certify.keys import default_key_path, generate_key, key_id, public_key_path
+    from affidavit.core.errors import SigningKeyError
+
+    settings = cli_settings(config)
+    path = default_key_path(settings)
+    try:
+        key = generate_key(path, force=force)
+    except SigningKeyError as exc:
+        raise fail_usage(exc.message) from None
+    typer.echo(f"private key: {path}")
+    typer.echo(f"public key:  {public_key_path(path)}")
+    typer.echo(f"key id:      {key_id(key.public_key())}")
+
+
+def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str]]:
+    """Run the replay; raises typer.Exit(2) when the store or verifier cannot run here."""
+    from pydantic import ValidationError
+
+    from affidavit.certify.certificate import load_certificate, policy_of
+    from affidavit.certify.replay import replay_certificate
+    from affidavit.core.errors import AffidavitError
+    from affidavit.core.settings import VerifySettings
+
+    cert = load_certificate(cert_path)
+    try:
+        from affidavit.store.local import LocalStore
+    except ImportError as exc:
+        raise fail_usage(f"--replay needs the local store, which is not available: {exc}") from None
+    try:
+        from affidavit.verify.cascade import ClaimCascade
+    except ImportError as exc:
+        raise fail_usage(
+            f"--replay needs the claim verifier, which is not available: {exc}"
+        ) from None
+    try:
+        recorded = VerifySettings.model_validate(cert.config.get("verify", {}))
+    except ValidationError:
+        recorded = settings.verify
+        typer.echo("warning: recorded verify settings unreadable; using the current ones", err=True)
+    try:
+        verifier = ClaimCascade(recorded, policy_of(cert.policy))
+    except AffidavitError as exc:
+        raise fail_usage(f"--replay: the verifier cannot be built: {exc.message}") from None
+    if verifier.stage_errors:
+        problems = "; ".join(verifier.stage_errors.values())
+        raise fail_usage(f"--replay: the verifier cannot run here ({problems})")
+    try:
+        source = LocalStore(store, read_only=True)
+    except AffidavitError as exc:
+        raise fail_usage(f"--replay: {exc.message}") from None
+    try:
+        result = replay_certificate(cert, verifier, source)
+    finally:
+        source.close()
+    return result.agree, list(result.mismatches)
+
+
+@certificate_app.command("verify")
+def certificate_verify(
+    cert: Annotated[Path, typer.Argument(help="The certificate JSON file.")],
+    public_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--public-key",
+            "-k",
+            help="Trust this public key (PEM); repeatable. Settings' certify.trusted_keys and "
+            "your own key are trusted too.",
+        ),
+    ] = None,
+    replay: Annotated[
+        bool, typer.Option("--replay", help="Re-run verification on the stored evidence.")
+    ] = False,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Store folder holding the evidence (--replay).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Check a certificate's schema, signature, signer and evidence hashes (exit 0 valid, 1 not)."""
+    from affidavit.certify.keys import trusted_keys
+    from affidavit.certify.verify import verify_certificate
+    from affidavit.core.errors import AffidavitError
+
+    if replay and store is None:
+        raise fail_usage("--replay needs --store DIR")
+    if store is not None and not replay:
+        raise fail_usage("--store is only used with --replay")
+    settings = cli_settings(config)
+    try:
+        trusted = trusted_keys(settings, public_key or [])
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None  # a key file that cannot be read is a usage error
+    with usage_errors():
+        result = verify_certificate(cert, trusted)
+    reasons = list(result.reasons)
+    replay_problems: list[str] = []
+    if replay and store is not None and result.valid:
+        with usage_errors():
+            _, replay_problems = _replay(cert, store, settings)
+        reasons.extend(f"replay disagreement: {m}" for m in replay_problems)
+    valid = not reasons
+    if as_json:
+        out = result.model_dump(mode="json")
+        out["valid"] = valid
+        out["reasons"] = reasons
+        if replay:
+            out["replay"] = {"ran": result.valid, "mismatches": replay_problems}
+        typer.echo(dump_json(out))
+    elif valid:
+        typer.echo(
+            f"valid: signed by trusted key {result.key_id}; "
+            f"{result.evidence_checked} evidence hashes checked"
+            + ("; replay agrees" if replay else "")
+        )
+        for w in result.warnings:
+            typer.echo(f"warning: {w}", err=True)
+    else:
+        typer.echo("INVALID", err=True)
+        for r in reasons:
+            typer.echo(f"  - {r}", err=True)
+    raise typer.Exit(EXIT_OK if valid else EXIT_FAIL)
+
+
+def export_schemas_cmd(
+    directory: Annotated[Path, typer.Argument(help="Folder to write <Name>.json files into.")],
+) -> None:
+    """Write the JSON Schema of every public contract."""
+    from affidavit.certify.schemas import export_schemas
+
+    with usage_errors():
+        written = export_schemas(directory)
+    typer.echo(f"wrote {len(written)} schemas to {directory}")
+
+
+def validate_cmd(
+    file: Annotated[str, typer.Argument(help="JSON file to check ('-' for stdin).")],
+    schema: Annotated[
+        str, typer.Option("--schema", "-s", help="Contract name, e.g. Certificate, Verdict.")
+    ],
+) -> None:
+    """Validate a JSON file against a contract's schema (exit 0 valid, 1 invalid)."""
+    from affidavit.certify.canonical import loads_strict
+    from affidavit.certify.schemas import validate_json
+
+    with usage_errors():
+        text = read_text_arg(file)
+        loads_strict(text, source=file)  # not JSON at all is a usage error, not a schema failure
+        errors = validate_json(text, schema)
+    if errors:
+        typer.echo(f"INVALID against {schema}:", err=True)
+        for e in errors:
+            typer.echo(f"  - {e}", err=True)
+        raise typer.Exit(EXIT_FAIL)
+    typer.echo(f"valid {schema}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
-    del app
+    app.add_typer(keys_app, name="keys")
+    app.add_typer(certificate_app, name="certificate")
+    app.command("export-schemas")(export_schemas_cmd)
+    app.command("validate")(validate_cmd)

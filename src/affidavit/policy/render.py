@@ -242,12 +242,12 @@ class _Line:
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
-    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
+    m = re.search(r"(?<![A-Za-z])([A-Za-z][A-Za-z.]*)$", text[:dot])
     if m is None:
         return False
-    word = m.group(1).lower().rstrip(".")
-    # single letters are initials ("J. Smith"), the rest a short list of common abbreviations
-    return len(word) == 1 or word in _ABBREVIATIONS
+    word = m.group(1).rstrip(".")
+    # a capital letter alone is an initial ("J. Smith"), the rest a short list of abbreviations
+    return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
 
 
 def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -1,0 +1,139 @@
+"""The certify CLI end to end: keys, a real signed certificate file, verify, schemas, validate."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.certify import build_certificate, certify_answer, sign_certificate
+from affidavit.certify.keys import generate_key
+from affidavit.cli.main import app
+from affidavit.core.settings import Settings
+from affidavit.core.types import Chunk, Claim, EvidenceSpan, Verdict
+
+pytestmark = pytest.mark.integration
+
+ANSWER = "Paris is the capital of France [1]. It has 40 million people."
+CHUNK = Chunk(id="k1", doc_id="d1", text="Paris is the capital and largest city of France.")
+CLAIMS = [
+    Claim(id="c1", text="Paris is the capital of France", start=0, end=30),
+    Claim(id="c2", text="It has 40 million people", start=36, end=60),
+]
+VERDICTS = [
+    Verdict(
+        claim_id="c1",
+        label="supported",
+        p_entail=0.91,
+        p_neutral=0.07,
+        p_contradict=0.02,
+        evidence=(EvidenceSpan(chunk_id="k1", doc_id="d1", start=0, end=48, text=CHUNK.text),),
+    ),
+    Verdict(claim_id="c2", label="unsupported", p_entail=0.1, p_neutral=0.85, p_contradict=0.05),
+]
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AFFIDAVIT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "home"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_keys_generate_then_sign_then_verify(home: Path, tmp_path: Path) -> None:
+    code, out = run("keys", "generate")
+    assert code == 0, out
+    key_path = home / "keys" / "signing.pem"
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert "key id:" in out
+    code, out = run("keys", "generate")
+    assert code == 2 and "already exists" in out
+
+    settings = Settings(home=home)
+    cert_path = tmp_path / "cert.json"
+    certify_answer("What is Paris?", ANSWER, CLAIMS, VERDICTS, settings, path=cert_path)
+
+    code, out = run("certificate", "verify", str(cert_path))  # own key is trusted
+    assert code == 0, out
+    assert out.startswith("valid: signed by trusted key")
+
+    tree = json.loads(cert_path.read_text())
+    tree["claims"][1]["decision"] = "verified"
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(tree))
+    code, out = run("certificate", "verify", str(tampered))
+    assert code == 1
+    assert "bad signature" in out
+
+    code, out = run("certificate", "verify", str(cert_path), "--json")
+    assert code == 0 and json.loads(out)["valid"] is True
+
+
+def test_foreign_key_needs_public_key_option(home: Path, tmp_path: Path) -> None:
+    foreign = generate_key(tmp_path / "foreign.pem")
+    cert = sign_certificate(
+        build_certificate("q", ANSWER, CLAIMS, VERDICTS, None, Settings(), []), foreign
+    )
+    path = tmp_path / "c.json"
+    path.write_text(cert.model_dump_json())
+    code, out = run("certificate", "verify", str(path))
+    assert code == 1 and "unknown key" in out
+    code, out = run(
+        "certificate", "verify", str(path), "--public-key", str(tmp_path / "foreign.pub.pem")
+    )
+    assert code == 0, out
+
+
+def test_no_key_configured_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    from affidavit.core.errors import SigningKeyError
+
+    with pytest.raises(SigningKeyError, match="keys generate"):
+        certify_answer("q", ANSWER, CLAIMS, VERDICTS, Settings(home=home), path=tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_usage_errors_exit_2(home: Path, tmp_path: Path) -> None:
+    assert run("certificate", "verify", str(tmp_path / "missing.json"))[0] == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert run("certificate", "verify", str(bad))[0] == 2
+    assert run("certificate", "verify", str(bad), "--replay")[0] == 2
+    assert (
+        run("certificate", "verify", str(bad), "--public-key", str(tmp_path / "none.pem"))[0] == 2
+    )
+
+
+def test_replay_fails_closed_when_it_cannot_run(home: Path, tmp_path: Path) -> None:
+    run("keys", "generate")
+    path = tmp_path / "cert.json"
+    certify_answer("q", ANSWER, CLAIMS, VERDICTS, Settings(home=home), path=path)
+    code, out = run(
+        "certificate", "verify", str(path), "--replay", "--store", str(tmp_path / "nostore")
+    )
+    assert code == 2
+    assert "--replay" in out
+
+
+def test_export_schemas_and_validate(home: Path, tmp_path: Path) -> None:
+    code, out = run("export-schemas", str(tmp_path / "schemas"))
+    assert code == 0 and (tmp_path / "schemas" / "Certificate.json").is_file()
+    good = tmp_path / "claim.json"
+    good.write_text(CLAIMS[0].model_dump_json())
+    assert run("validate", str(good), "--schema", "Claim") == (0, "valid Claim\n")
+    bad = tmp_path / "bad_claim.json"
+    bad.write_text(json.dumps({"id": "c1", "text": "x", "start": "0", "end": 1}))
+    code, out = run("validate", str(bad), "--schema", "Claim")
+    assert code == 1 and "start: Input should be a valid integer" in out
+    code, out = run("validate", str(good), "--schema", "Nope")
+    assert code == 2 and "valid schemas:" in out
+    notjson = tmp_path / "n.json"
+    notjson.write_text("nope")
+    assert run("validate", str(notjson), "--schema", "Claim")[0] == 2

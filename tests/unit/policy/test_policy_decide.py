@@ -1,0 +1,128 @@
+"""The fail-closed decision: each condition of VERIFIED, BLOCKED and UNVERIFIED, one at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from affidavit.core.settings import PolicySettings
+from affidavit.core.types import CheckResult, Claim, EvidenceSpan, StageScore, Verdict
+from affidavit.policy import decide, decide_all, load_preset
+
+POLICY = PolicySettings(tau_entail=0.5, tau_contradict=0.5)
+SPAN = EvidenceSpan(
+    chunk_id="k1", doc_id="3", start=0, end=35, text="The tower was completed in 1889."
+)
+
+
+def verdict(**kw: object) -> Verdict:
+    base: dict[str, object] = {
+        "claim_id": "c1",
+        "label": "supported",
+        "p_entail": 0.9,
+        "p_neutral": 0.05,
+        "p_contradict": 0.05,
+        "evidence": (SPAN,),
+    }
+    base.update(kw)
+    return Verdict.model_validate(base)
+
+
+def test_supported_with_evidence_is_verified() -> None:
+    decision, reason = decide(verdict(), POLICY)
+    assert decision == "verified"
+    assert "doc 3" in reason and "0.90 >= 0.50" in reason
+
+
+def test_threshold_is_inclusive_for_entail() -> None:
+    assert decide(verdict(p_entail=0.5, p_neutral=0.45), POLICY)[0] == "verified"
+    assert decide(verdict(p_entail=0.4999, p_neutral=0.45), POLICY)[0] == "unverified"
+
+
+def test_threshold_is_exclusive_for_contradict() -> None:
+    # p_contradict equal to tau_contradict is a contradiction
+    v = verdict(p_entail=0.5, p_neutral=0.0, p_contradict=0.5)
+    assert decide(v, POLICY)[0] == "blocked"
+
+
+def test_tau_entail_is_not_ignored() -> None:
+    v = verdict(p_entail=0.7, p_neutral=0.25)
+    assert decide(v, PolicySettings(tau_entail=0.6))[0] == "verified"
+    assert decide(v, PolicySettings(tau_entail=0.8))[0] == "unverified"
+
+
+def test_no_verdict_is_unverified() -> None:
+    assert decide(None, POLICY) == ("unverified", "the claim was not verified (no verdict)")
+
+
+def test_no_evidence_is_unverified_even_when_entailed() -> None:
+    decision, reason = decide(verdict(evidence=()), POLICY)
+    assert decision == "unverified"
+    assert "no evidence span supports it" in reason
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"complete": False},
+        {"errors": ("cross_encoder timed out",)},
+        {
+            "stages": (
+                StageScore(
+                    stage="llm_judge",
+                    p_entail=0.9,
+                    p_neutral=0.05,
+                    p_contradict=0.05,
+                    label="supported",
+                    error="server unreachable",
+                ),
+            )
+        },
+        {"evidence": (SPAN.model_copy(update={"checked_whole": False}),)},
+    ],
+)
+def test_any_step_that_could_not_run_makes_it_unverified(change: dict[str, object]) -> None:
+    decision, _ = decide(verdict(**change), POLICY)
+    assert decision == "unverified"
+
+
+def test_failed_check_blocks_with_values_and_location() -> None:
+    check = CheckResult(check="date", status="fail", claim_value="1925", evidence_value="1889")
+    decision, reason = decide(verdict(checks=(check,)), POLICY)
+    assert decision == "blocked"
+    assert reason.startswith("the year 1925 disagrees with 1889 in [doc 3")
+
+
+def test_passing_checks_do_not_block() -> None:
+    check = CheckResult(check="number", status="pass", claim_value="3", evidence_value="3")
+    assert decide(verdict(checks=(check,)), POLICY)[0] == "verified"
+
+
+def test_contradicted_label_blocks_even_below_threshold() -> None:
+    v = verdict(label="contradicted", p_entail=0.3, p_neutral=0.4, p_contradict=0.3)
+    assert decide(v, POLICY)[0] == "blocked"
+
+
+def test_unsupported_below_threshold_is_unverified_with_reason() -> None:
+    v = verdict(label="unsupported", p_entail=0.2, p_neutral=0.7, p_contradict=0.1)
+    decision, reason = decide(v, POLICY)
+    assert decision == "unverified"
+    assert reason == "p_entail 0.20 is below the threshold 0.50"
+
+
+def test_decide_all_defaults_missing_claims_and_takes_worst_of_duplicates() -> None:
+    claims = [
+        Claim(id="c1", text="a", start=0, end=1),
+        Claim(id="c2", text="b", start=2, end=3),
+    ]
+    good = verdict()
+    bad = verdict(label="contradicted", p_entail=0.0, p_neutral=0.1, p_contradict=0.9)
+    out = decide_all(claims, [good, bad], POLICY)
+    assert [d.claim_id for d in out] == ["c1", "c2"]
+    assert out[0].decision == "blocked"
+    assert out[1].decision == "unverified"
+
+
+def test_strict_preset_thresholds_apply() -> None:
+    strict = load_preset("strict").policy
+    assert decide(verdict(p_entail=0.7, p_neutral=0.25), strict)[0] == "unverified"
+    assert decide(verdict(p_entail=0.85, p_neutral=0.1), strict)[0] == "verified"
