@@ -190,7 +190,7 @@ class ClaimCascade:
                     f"stage {stage} needs a scorer (pass scorers={{'{stage}': ...}})"
                 )
         except AffidavitError as exc:
-            log.warning("verifier stage %s unavailable: %s", stage, exc)
+            log.info("verifier stage %s unavailable: %s", stage, exc)
             self.stage_errors[stage] = f"{stage} unavailable: {exc.message}"
 
     def describe(self) -> dict[str, Any]:
@@ -487,15 +487,19 @@ class ClaimCascade:
                 "" if pe < tau_e else f" or p_contradict {pc:.2f} >= {tau_c:g}"
             )
         complete = not run.incomplete and not run.errors
-        if not complete and label == "supported":
-            # fail closed: a claim is never supported on a check that did not fully run
+        p_neutral = final.p_neutral
+        if not complete and label != "contradicted":
+            # fail closed: a claim is never supported, nor given a supporting probability, on a
+            # check that did not fully run (every stage's own score stays in the trace)
+            if label == "supported":
+                reason = "not verified: " + "; ".join(run.errors)
             label, evidence = "unsupported", ()
-            reason = "not verified: " + "; ".join(run.errors)
+            pe, p_neutral = 0.0, 1.0 - pc
         return Verdict(
             claim_id=claim.id,
             label=label,
             p_entail=pe,
-            p_neutral=final.p_neutral,
+            p_neutral=p_neutral,
             p_contradict=pc,
             evidence=evidence,
             checks=tuple(run.checks),

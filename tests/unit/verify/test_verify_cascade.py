@@ -108,6 +108,7 @@ def test_stage_exception_fails_closed_even_after_supportive_checks() -> None:
     assert verdict.label == "unsupported" and not verdict.complete
     assert "RuntimeError" in verdict.errors[0]
     assert verdict.evidence == ()
+    assert verdict.p_entail == 0.0  # no supporting probability on an incomplete check
 
 
 def test_timeout_fails_closed() -> None:

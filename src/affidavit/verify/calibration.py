@@ -1,0 +1,151 @@
+"""Calibration of verifier probabilities (fitted on dev data only) and threshold presets.
+
+* :class:`TemperatureScaler`: one temperature for the 3-way logits, fitted by minimising the
+  negative log-likelihood (binary "not entailed" rows count p_neutral + p_contradict).
+* :class:`IsotonicCalibrator`: a monotone map of p_entail, fitted by pool-adjacent-violators
+  (numpy only), applied by linear interpolation between the fitted steps.
+* :func:`preset_thresholds`: tau_entail / tau_contradict for the policy presets; the packaged
+  model's ``config.json`` may carry dev-tuned values, which then replace the defaults.
+
+Fit these on a dev split (``training/data/dev.jsonl`` or your own), never on the rows you report.
+
+Example:
+    >>> import numpy as np
+    >>> iso = IsotonicCalibrator().fit(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1]))
+    >>> [round(float(x), 3) for x in iso.transform(np.array([0.1, 0.375, 0.9]))]
+    [0.0, 0.5, 1.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from affidavit.core.errors import ConfigError, VerificationError
+from affidavit.verify.crossencoder import softmax
+
+Preset = Literal["default", "strict", "mixed"]
+
+# tau_entail, tau_contradict. strict: fewer claims shown as verified, more blocked as contradicted
+PRESETS: dict[str, tuple[float, float]] = {
+    "default": (0.5, 0.5),
+    "strict": (0.8, 0.3),
+    "mixed": (0.5, 0.5),
+}
+
+# 3-way label ids used by the fitters; "not_entail" (binary sets) is id 3
+LABEL_IDS = {"entail": 0, "neutral": 1, "contradict": 2, "not_entail": 3}
+
+
+def preset_thresholds(
+    name: str, model_config: Mapping[str, Any] | None = None
+) -> tuple[float, float]:
+    """(tau_entail, tau_contradict) of a preset, dev-tuned values of the model when it has them.
+
+    Raises:
+        ConfigError: unknown preset (the message lists the valid ones).
+    """
+    if name not in PRESETS:
+        raise ConfigError(f"unknown threshold preset {name!r}; valid: {sorted(PRESETS)}")
+    tau_e, tau_c = PRESETS[name]
+    th = (model_config or {}).get("thresholds") or {}
+    if isinstance(th, Mapping):
+        key = "tau_entail_strict" if name == "strict" else "tau_entail"
+        if isinstance(th.get(key), int | float):
+            tau_e = float(th[key])
+        if isinstance(th.get("tau_contradict"), int | float) and name != "strict":
+            tau_c = float(th["tau_contradict"])
+    return tau_e, tau_c
+
+
+def nll(logits: np.ndarray, labels: Sequence[int], temperature: float) -> float:
+    """Mean negative log-likelihood of 3-way logits at a temperature (label 3 = not entailed)."""
+    p = softmax(logits, temperature)
+    y = np.asarray(labels)
+    picked = np.where(y == 3, p[:, 1] + p[:, 2], p[np.arange(len(y)), np.minimum(y, 2)])
+    return float(-np.mean(np.log(np.clip(picked, 1e-12, 1.0))))
+
+
+class TemperatureScaler:
+    """Temperature scaling of 3-way logits."""
+
+    def __init__(self, temperature: float = 1.0) -> None:
+        self.temperature = temperature
+
+    def fit(self, logits: np.ndarray, labels: Sequence[int]) -> TemperatureScaler:
+        """Fit T in [0.05, 20] by a log-spaced grid then golden-section refinement of the NLL.
+
+        Raises:
+            VerificationError: no rows, or logits and labels of different lengths.
+        """
+        if len(labels) == 0 or len(labels) != len(logits):
+            raise VerificationError("temperature fit needs as many labels as logit rows (>0)")
+        grid = np.exp(np.linspace(np.log(0.05), np.log(20.0), 121))
+        losses = [nll(logits, labels, t) for t in grid]
+        i = int(np.argmin(losses))
+        lo, hi = np.log(grid[max(0, i - 1)]), np.log(grid[min(len(grid) - 1, i + 1)])
+        g = (np.sqrt(5) - 1) / 2
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        for _ in range(40):
+            if nll(logits, labels, float(np.exp(a))) < nll(logits, labels, float(np.exp(b))):
+                hi = b
+            else:
+                lo = a
+            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        self.temperature = float(np.exp((lo + hi) / 2))
+        return self
+
+    def transform(self, logits: np.ndarray) -> np.ndarray:
+        """Calibrated 3-way probabilities."""
+        return softmax(logits, self.temperature)
+
+
+class IsotonicCalibrator:
+    """Monotone (non-decreasing) map of p_entail to the observed entailment rate."""
+
+    def __init__(self) -> None:
+        self.x: np.ndarray = np.array([0.0, 1.0])
+        self.y: np.ndarray = np.array([0.0, 1.0])
+
+    def fit(self, scores: np.ndarray, labels: np.ndarray) -> IsotonicCalibrator:
+        """Pool-adjacent-violators on (score, 0/1 label) pairs.
+
+        Raises:
+            VerificationError: no rows or mismatched lengths.
+        """
+        s = np.asarray(scores, dtype=np.float64)
+        y = np.asarray(labels, dtype=np.float64)
+        if len(s) == 0 or len(s) != len(y):
+            raise VerificationError("isotonic fit needs as many labels as scores (>0)")
+        order = np.argsort(s, kind="mergesort")
+        s, y = s[order], y[order]
+        # blocks: [sum of y, count, min x, max x]
+        blocks: list[list[float]] = []
+        for xi, yi in zip(s, y, strict=True):
+            blocks.append([yi, 1.0, xi, xi])
+            while len(blocks) > 1 and (
+                blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]
+            ):
+                top = blocks.pop()
+                blocks[-1][0] += top[0]
+                blocks[-1][1] += top[1]
+                blocks[-1][3] = top[3]
+        xs: list[float] = []
+        ys: list[float] = []
+        for total, count, x0, x1 in blocks:
+            v = total / count
+            xs += [x0, x1] if x1 > x0 else [x0]
+            ys += [v, v] if x1 > x0 else [v]
+        self.x, self.y = np.array(xs), np.array(ys)
+        return self
+
+    def transform(self, scores: np.ndarray) -> np.ndarray:
+        """Calibrated p_entail (linear between fitted steps, flat beyond them)."""
+        result: np.ndarray = np.interp(np.asarray(scores, dtype=np.float64), self.x, self.y)
+        return result
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """JSON-safe fitted map."""
+        return {"x": self.x.tolist(), "y": self.y.tolist()}

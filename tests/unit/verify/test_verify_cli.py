@@ -1,0 +1,77 @@
+"""``affidavit check``: JSONL in/out, error lines, exit codes (tiny ONNX model, no training)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.cli.main import app
+from affidavit.verify.fakes import build_tiny_model
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("m"), max_len=64)
+
+
+@pytest.fixture
+def env(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__MODEL_PATH", str(model))
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__THREADS", "1")
+
+
+GOOD = [
+    {"id": "a", "claim": "Paris is the capital of France.", "evidence": ["Paris is in France."]},
+    {"id": 7, "claim": "He was born in 1990.", "evidence": ["He was born in 1991.", "Other."]},
+]
+
+
+def test_check_writes_exactly_the_documented_keys(env: None, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in GOOD) + "\n")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(app, ["check", str(src), "--output", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["a", 7]
+    for r in rows:
+        assert set(r) == {"id", "label", "p_entail", "p_contradict", "evidence_used"}
+        assert r["label"] in ("supported", "contradicted", "unsupported")
+        assert 0 <= r["p_entail"] <= 1 and 0 <= r["p_contradict"] <= 1
+    # the date check catches 1990 vs 1991 whatever the random model says
+    assert rows[1]["label"] == "contradicted"
+    assert rows[1]["evidence_used"] == ["He was born in 1991."]
+
+
+def test_stdin_stdout_and_malformed_lines(env: None) -> None:
+    text = "\n".join([json.dumps(GOOD[0]), "{not json", json.dumps({"id": 3, "claim": "x"}), ""])
+    res = runner.invoke(app, ["check", "-"], input=text)
+    assert res.exit_code == 2
+    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) == 3
+    assert "error" not in lines[0]
+    assert lines[1]["error"].startswith("line 2: not JSON")
+    assert lines[2]["id"] == 3 and "evidence" in lines[2]["error"]
+    assert lines[2]["label"] == "unsupported"
+    assert "Traceback" not in res.output
+
+
+def test_missing_model_exits_1_and_never_supports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__MODEL_PATH", str(tmp_path / "absent"))
+    res = runner.invoke(app, ["check", "-"], input=json.dumps(GOOD[0]) + "\n")
+    assert res.exit_code == 1
+    (row,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert row["label"] == "unsupported" and row["p_entail"] == 0.0
+    assert "unavailable" in row["error"]
+
+
+def test_unreadable_input_is_a_usage_error(env: None, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["check", str(tmp_path / "nope.jsonl")])
+    assert res.exit_code == 2 and "cannot read" in res.output
