@@ -137,3 +137,70 @@ def test_export_schemas_and_validate(home: Path, tmp_path: Path) -> None:
     notjson = tmp_path / "n.json"
     notjson.write_text("nope")
     assert run("validate", str(notjson), "--schema", "Claim")[0] == 2
+
+
+def test_replay_against_a_real_local_store(home: Path, tmp_path: Path) -> None:
+    """Ingest real chunks into the LocalStore, certify with the cascade, replay from the store."""
+    from affidavit.certify import replay_certificate
+    from affidavit.core.settings import PolicySettings, VerifySettings
+    from affidavit.core.types import Document
+    from affidavit.ingest.chunking import SentenceChunker
+    from affidavit.store.base import DocumentBatchItem
+    from affidavit.store.local import LocalStore
+    from affidavit.testing.embedder import FakeEmbedder
+    from affidavit.verify.cascade import ClaimCascade
+    from affidavit.verify.fakes import ScriptedScorer
+
+    doc = Document(
+        id="eiffel",
+        source="eiffel.txt",
+        text="The Eiffel Tower is 330 metres tall. It opened to the public in 1889.",
+    )
+    chunks = SentenceChunker(chunk_size=500, overlap=0).chunk(doc)
+    embedder = FakeEmbedder(dim=16)
+    store_dir = tmp_path / "store"
+    store = LocalStore(store_dir)
+    store.upsert(
+        [
+            DocumentBatchItem(
+                document=doc,
+                chunks=tuple(chunks),
+                vectors=embedder.embed([c.text for c in chunks]),
+                origin="eiffel.txt",
+            )
+        ],
+        embedder=embedder.name,
+    )
+    store.refresh()
+    store.close()
+
+    cascade = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"]),
+        PolicySettings(),
+        scorers={"cross_encoder": ScriptedScorer({"330": (0.92, 0.06, 0.02)})},
+    )
+    answer = "The tower is 330 m tall. It opened in 1925."
+    claims = [
+        Claim(id="c1", text="The tower is 330 m tall.", start=0, end=24),
+        Claim(id="c2", text="It opened in 1925.", start=25, end=43),
+    ]
+    verdicts = [cascade.verify(c, chunks) for c in claims]
+    generate_key(home / "keys" / "signing.pem")
+    path = tmp_path / "cert.json"
+    cert = certify_answer("q", answer, claims, verdicts, Settings(home=home), path=path)
+    assert [r.decision for r in cert.claims] == ["verified", "blocked"]
+
+    reader = LocalStore(store_dir, read_only=True)
+    try:
+        assert replay_certificate(cert, cascade, reader).agree
+    finally:
+        reader.close()
+
+    # the CLI replays with the packaged verifier; without it, it must refuse (exit 2), not pretend
+    code, out = run("certificate", "verify", str(path), "--replay", "--store", str(store_dir))
+    from affidavit.verify.crossencoder import packaged_model_dir
+
+    if not (packaged_model_dir() / "config.json").is_file():
+        assert code == 2 and "verifier cannot run here" in out
+    else:
+        assert code in (0, 1), out
