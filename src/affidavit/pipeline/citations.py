@@ -1,0 +1,280 @@
+"""Citation markers in a generated answer: clean-up, correction to the verifier's evidence, listing.
+
+Three steps, each recorded:
+
+1. :func:`clean_citations` rewrites every marker the model wrote (``[2]``, ``[1, 3]``, ``[1-2]``,
+   ``[Passage 2]``) into the canonical ``[n]`` form and removes numbers that name no provided
+   passage (a streamed answer citing a passage that does not exist is a known failure).
+2. :func:`correct_citations` replaces a sentence's citations with the passages the verifier's
+   evidence came from when they differ, and shifts the claims' offsets to the edited answer.
+3. :func:`list_citations` lists the citations finally attached to each sentence.
+
+Example:
+    >>> cleaned = clean_citations("Paris is in France [1][7].", n_passages=2)
+    >>> cleaned.text, [r.number for r in cleaned.removed]
+    ('Paris is in France [1].', [7])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from affidavit.core.answer import Citation, CitationCorrection, RemovedCitation
+from affidavit.core.types import Claim, Decision, Verdict
+from affidavit.policy.render import split_sentences
+
+# a marker: [3], [1, 2], [1-3], [Passage 2], [Source 1; 4]; optional space before it
+_MARKER = re.compile(
+    r"[ \t]?\[\s*(?:(?:passage|source|doc(?:ument)?|context)\s*#?\s*)?"
+    r"(\d{1,3}(?:\s*(?:[,;\u2013\-]|and)\s*(?:(?:passage|source)\s*)?\d{1,3})*)\s*\]",
+    re.IGNORECASE,
+)
+_RANGE = re.compile(r"(\d+)\s*[\u2013\-]\s*(\d+)")
+_MAX_RANGE = 20
+
+
+def _numbers(body: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|and)\s*", body, flags=re.IGNORECASE):
+        part = re.sub(r"(?i)passage|source", "", part).strip()
+        rng = _RANGE.fullmatch(part)
+        if rng:
+            lo, hi = int(rng.group(1)), int(rng.group(2))
+            if lo <= hi and hi - lo <= _MAX_RANGE:
+                out.extend(range(lo, hi + 1))
+            else:
+                out.extend([lo, hi])
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def _render(numbers: Sequence[int]) -> str:
+    return "".join(f"[{n}]" for n in numbers)
+
+
+def _sentence_index(spans: Sequence[tuple[int, int]], offset: int) -> int:
+    for i, (s, e) in enumerate(spans):
+        if s <= offset < e or (offset == e and i == len(spans) - 1):
+            return i
+    # between sentences: attach to the preceding one
+    before = [i for i, (s, _) in enumerate(spans) if s <= offset]
+    return before[-1] if before else 0
+
+
+@dataclass(frozen=True)
+class CleanedAnswer:
+    """An answer with canonical, valid citation markers only."""
+
+    text: str
+    removed: tuple[RemovedCitation, ...]
+
+
+def clean_citations(answer: str, n_passages: int) -> CleanedAnswer:
+    """Canonicalise markers and drop numbers outside ``1..n_passages`` (recorded).
+
+    A marker left with no valid number disappears with the space before it.
+    """
+    spans = split_sentences(answer) or [(0, len(answer))]
+    removed: list[RemovedCitation] = []
+    pieces: list[str] = []
+    last = 0
+    for m in _MARKER.finditer(answer):
+        numbers = _numbers(m.group(1))
+        valid: list[int] = []
+        for n in numbers:
+            if 1 <= n <= n_passages:
+                if n not in valid:
+                    valid.append(n)
+            else:
+                removed.append(
+                    RemovedCitation(
+                        sentence_index=_sentence_index(spans, m.start()),
+                        number=n,
+                        marker=m.group(0).strip(),
+                        reason=(
+                            f"passage [{n}] does not exist: only {n_passages} passages were "
+                            "provided"
+                            if n_passages
+                            else f"passage [{n}] does not exist: no passages were provided"
+                        ),
+                    )
+                )
+        pieces.append(answer[last : m.start()])
+        if valid:
+            lead = " " if m.group(0)[:1] in (" ", "\t") else ""
+            pieces.append(lead + _render(valid))
+        last = m.end()
+    pieces.append(answer[last:])
+    return CleanedAnswer(text="".join(pieces), removed=tuple(removed))
+
+
+def sentence_markers(answer: str) -> list[tuple[int, int, list[int]]]:
+    """``(start, end, numbers)`` of every marker in a cleaned answer."""
+    return [(m.start(), m.end(), _numbers(m.group(1))) for m in _MARKER.finditer(answer)]
+
+
+@dataclass(frozen=True)
+class CorrectedAnswer:
+    """The answer after citation correction, with claims moved to the new offsets."""
+
+    text: str
+    claims: tuple[Claim, ...]
+    corrections: tuple[CitationCorrection, ...]
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int
+    end: int
+    text: str
+
+
+def _apply(answer: str, edits: list[_Edit]) -> tuple[str, list[_Edit]]:
+    edits = sorted(edits, key=lambda e: e.start)
+    out: list[str] = []
+    last = 0
+    for e in edits:
+        out.append(answer[last : e.start])
+        out.append(e.text)
+        last = e.end
+    out.append(answer[last:])
+    return "".join(out), edits
+
+
+def _shift(offset: int, edits: Sequence[_Edit], *, is_end: bool) -> int:
+    """Map an offset of the old answer to the edited one (edits sorted, non-overlapping)."""
+    delta = 0
+    for e in edits:
+        if e.start == e.end:  # an insertion: before a start, at or before an end
+            if e.start < offset or (is_end and e.start == offset):
+                delta += len(e.text)
+        elif e.end <= offset:
+            delta += len(e.text) - (e.end - e.start)
+        elif e.start < offset:  # inside a replaced marker: snap to its edge
+            return e.start + delta + (len(e.text) if is_end else 0)
+    return offset + delta
+
+
+def correct_citations(
+    answer: str,
+    claims: Sequence[Claim],
+    decisions: Mapping[str, Decision],
+    evidence_numbers: Mapping[str, Sequence[int]],
+) -> CorrectedAnswer:
+    """Point each sentence's citations at the passages its verified claims' evidence came from.
+
+    Per sentence (as :func:`affidavit.policy.render.split_sentences` splits it): the target is the
+    union of the evidence passages of its *verified* claims. When every claim in the sentence is
+    verified, the citations become exactly the target; when only some are, the target is added
+    to what the model cited (its other citations may back the unverified claims). A sentence
+    with no verified claim keeps its citations. Every change is recorded.
+
+    Args:
+        answer: the cleaned answer (canonical markers).
+        claims: claims with offsets into ``answer``.
+        decisions: claim id -> decision.
+        evidence_numbers: claim id -> passage numbers its verdict's evidence spans came from.
+    """
+    spans = split_sentences(answer)
+    markers = sentence_markers(answer)
+    edits: list[_Edit] = []
+    corrections: list[CitationCorrection] = []
+    for index, (s, e) in enumerate(spans):
+        in_sentence = [c for c in claims if c.start < e and c.end > s]
+        verified = [c for c in in_sentence if decisions.get(c.id) == "verified"]
+        if not verified:
+            continue
+        target: list[int] = sorted({n for c in verified for n in evidence_numbers.get(c.id, ())})
+        if not target:
+            continue
+        own = [(ms, me, nums) for ms, me, nums in markers if s <= ms < e]
+        cited = [n for _, _, nums in own for n in nums]
+        new = target if len(verified) == len(in_sentence) else sorted(set(cited) | set(target))
+        if sorted(set(cited)) == new:
+            continue
+        if own:
+            first_start = own[0][0]
+            lead = " " if answer[first_start] in " \t" else ""
+            edits.append(_Edit(first_start, own[0][1], lead + _render(new)))
+            edits.extend(_Edit(ms, me, "") for ms, me, _ in own[1:])
+        else:
+            # no marker: insert before the sentence's closing punctuation
+            body_end = e
+            while body_end > s and answer[body_end - 1] in ".!?\"'”’) \t":
+                body_end -= 1
+            edits.append(_Edit(body_end, body_end, " " + _render(new)))
+        corrections.append(
+            CitationCorrection(
+                sentence_index=index,
+                claim_id=verified[0].id,
+                from_numbers=tuple(sorted(set(cited))),
+                to_numbers=tuple(new),
+                reason=(
+                    "the verifier found the supporting evidence in "
+                    + ", ".join(f"[{n}]" for n in target)
+                    + (
+                        f", not in {', '.join(f'[{n}]' for n in sorted(set(cited)))}"
+                        if cited
+                        else "; the sentence cited nothing"
+                    )
+                ),
+            )
+        )
+    if not edits:
+        return CorrectedAnswer(answer, tuple(claims), ())
+    text, ordered = _apply(answer, edits)
+    new_numbers = {c.sentence_index: c.to_numbers for c in corrections}
+    moved = []
+    for c in claims:
+        start = _shift(c.start, ordered, is_end=False)
+        end = max(start, _shift(c.end, ordered, is_end=True))
+        update: dict[str, object] = {"start": start, "end": end}
+        touched = [i for i, (s, e) in enumerate(spans) if c.start < e and c.end > s]
+        if any(i in new_numbers for i in touched):
+            update["citations"] = tuple(
+                sorted({n for i in touched for n in new_numbers.get(i, ())} | set(c.citations))
+                if len(touched) > 1
+                else new_numbers[touched[0]]
+            )
+        moved.append(c.model_copy(update=update))
+    return CorrectedAnswer(text, tuple(moved), tuple(corrections))
+
+
+def list_citations(
+    answer: str,
+    chunk_ids: Sequence[str],
+    corrections: Sequence[CitationCorrection] = (),
+) -> list[Citation]:
+    """The citations attached to each sentence of a cleaned (and corrected) answer."""
+    spans = split_sentences(answer) or [(0, len(answer))]
+    fixed = {c.sentence_index: c for c in corrections}
+    out: list[Citation] = []
+    seen: set[tuple[int, int]] = set()
+    for ms, _, nums in sentence_markers(answer):
+        index = _sentence_index(spans, ms)
+        fix = fixed.get(index)
+        for n in nums:
+            if not 1 <= n <= len(chunk_ids) or (index, n) in seen:
+                continue
+            seen.add((index, n))
+            corrected_from = None
+            if fix is not None and n not in fix.from_numbers and fix.from_numbers:
+                corrected_from = fix.from_numbers[0]
+            out.append(
+                Citation(
+                    sentence_index=index,
+                    number=n,
+                    chunk_id=chunk_ids[n - 1],
+                    corrected_from=corrected_from,
+                )
+            )
+    return out
+
+
+def evidence_passages(verdict: Verdict, chunk_ids: Sequence[str]) -> tuple[int, ...]:
+    """Passage numbers (1-based) the verdict's evidence spans came from."""
+    index = {cid: i + 1 for i, cid in enumerate(chunk_ids)}
+    return tuple(sorted({index[s.chunk_id] for s in verdict.evidence if s.chunk_id in index}))

@@ -1,0 +1,92 @@
+"""The grounded-answer prompt: numbered passages, answer only from them, cite every sentence.
+
+Example:
+    >>> from affidavit.core.types import Chunk
+    >>> msgs = build_messages("Capital of France?", [Chunk(text="Paris is the capital.")])
+    >>> "[1] Paris is the capital." in msgs[-1].content
+    True
+    >>> is_insufficient("I don't have enough information to answer this question.")
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from affidavit.core.types import Chunk, Message
+
+INSUFFICIENT_ANSWER = "I don't have enough information to answer this question."
+
+SYSTEM_PROMPT = (
+    "You answer questions using ONLY the numbered passages the user gives you. "
+    "Do not use any other knowledge. "
+    "Write a short answer of one to three sentences. "
+    "End every sentence with the number of the passage that supports it, in square brackets, "
+    "for example: The bridge opened in 1932 [2]. "
+    "Only cite numbers of passages that were given. "
+    "If the passages do not contain the answer, reply exactly: " + INSUFFICIENT_ANSWER
+)
+
+_INSUFFICIENT = re.compile(
+    r"\b(?:I|we)\s+(?:do\s+not|don't|don’t|did\s+not|didn't)\s+have\s+enough\s+information\b"
+    r"|\bnot\s+enough\s+information\b",
+    re.IGNORECASE,
+)
+
+
+def is_insufficient(answer: str) -> bool:
+    """True when the model said the passages do not answer the question."""
+    return bool(_INSUFFICIENT.search(answer))
+
+
+def passage_header(number: int, chunk: Chunk) -> str:
+    """``[n]`` plus the source title when known."""
+    title = chunk.title or (chunk.metadata.get("title") if chunk.metadata else None)
+    return f"[{number}] ({title})" if title else f"[{number}]"
+
+
+@dataclass(frozen=True)
+class PromptBuild:
+    """The messages, and which passages fitted the budget."""
+
+    messages: list[Message]
+    used: int
+    dropped: int
+
+    @property
+    def chars(self) -> int:
+        """Characters over all messages."""
+        return sum(len(m.content) for m in self.messages)
+
+
+def build_prompt(question: str, context: Sequence[Chunk], *, max_chars: int = 12000) -> PromptBuild:
+    """Number the passages ``[1]..[n]`` in order and ask the question.
+
+    Passages that would take the prompt past ``max_chars`` are left out (whole, never cut), so
+    every number the model sees names a passage it saw completely.
+    """
+    blocks: list[str] = []
+    budget = max_chars - len(SYSTEM_PROMPT) - len(question) - 200
+    used = 0
+    for i, chunk in enumerate(context, start=1):
+        block = f"{passage_header(i, chunk)} {' '.join(chunk.text.split())}"
+        if blocks and budget - len(block) < 0:
+            break
+        budget -= len(block) + 2
+        blocks.append(block)
+        used += 1
+    user = (
+        "Passages:\n\n"
+        + ("\n\n".join(blocks) if blocks else "(none)")
+        + f"\n\nQuestion: {question}\n"
+        + "Answer using only the passages above, citing a passage number after every sentence."
+    )
+    messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=user)]
+    return PromptBuild(messages=messages, used=used, dropped=len(context) - used)
+
+
+def build_messages(question: str, context: Sequence[Chunk]) -> list[Message]:
+    """The prompt messages for ``question`` over ``context`` (no budget limit)."""
+    return build_prompt(question, context, max_chars=10**9).messages

@@ -1,0 +1,305 @@
+"""AskPipeline end to end on fakes, and once with the real verifier cascade."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from affidavit.claims.extractor import RuleBasedExtractor
+from affidavit.core.correction import (
+    ChunkGrade,
+    Classification,
+    CorrectionResult,
+    CorrectionTrace,
+    QueryRewrite,
+    RefinedContext,
+    WebResult,
+    WebTrace,
+)
+from affidavit.core.errors import ConfigError, CorrectionError, GenerationError, VerificationError
+from affidavit.core.policy import ClaimDecision
+from affidavit.core.settings import PolicySettings, Settings, VerifySettings, load_settings
+from affidavit.core.types import Chunk, Claim, EvidenceSpan, Hit, Verdict
+from affidavit.pipeline import AskPipeline, Corrector
+from affidavit.testing.fake_llm import FakeGenerator
+from affidavit.verify.cascade import ClaimCascade
+from affidavit.verify.fakes import ScriptedScorer, word_overlap_probs
+
+PARIS = Chunk(text="Paris is the capital of France.", url="file:///geo.txt", title="Geo")
+TOWER = Chunk(text="The Eiffel Tower is 330 metres tall.", url="file:///tower.txt")
+WEB = Chunk(text="The Louvre is the most visited museum.", url="https://example.org/louvre")
+
+
+class ListRetriever:
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = list(chunks)
+        self.calls: list[tuple[str, int, str]] = []
+
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", filters: object = None):  # type: ignore[no-untyped-def]
+        self.calls.append((query, k, mode))
+        return [
+            Hit(chunk=c, score=1.0 / (i + 1), rank=i + 1, mode="bm25")
+            for i, c in enumerate(self.chunks[:k])
+        ]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower())) - {"the", "is", "of", "a"}
+
+
+class WordVerifier:
+    """Supported iff every content word of the claim is in one chunk; evidence = that chunk."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.fail_on = fail_on
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
+        self.seen.append((claim.text, [c.id for c in chunks]))
+        if self.fail_on and self.fail_on in claim.text:
+            raise VerificationError("model crashed", claim_id=claim.id)
+        for c in chunks:
+            if _words(claim.text) <= _words(c.text):
+                span = EvidenceSpan(chunk_id=c.id, start=0, end=len(c.text), text=c.text)
+                return Verdict(
+                    claim_id=claim.id,
+                    label="supported",
+                    p_entail=0.97,
+                    p_neutral=0.02,
+                    p_contradict=0.01,
+                    evidence=(span,),
+                )
+        return Verdict(
+            claim_id=claim.id, label="unsupported", p_entail=0.1, p_neutral=0.85, p_contradict=0.05
+        )
+
+
+def _pipe(
+    answer: str | list[str],
+    chunks: Sequence[Chunk] = (PARIS, TOWER),
+    **kw: object,
+) -> tuple[AskPipeline, FakeGenerator]:
+    llm = FakeGenerator([answer] if isinstance(answer, str) else answer)
+    pipe = AskPipeline(
+        retriever=kw.pop("retriever", ListRetriever(chunks)),  # type: ignore[arg-type]
+        generator=llm,
+        extractor=RuleBasedExtractor(),
+        verifier=kw.pop("verifier", WordVerifier()),  # type: ignore[arg-type]
+        settings=kw.pop("settings", load_settings()),  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+    return pipe, llm
+
+
+def test_strict_answer_shows_only_verified_sentences_with_corrected_citations() -> None:
+    raw = (
+        "Paris is the capital of France [2]. The Eiffel Tower is 330 metres tall [1]. "
+        "Berlin is the capital of Germany [9]."
+    )
+    pipe, _llm = _pipe(raw)
+    streamed: list[str] = []
+    result = pipe.ask("Tell me about Paris.", on_token=streamed.append)
+
+    assert "".join(streamed) == raw  # every piece reached the terminal as generated
+    assert len(streamed) > 5
+    # the hallucinated citation [9] was removed and recorded
+    assert [r.number for r in result.trace.removed_citations] == [9]
+    # both true sentences are shown, each citing the passage its evidence came from
+    assert "Paris is the capital of France [1]." in result.answer
+    assert "The Eiffel Tower is 330 metres tall [2]." in result.answer
+    assert "Berlin" not in result.answer
+    assert result.decisions == {"c1": "verified", "c2": "verified", "c3": "unverified"}
+    fixes = {(c.from_numbers, c.to_numbers) for c in result.trace.citation_corrections}
+    assert fixes == {((2,), (1,)), ((1,), (2,))}
+    assert [(s.number, s.chunk_id) for s in result.sources] == [(1, PARIS.id), (2, TOWER.id)]
+    cited = {(c.number, c.chunk_id, c.corrected_from) for c in result.citations}
+    assert (1, PARIS.id, 2) in cited
+
+
+def test_prompt_numbers_passages_and_demands_citations() -> None:
+    pipe, llm = _pipe("Paris is the capital of France [1].")
+    pipe.ask("What is the capital of France?")
+    system, user = llm.calls[0].messages
+    assert "[n]" in system.content or "square brackets" in system.content
+    assert "don't have enough information" in system.content
+    assert "[1] (Geo) Paris is the capital of France." in user.content
+    assert "[2] The Eiffel Tower is 330 metres tall." in user.content
+    assert user.content.rstrip().endswith("after every sentence.")
+    assert "Question: What is the capital of France?" in user.content
+
+
+def test_retrieval_uses_top_k_documents_and_mode() -> None:
+    settings = load_settings(
+        overrides={"correct": {"top_k_documents": 1}, "retrieve": {"mode": "bm25"}}
+    )
+    retriever = ListRetriever([PARIS, TOWER])
+    pipe, _ = _pipe("Paris is the capital of France [1].", retriever=retriever, settings=settings)
+    result = pipe.ask("q?")
+    assert retriever.calls == [("q?", 1, "bm25")]
+    assert len(result.sources) == 1
+
+
+def test_trace_has_timings_ttft_and_verification() -> None:
+    pipe, _ = _pipe("Paris is the capital of France [1].")
+    result = pipe.ask("What is the capital of France?")
+    stages = [t.stage for t in result.trace.timings]
+    for stage in ("retrieve", "correct", "prompt", "generate", "claims", "verify", "policy"):
+        assert stage in stages
+    assert stages[-1] == "total"
+    assert result.trace.time_to_first_token_s is not None
+    assert result.trace.prompt_chars > 0
+    assert result.trace.generator == "fake"
+    assert [v.claim_id for v in result.trace.verification] == ["c1"]
+    assert any("no corrective stage" in s for s in result.trace.skipped_stages)
+    # JSON round trip of the whole result
+    assert type(result).model_validate_json(result.model_dump_json()) == result
+
+
+def test_no_hits_answers_insufficient_without_calling_the_model() -> None:
+    pipe, llm = _pipe("should not be used", chunks=[])
+    result = pipe.ask("What is the capital of Mars?")
+    assert llm.calls == []
+    assert result.insufficient
+    assert "enough information" in result.answer
+    assert result.claims == ()
+
+
+def test_model_saying_insufficient_is_shown_as_such() -> None:
+    pipe, _ = _pipe("I don't have enough information to answer this question.")
+    result = pipe.ask("Who won the 1903 Tour de France?")
+    assert result.insufficient
+    assert result.answer == "I don't have enough information to answer this question."
+
+
+def test_verifier_error_fails_closed() -> None:
+    pipe, _ = _pipe("Paris is the capital of France [1].", verifier=WordVerifier(fail_on="Paris"))
+    result = pipe.ask("What is the capital of France?")
+    assert result.decisions == {"c1": "unverified"}
+    assert "Paris" not in result.answer
+    assert result.trace.verification[0].error == "model crashed"
+
+
+def test_mixed_mode_shows_unverified_sentences() -> None:
+    raw = "Paris is the capital of France [1]. Berlin is the capital of Germany [2]."
+    pipe, _ = _pipe(raw)
+    result = pipe.ask("q?", mode="mixed")
+    assert result.mode == "mixed"
+    assert "Paris" in result.answer and "Berlin" in result.answer
+
+
+def test_generation_error_propagates() -> None:
+    pipe, _ = _pipe([GenerationError("server down")])  # type: ignore[list-item]
+    with pytest.raises(GenerationError, match="server down"):
+        pipe.ask("q?")
+
+
+def _correction(question: str, hits: Sequence[Hit]) -> CorrectionResult:
+    grades = tuple(
+        ChunkGrade(chunk_id=h.chunk.id, rank=h.rank, score=4.0, evaluator="fake") for h in hits
+    )
+    refined = RefinedContext(
+        chunk=Chunk(text="Paris is the capital of France.", url=PARIS.url),
+        origin="local",
+        source_chunk_id=PARIS.id,
+        source_score=4.0,
+        kept_whole=False,
+    )
+    web = RefinedContext(
+        chunk=WEB, origin="web", source_chunk_id=WEB.id, source_score=7.0, kept_whole=True
+    )
+    trace = CorrectionTrace(
+        question=question,
+        evaluator="fake",
+        grades=grades,
+        classification=Classification(
+            kind="ambiguous",
+            max_score=4.0,
+            upper_threshold=8.0,
+            lower_threshold=3.0,
+            reason="between thresholds",
+        ),
+        strip_threshold=5.0,
+        web=WebTrace(
+            provider="store",
+            query=QueryRewrite(original=question, query="louvre museum", rewritten=True),
+            results=(WebResult(url=WEB.url or "", title="Louvre", provider="store", rank=1),),
+        ),
+    )
+    return CorrectionResult(context=(refined, web), trace=trace)
+
+
+class FakeCorrector:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def run(self, question: str, hits: Sequence[Hit]) -> CorrectionResult:
+        if self.fail:
+            raise CorrectionError("evaluator model missing")
+        return _correction(question, hits)
+
+
+def test_corrective_stage_context_and_trace() -> None:
+    corrector = FakeCorrector()
+    assert isinstance(corrector, Corrector)
+    pipe, llm = _pipe("The Louvre is the most visited museum [2].", corrector=corrector)
+    result = pipe.ask("Which museum is most visited?")
+    assert result.trace.classification == "ambiguous"
+    assert result.trace.web_queries == ("louvre museum",)
+    assert [s.origin for s in result.sources] == ["store", "web"]
+    assert [round(s.score) for s in result.trace.evaluator_scores] == [4, 4]
+    assert "[2] The Louvre" in llm.calls[0].messages[1].content
+    assert result.decisions == {"c1": "verified"}
+    assert "Louvre" in result.answer
+
+
+def test_corrective_failure_falls_back_to_retrieved_chunks() -> None:
+    pipe, _ = _pipe("Paris is the capital of France [1].", corrector=FakeCorrector(fail=True))
+    result = pipe.ask("q?")
+    assert result.trace.classification is None
+    assert any("evaluator model missing" in s for s in result.trace.skipped_stages)
+    assert result.decisions == {"c1": "verified"}
+
+
+def test_certify_calls_the_writer_with_the_final_answer(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, int, Path]] = []
+
+    def writer(
+        question: str,
+        answer: str,
+        claims: Sequence[Claim],
+        verdicts: Sequence[Verdict],
+        decisions: Sequence[ClaimDecision],
+        path: Path,
+    ) -> None:
+        seen.append((question, answer, len(claims), path))
+
+    pipe, _ = _pipe("Paris is the capital of France [2].", certificate_writer=writer)
+    out = tmp_path / "cert.json"
+    result = pipe.ask("q?", certify=out)
+    assert seen == [("q?", "Paris is the capital of France [1].", 1, out)]
+    assert result.certificate_path == str(out)
+
+
+def test_certify_without_writer_is_a_config_error(tmp_path: Path) -> None:
+    pipe, llm = _pipe("x")
+    with pytest.raises(ConfigError):
+        pipe.ask("q?", certify=tmp_path / "c.json")
+    assert llm.calls == []
+
+
+def test_with_the_real_verifier_cascade() -> None:
+    verifier = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"]),
+        PolicySettings(),
+        scorers={"cross_encoder": ScriptedScorer(fn=word_overlap_probs)},
+    )
+    raw = "The Eiffel Tower is 330 metres tall [1]. The Eiffel Tower is 500 metres tall [2]."
+    pipe, _ = _pipe(raw, verifier=verifier, settings=Settings())
+    result = pipe.ask("How tall is the Eiffel Tower?")
+    assert result.decisions["c1"] == "verified"
+    assert result.decisions["c2"] != "verified"  # the wrong figure is never shown
+    assert result.answer.startswith("The Eiffel Tower is 330 metres tall [2].")
+    assert "500" not in result.answer
