@@ -151,7 +151,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         output: Annotated[
             Path, typer.Option("--output", help="Folder for eval.json and reliability.png.")
-        ] = Path("benchmarks/results/verifier_eval"),
+        ] = Path("benchmarks/results/verifier_cascade_eval"),
         splits: Annotated[
             Path, typer.Option("--splits", help="Held-out split file written by the trainer.")
         ] = Path("training/splits.json"),

@@ -33,11 +33,14 @@ GOLD_3WAY = {"entail": "supported", "neutral": "unsupported", "contradict": "con
 
 
 def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    """Mean of the true-positive and true-negative rates (a missing class counts 0)."""
+    """Mean of the true-positive and true-negative rates over the classes present."""
     y, pred = np.asarray(y).astype(bool), np.asarray(pred).astype(bool)
-    tpr = float(pred[y].mean()) if y.any() else 0.0
-    tnr = float((~pred[~y]).mean()) if (~y).any() else 0.0
-    return 0.5 * (tpr + tnr)
+    rates = []
+    if y.any():
+        rates.append(float(pred[y].mean()))
+    if (~y).any():
+        rates.append(float((~pred[~y]).mean()))
+    return float(np.mean(rates)) if rates else 0.0
 
 
 def f1(y: np.ndarray, pred: np.ndarray) -> float:

@@ -31,6 +31,8 @@ def test_metrics_on_a_hand_computed_case() -> None:
     # positive-negative pairs ranked right: (0.9>0.7,0.9>0.1,0.6<0.7,0.6>0.1,0.2<0.7,0.2>0.1) = 4/6
     assert auroc(y, p) == pytest.approx(4 / 6)
     assert auroc(np.array([1, 1]), np.array([0.2, 0.3])) is None
+    # one class only: the rate of that class, not half of it
+    assert balanced_accuracy(np.array([1, 1]), np.array([True, False])) == 0.5
     assert auroc(np.array([1, 0]), np.array([0.5, 0.5])) == 0.5
 
 

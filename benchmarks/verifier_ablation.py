@@ -1,0 +1,157 @@
+"""Cascade ablation: each stage alone and combined, balanced accuracy per evaluation set.
+
+Configurations (the real ``ClaimCascade`` each time, same evidence selection):
+  checks            typed checks + lexical coverage of the best window (model-free)
+  cross_encoder     the packaged ONNX model alone
+  checks+cross_enc  the default cascade (a failed check decides contradiction first)
+
+Rows: held-out rows only (``training/splits.json``) plus the evaluation-only sets, capped at
+``--limit`` rows per set (seeded sample) so the whole run stays under ~10 minutes on 2 cores.
+Cross-encoder scores are cached by (claim, evidence) text, so the combined configuration re-uses
+the model calls of the model-only one (identical inputs give identical scores).
+
+Usage:
+    python benchmarks/verifier_ablation.py [--data ../shared/data] [--limit 100] [--sets a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from affidavit.core.settings import PolicySettings, VerifySettings  # noqa: E402
+from affidavit.core.types import StageScore  # noqa: E402
+from affidavit.verify.cascade import ClaimCascade  # noqa: E402
+from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir  # noqa: E402
+from affidavit.verify.datasets import ALL_SETS, load_set, read_splits, sample  # noqa: E402
+from affidavit.verify.eval import auroc, balanced_accuracy, run_set  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "verifier_ablation.json"
+
+
+class CachedScorer:
+    """Memoises a PairScorer by (claim, evidence)."""
+
+    def __init__(self, inner: OnnxCrossEncoder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.max_len = inner.max_len
+        self.tokenizer = inner.tokenizer
+        self.cache: dict[tuple[str, str], StageScore] = {}
+        self.model_pairs = 0
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[StageScore]:
+        todo = list(dict.fromkeys(p for p in pairs if p not in self.cache))
+        if todo:
+            self.model_pairs += len(todo)
+            for p, s in zip(todo, self.inner.score(todo), strict=True):
+                self.cache[p] = s
+        return [self.cache[p] for p in pairs]
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--splits", type=Path, default=ROOT / "training" / "splits.json")
+    ap.add_argument("--model-dir", type=Path, default=packaged_model_dir())
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--sets", default="")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--tau-entail",
+        type=float,
+        default=None,
+        help="default: the model config's dev-tuned tau_entail, else 0.5",
+    )
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+
+    model = OnnxCrossEncoder(args.model_dir, threads=args.threads)
+    cached = CachedScorer(model)
+    th = model.config.model_extra.get("thresholds", {}) if model.config.model_extra else {}
+    tau_e = args.tau_entail if args.tau_entail is not None else float(th.get("tau_entail", 0.5))
+    policy = PolicySettings(tau_entail=tau_e, tau_contradict=0.5)
+    splits = read_splits(args.splits)
+    names = [s for s in args.sets.split(",") if s] or list(ALL_SETS)
+    configs = {
+        "checks": ["checks"],
+        "cross_encoder": ["cross_encoder"],
+        "checks+cross_encoder": ["checks", "cross_encoder"],
+    }
+    verifiers = {
+        k: ClaimCascade(
+            VerifySettings(cascade=v, threads=args.threads),  # type: ignore[arg-type]
+            policy,
+            scorers={"cross_encoder": cached},
+        )
+        for k, v in configs.items()
+    }
+    table: dict[str, dict[str, Any]] = {}
+    t_all = time.perf_counter()
+    for name in names:
+        items = sample(load_set(name, args.data, splits), args.limit)
+        y = np.array([it.label == "entail" for it in items])
+        table[name] = {"n": len(items), "n_positive": int(y.sum())}
+        for cfg, ver in verifiers.items():
+            before = cached.model_pairs
+            verdicts, secs = run_set(ver, items)
+            pred = np.array([v.label == "supported" for v in verdicts])
+            p = np.array([v.p_entail for v in verdicts])
+            table[name][cfg] = {
+                "balanced_accuracy": round(balanced_accuracy(y, pred), 4),
+                "auroc": None if (a := auroc(y, p)) is None else round(a, 4),
+                "contradicted": sum(v.label == "contradicted" for v in verdicts),
+                "incomplete": sum(not v.complete for v in verdicts),
+                "seconds": round(secs, 2),
+                "new_model_pairs": cached.model_pairs - before,
+            }
+        row = table[name]
+        print(
+            f"{name:24s} n={row['n']:4d}  "
+            + "  ".join(f"{c}={row[c]['balanced_accuracy']:.3f}" for c in configs),
+            flush=True,
+        )
+    binary = [n for n in names if not n.startswith("anli")]
+    means = (
+        {
+            c: round(float(np.mean([table[n][c]["balanced_accuracy"] for n in binary])), 4)
+            for c in configs
+        }
+        if binary
+        else {}
+    )
+    result = {
+        "limit_per_set": args.limit,
+        "tau_entail": tau_e,
+        "sets": table,
+        "mean_balanced_accuracy_binary": means,
+        "model": model.describe(),
+        "seconds_total": round(time.perf_counter() - t_all, 1),
+        "note": "rows capped per set (seeded sample of held-out/eval-only rows); binary = all but "
+        "ANLI; prediction = label supported",
+        "command": " ".join(["python", *sys.argv]),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print("mean balanced accuracy (binary sets):", means)
+    print(f"wrote {args.out} in {result['seconds_total']}s")
+
+
+if __name__ == "__main__":
+    main()
