@@ -39,6 +39,7 @@ from affidavit.core.errors import CertificateError, InputError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import PolicySettings, Settings
 from affidavit.core.types import Claim, Verdict
+from affidavit.policy.presets import resolve_policy
 from affidavit.policy.render import decide, decide_claim
 
 logger = logging.getLogger(__name__)
@@ -129,7 +130,8 @@ def build_certificate(
         answer: the answer the claims' offsets refer to.
         claims: every claim of the answer.
         verdicts: the verifier's verdicts (a claim without one is recorded unverified).
-        decisions: the policy decisions; None decides them here under ``settings.policy``.
+        decisions: the policy decisions; None decides them here under
+            ``resolve_policy(settings.policy)`` (the preset's values, explicit settings first).
             A decision may be stricter than the policy's, never laxer.
         settings: the effective settings (recorded whole, secrets masked; policy from here).
         models: the models that ran, as ``ModelIdentity`` or ``{"name", "sha256"}``.
@@ -140,7 +142,7 @@ def build_certificate(
         CertificateError: a decision says verified where the policy does not, or a value has no
             canonical JSON form.
     """
-    policy = settings.policy
+    policy = resolve_policy(settings.policy)
     by_verdict: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_verdict.setdefault(v.claim_id, []).append(v)

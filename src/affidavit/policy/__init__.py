@@ -6,7 +6,13 @@ Example:
     ('unverified', 'the claim was not verified (no verdict)')
 """
 
-from affidavit.policy.presets import DisplayStyle, Preset, load_preset, preset_names
+from affidavit.policy.presets import (
+    DisplayStyle,
+    Preset,
+    load_preset,
+    preset_names,
+    resolve_policy,
+)
 from affidavit.policy.render import decide, decide_all, decide_claim, render, split_sentences
 
 __all__ = [
@@ -18,5 +24,6 @@ __all__ = [
     "load_preset",
     "preset_names",
     "render",
+    "resolve_policy",
     "split_sentences",
 ]

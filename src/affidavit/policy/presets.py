@@ -84,3 +84,21 @@ def load_preset(name: str) -> Preset:
         raise ConfigError(
             f"preset {name!r} is invalid: {exc}", stage="policy", source=name
         ) from exc
+
+
+def resolve_policy(policy: PolicySettings) -> PolicySettings:
+    """The policy actually applied: the named preset's values, overridden by explicit settings.
+
+    ``preset = "strict"`` in a config means the strict thresholds unless ``tau_entail`` or
+    ``tau_contradict`` are also set there; without this step a preset name would be a label
+    whose thresholds are silently ignored.
+
+    Example:
+        >>> resolve_policy(PolicySettings(preset="strict")).tau_entail
+        0.8
+        >>> resolve_policy(PolicySettings(preset="strict", tau_entail=0.7)).tau_entail
+        0.7
+    """
+    base = load_preset(policy.preset).policy
+    explicit = {name: getattr(policy, name) for name in policy.model_fields_set}
+    return PolicySettings.model_validate({**base.model_dump(), **explicit})

@@ -358,3 +358,17 @@ def test_canonical_json_reference_vectors() -> None:
     )
     with pytest.raises(CertificateError):
         canonical_bytes({"x": float("nan")})
+
+
+def test_certificate_records_the_presets_thresholds(key: Ed25519PrivateKey) -> None:
+    cert = build_certificate(
+        "q", ANSWER, CLAIMS, VERDICTS, None, Settings(policy={"preset": "strict"}), []
+    )
+    assert (cert.policy.preset, cert.policy.tau_entail, cert.policy.tau_contradict) == (
+        "strict",
+        0.8,
+        0.2,
+    )
+    # c2 has p_entail 0.81 >= 0.8 and p_contradict 0.04 < 0.2: still verified; c1 too
+    assert [r.decision for r in cert.claims] == ["verified", "verified", "blocked"]
+    assert verify_certificate(sign_certificate(cert, key), [key.public_key()]).valid

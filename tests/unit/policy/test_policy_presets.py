@@ -28,3 +28,27 @@ def test_preset_values(name: str, display: str, tau_e: float, tau_c: float) -> N
 def test_unknown_preset_lists_valid_names() -> None:
     with pytest.raises(ConfigError, match="valid presets: default, mixed, strict"):
         load_preset("lenient")
+
+
+def test_preset_name_in_settings_brings_its_thresholds() -> None:
+    from affidavit.core.settings import load_settings
+    from affidavit.policy import resolve_policy
+
+    strict = resolve_policy(load_settings(overrides={"policy": {"preset": "strict"}}).policy)
+    assert (strict.tau_entail, strict.tau_contradict) == (0.8, 0.2)
+    mixed = resolve_policy(load_settings(overrides={"policy": {"preset": "mixed"}}).policy)
+    assert mixed.display == "mixed"
+    own = load_settings(overrides={"policy": {"preset": "strict", "tau_entail": 0.7}}).policy
+    assert (resolve_policy(own).tau_entail, resolve_policy(own).tau_contradict) == (0.7, 0.2)
+    default = resolve_policy(load_settings().policy)
+    assert (default.tau_entail, default.tau_contradict, default.display) == (0.5, 0.5, "strict")
+
+
+def test_env_override_beats_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from affidavit.core.settings import load_settings
+    from affidavit.policy import resolve_policy
+
+    monkeypatch.setenv("AFFIDAVIT_POLICY__PRESET", "strict")
+    monkeypatch.setenv("AFFIDAVIT_POLICY__TAU_CONTRADICT", "0.1")
+    p = resolve_policy(load_settings().policy)
+    assert (p.preset, p.tau_entail, p.tau_contradict) == ("strict", 0.8, 0.1)
