@@ -1,0 +1,105 @@
+"""The packaged (trained) verifier model end to end; skipped until training has shipped it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.cli.main import app
+from affidavit.core.settings import PolicySettings, VerifySettings
+from affidavit.core.types import Chunk
+from affidavit.verify.cascade import ClaimCascade, claim_from_text
+from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir, read_config
+
+pytestmark = pytest.mark.integration
+
+MODEL = packaged_model_dir()
+needs_model = pytest.mark.skipif(
+    not (MODEL / "config.json").is_file(),
+    reason="no packaged model yet (training/export_onnx.py writes src/affidavit/verify/model/)",
+)
+
+ENTAILED = [
+    ("Paris is the capital of France.", "Paris is the capital and most populous city of France."),
+    (
+        "The bridge opened in 1932.",
+        "Construction finished and the bridge opened to traffic in 1932.",
+    ),
+    (
+        "Marie Curie won two Nobel Prizes.",
+        "Marie Curie was awarded the Nobel Prize in Physics in 1903 and in Chemistry in 1911, "
+        "making her the first person to win two Nobel Prizes.",
+    ),
+    ("The company is based in Oslo.", "The company has its headquarters in Oslo, Norway."),
+]
+NOT_ENTAILED = [
+    ("Paris is the capital of Germany.", "Paris is the capital and most populous city of France."),
+    ("The bridge never opened.", "Construction finished and the bridge opened to traffic in 1932."),
+    (
+        "Marie Curie was born in Vienna.",
+        "Marie Curie was awarded the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    ),
+    ("The company makes cars.", "The company has its headquarters in Oslo, Norway."),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> OnnxCrossEncoder:
+    return OnnxCrossEncoder(MODEL, threads=2)
+
+
+@needs_model
+def test_packaged_model_loads_with_its_sha256_and_labels(model: OnnxCrossEncoder) -> None:
+    cfg = read_config(MODEL)
+    assert model.sha256 == cfg.sha256
+    assert model.labels == ["entail", "neutral", "contradict"]
+    assert model.max_len >= 128
+
+
+@needs_model
+def test_model_ranks_entailed_pairs_above_non_entailed(model: OnnxCrossEncoder) -> None:
+    pos = [s.p_entail for s in model.score(ENTAILED)]
+    neg = [s.p_entail for s in model.score(NOT_ENTAILED)]
+    # every entailed pair above its own corrupted twin (same evidence)
+    assert sum(p > n for p, n in zip(pos, neg, strict=True)) >= 3, (pos, neg)
+    assert sum(pos) / len(pos) > sum(neg) / len(neg) + 0.2
+
+
+@needs_model
+def test_fact_deep_in_a_long_document_is_found_by_windows(model: OnnxCrossEncoder) -> None:
+    filler = " ".join(
+        f"In {1900 + i} the town council discussed the repair of road number {i}."
+        for i in range(60)
+    )
+    doc = f"{filler} The Eiffel Tower was completed in 1889 for the World's Fair. {filler}"
+    assert model.tokenizer.count(doc) > 4 * model.max_len
+    v = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=2),
+        PolicySettings(),
+        scorers={"cross_encoder": model},
+    )
+    verdict = v.verify(
+        claim_from_text("The Eiffel Tower was completed in 1889."), [Chunk(text=doc, id="doc")]
+    )
+    assert verdict.complete, verdict.errors
+    assert "windows scored" in verdict.stages[-1].detail
+    if verdict.label == "supported":
+        assert any("Eiffel" in e.text for e in verdict.evidence)
+    wrong = v.verify(
+        claim_from_text("The Eiffel Tower was completed in 1899."), [Chunk(text=doc, id="doc")]
+    )
+    assert wrong.label != "supported"
+
+
+@needs_model
+def test_check_cli_with_the_packaged_model(tmp_path: Path) -> None:
+    rows = [{"id": i, "claim": c, "evidence": [e]} for i, (c, e) in enumerate(ENTAILED[:2])]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    res = CliRunner().invoke(app, ["check", str(src), "--threads", "2"])
+    assert res.exit_code == 0, res.output
+    out = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert [o["id"] for o in out] == [0, 1]
