@@ -119,7 +119,7 @@ def test_replay_fails_closed_when_it_cannot_run(home: Path, tmp_path: Path) -> N
         "certificate", "verify", str(path), "--replay", "--store", str(tmp_path / "nostore")
     )
     assert code == 2
-    assert "--replay" in out
+    assert "no store at" in out
 
 
 def test_export_schemas_and_validate(home: Path, tmp_path: Path) -> None:
@@ -195,6 +195,13 @@ def test_replay_against_a_real_local_store(home: Path, tmp_path: Path) -> None:
         assert replay_certificate(cert, cascade, reader).agree
     finally:
         reader.close()
+
+    code, out = run("certificate", "verify", str(path), "--store", str(store_dir), "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["evidence_checked"] == 2 * sum(len(r.evidence) for r in cert.claims) > 0
+    assert report["warnings"] == []
+    assert run("certificate", "verify", str(path), "--store", str(tmp_path / "none"))[0] == 2
 
     # the CLI replays with the packaged verifier; without it, it must refuse (exit 2), not pretend
     code, out = run("certificate", "verify", str(path), "--replay", "--store", str(store_dir))

@@ -2,9 +2,12 @@
 
 Commands:
     affidavit keys generate [--force]
-    affidavit certificate verify CERT.json [--public-key FILE]... [--replay --store DIR]
+    affidavit certificate verify CERT.json [--public-key FILE]... [--store DIR [--replay]]
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
+
+``--store DIR`` compares each evidence span's sha256 with the text the store holds for it;
+``--replay`` also re-runs the verifier on that evidence and compares the decisions.
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
 (including ``--replay`` when the store or the verifier cannot run here).
@@ -101,6 +104,34 @@ def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str
     return result.agree, list(result.mismatches)
 
 
+def _verify_with_store(cert: Path, trusted: Any, store: Path) -> Any:
+    """Verify, comparing every evidence span with the text the store holds for it."""
+    from affidavit.certify.verify import verify_certificate
+    from affidavit.core.certificate import EvidenceRecord
+
+    try:
+        from affidavit.store.local import LocalStore
+    except ImportError as exc:
+        raise fail_usage(f"--store needs the local store, which is not available: {exc}") from None
+    from affidavit.core.errors import AffidavitError
+
+    try:
+        source = LocalStore(store, read_only=True)
+    except AffidavitError as exc:
+        raise fail_usage(f"--store: {exc.message}") from None
+
+    def lookup(ev: EvidenceRecord) -> str | None:
+        found = source.get_chunks([ev.chunk_id])
+        if not found or ev.end > len(found[0].text):
+            return None
+        return found[0].text[ev.start : ev.end]
+
+    try:
+        return verify_certificate(cert, trusted, lookup)
+    finally:
+        source.close()
+
+
 @certificate_app.command("verify")
 def certificate_verify(
     cert: Annotated[Path, typer.Argument(help="The certificate JSON file.")],
@@ -117,7 +148,10 @@ def certificate_verify(
         bool, typer.Option("--replay", help="Re-run verification on the stored evidence.")
     ] = False,
     store: Annotated[
-        Path | None, typer.Option("--store", help="Store folder holding the evidence (--replay).")
+        Path | None,
+        typer.Option(
+            "--store", help="Store folder: compare evidence hashes with it (and --replay on it)."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     config: ConfigOpt = None,
@@ -129,15 +163,16 @@ def certificate_verify(
 
     if replay and store is None:
         raise fail_usage("--replay needs --store DIR")
-    if store is not None and not replay:
-        raise fail_usage("--store is only used with --replay")
     settings = cli_settings(config)
     try:
         trusted = trusted_keys(settings, public_key or [])
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None  # a key file that cannot be read is a usage error
     with usage_errors():
-        result = verify_certificate(cert, trusted)
+        if store is not None:
+            result = _verify_with_store(cert, trusted, store)
+        else:
+            result = verify_certificate(cert, trusted)
     reasons = list(result.reasons)
     replay_problems: list[str] = []
     if replay and store is not None and result.valid:
