@@ -1,0 +1,254 @@
+"""Relevance-evaluator quality: relevant vs BM25-hard-negative passages on HaluEval qa dev.
+
+For a seeded sample of questions, the positive is the question's own knowledge passage and the
+hard negative is the best BM25 (bm25s) hit among all 8000 knowledge passages other than its own.
+A seeded half calibrates the model evaluator (logistic regression on its features); the other
+half is held out for every number reported. The decision "relevant" is ``score >= 5`` (the CRAG
+strip threshold). Baselines in the same run: cosine alone and BM25 saturation alone, each with its
+threshold tuned on the calibration half.
+
+Usage:
+    python benchmarks/evaluator_quality.py [DATA] [--questions 2000] [--llm-chunks 40]
+        [--write-calibration]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from affidavit.correct.evaluator import (  # noqa: E402
+    CALIBRATION_PATH,
+    FEATURE_NAMES,
+    LLMRelevanceEvaluator,
+    ModelRelevanceEvaluator,
+    fit_logistic,
+)
+
+
+def load_pairs(data: Path, n_questions: int, seed: int) -> list[dict[str, Any]]:
+    """Questions with their own passage and a BM25-hard negative."""
+    import bm25s
+
+    rows = [json.loads(line) for line in (data / "halueval" / "qa_dev.jsonl").open()]
+    corpus = [r["knowledge"] for r in rows]
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+    )
+    rng = random.Random(seed)
+    idx = rng.sample(range(len(rows)), n_questions)
+    qs = [rows[i]["question"] for i in idx]
+    res, _ = retriever.retrieve(
+        bm25s.tokenize(qs, stopwords="en", show_progress=False), k=5, show_progress=False
+    )
+    out = []
+    for row_i, q, hits in zip(idx, qs, res, strict=True):
+        own = corpus[row_i]
+        neg = next((int(h) for h in hits if corpus[int(h)] != own), None)
+        if neg is None:
+            continue
+        out.append({"row": row_i, "question": q, "pos": own, "neg": corpus[neg], "neg_row": neg})
+    return out
+
+
+def balanced_accuracy(scores: np.ndarray, labels: np.ndarray, threshold: float) -> float:
+    pred = scores >= threshold
+    tpr = float(pred[labels == 1].mean())
+    tnr = float((~pred[labels == 0]).mean())
+    return (tpr + tnr) / 2
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    ranks = np.empty(len(order))
+    ranks[order] = np.arange(1, len(order) + 1)
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    cands = np.unique(np.quantile(scores, np.linspace(0.01, 0.99, 197)))
+    return float(max(cands, key=lambda t: balanced_accuracy(scores, labels, t)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data", nargs="?", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--questions", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--llm-chunks", type=int, default=40)
+    ap.add_argument("--write-calibration", action="store_true")
+    ap.add_argument(
+        "--out", default=str(ROOT / "benchmarks" / "results" / "evaluator_quality.json")
+    )
+    args = ap.parse_args()
+    data = Path(args.data)
+
+    t0 = time.perf_counter()
+    pairs = load_pairs(data, args.questions, args.seed)
+    rng = random.Random(args.seed + 1)
+    rng.shuffle(pairs)
+    half = len(pairs) // 2
+    calib, held = pairs[:half], pairs[half:]
+    print(
+        f"{len(pairs)} questions ({len(calib)} calibration, {len(held)} held out); "
+        f"pairs built in {time.perf_counter() - t0:.1f}s"
+    )
+
+    # features with the current calibration's avgdl (features do not depend on the coefficients)
+    ev = ModelRelevanceEvaluator(
+        calibration={"coef": [0.0] * len(FEATURE_NAMES), "intercept": 0.0, "avgdl": 40.0},
+        threads=1,
+    )
+
+    def feats(items: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        xs, ys = [], []
+        for it in items:
+            f = ev.features(it["question"], [it["pos"], it["neg"]])
+            xs.append(f)
+            ys.extend([1, 0])
+        return np.concatenate(xs), np.array(ys)
+
+    t1 = time.perf_counter()
+    xc, yc = feats(calib)
+    xh, yh = feats(held)
+    print(f"features for {len(xc) + len(xh)} passages in {time.perf_counter() - t1:.1f}s")
+    coef, intercept = fit_logistic(xc, yc.astype(np.float64))
+    calibration = {
+        "features": list(FEATURE_NAMES),
+        "coef": [float(c) for c in coef],
+        "intercept": intercept,
+        "avgdl": 40.0,
+        "score": "10 * sigmoid(features @ coef + intercept)",
+        "fitted_on": {
+            "file": "halueval/qa_dev.jsonl",
+            "rows": sorted(it["row"] for it in calib),
+            "negatives": "best bm25s hit (en stopwords) among the other 7999 knowledge passages",
+            "seed": args.seed,
+            "questions": len(calib),
+        },
+    }
+    if args.write_calibration:
+        CALIBRATION_PATH.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {CALIBRATION_PATH}")
+
+    model_scores = 10.0 / (1.0 + np.exp(-(xh @ coef + intercept)))
+    systems: dict[str, dict[str, Any]] = {}
+    for name, sc_h, sc_c, thr in [
+        ("model (cos+bm25, calibrated)", model_scores, None, 5.0),
+        ("cosine only (tuned threshold)", xh[:, 0], xc[:, 0], None),
+        ("bm25 saturation only (tuned threshold)", xh[:, 1], xc[:, 1], None),
+    ]:
+        t = thr if thr is not None else best_threshold(sc_c, yc)
+        systems[name] = {
+            "threshold": t,
+            "balanced_accuracy": balanced_accuracy(sc_h, yh, t),
+            "auc": auc(sc_h, yh),
+            "n": len(yh),
+        }
+    m = systems["model (cos+bm25, calibrated)"]
+    m["share_pos_ge_upper_8"] = float((model_scores[yh == 1] >= 8.0).mean())
+    m["share_neg_lt_lower_3"] = float((model_scores[yh == 0] < 3.0).mean())
+    m["share_neg_ge_upper_8"] = float((model_scores[yh == 0] >= 8.0).mean())
+    m["median_score_pos"] = float(np.median(model_scores[yh == 1]))
+    m["median_score_neg"] = float(np.median(model_scores[yh == 0]))
+
+    # cost: one question + 5 chunks per call, as in a real run (embedding the question included)
+    real = ModelRelevanceEvaluator(threads=1) if CALIBRATION_PATH.exists() else None
+    timer_ev = real or ev
+    per_chunk = []
+    for it in held[:60]:
+        chunks = [it["pos"], it["neg"], *[h["pos"] for h in held[60:63]]]
+        s = time.perf_counter()
+        timer_ev.score(it["question"], chunks)
+        per_chunk.append((time.perf_counter() - s) * 1000 / len(chunks))
+    m["ms_per_chunk_median"] = statistics.median(per_chunk)
+    m["ms_per_chunk_p90"] = float(np.quantile(per_chunk, 0.9))
+
+    # LLM rubric evaluator on a small balanced sample, when the embedded backend is available
+    llm: dict[str, Any] = {"status": "not run"}
+    if args.llm_chunks > 0:
+        llm = run_llm(held, args.llm_chunks, model_scores, yh)
+    systems["llm rubric (embedded)"] = llm
+
+    result = {
+        "benchmark": "evaluator_quality",
+        "data": "halueval/qa_dev.jsonl",
+        "questions": len(pairs),
+        "held_out_questions": len(held),
+        "seed": args.seed,
+        "decision": "relevant iff score >= 5.0 (strip threshold)",
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, 1 inference thread",
+        "calibration": {k: v for k, v in calibration.items() if k != "fitted_on"},
+        "systems": systems,
+        "seconds": time.perf_counter() - t0,
+    }
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"\n{'system':42s} {'bal.acc':>8s} {'AUC':>6s} {'thr':>6s} {'ms/chunk':>9s}")
+    for name, s in systems.items():
+        if "balanced_accuracy" not in s:
+            print(f"{name:42s} {s.get('status', '')}")
+            continue
+        ms = s.get("ms_per_chunk_median")
+        print(
+            f"{name:42s} {s['balanced_accuracy']:8.3f} {s.get('auc', float('nan')):6.3f} "
+            f"{s.get('threshold', float('nan')):6.2f} {ms if ms is not None else float('nan'):9.2f}"
+        )
+    print(f"wrote {args.out}")
+
+
+def run_llm(
+    held: list[dict[str, Any]], n_chunks: int, model_scores: np.ndarray, yh: np.ndarray
+) -> dict[str, Any]:
+    try:
+        from affidavit.core.settings import load_settings
+        from affidavit.generate import build_generator  # type: ignore[attr-defined]
+
+        gen = build_generator(load_settings().generate)
+    except Exception as exc:
+        return {"status": f"not run: embedded generator unavailable ({exc!r})"}
+    ev = LLMRelevanceEvaluator(gen)
+    n_q = max(1, n_chunks // 2)
+    scores, labels, ms, errors = [], [], [], 0
+    for it in held[:n_q]:
+        for text, label in ((it["pos"], 1), (it["neg"], 0)):
+            s = time.perf_counter()
+            r = ev.score_one(it["question"], text)
+            ms.append((time.perf_counter() - s) * 1000)
+            scores.append(r.score)
+            labels.append(label)
+            errors += r.error is not None
+    sc, lb = np.array(scores), np.array(labels)
+    # the model evaluator on exactly the same passages, side by side
+    same = model_scores[: 2 * n_q]
+    return {
+        "status": "ran",
+        "generator": gen.name,
+        "n": len(lb),
+        "threshold": 5.0,
+        "balanced_accuracy": balanced_accuracy(sc, lb, 5.0),
+        "auc": auc(sc, lb),
+        "parse_errors": errors,
+        "ms_per_chunk_median": statistics.median(ms),
+        "model_balanced_accuracy_same_sample": balanced_accuracy(same, yh[: 2 * n_q], 5.0),
+    }
+
+
+if __name__ == "__main__":
+    main()

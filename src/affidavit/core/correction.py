@@ -1,0 +1,163 @@
+"""Contracts of the corrective-retrieval stage (CRAG): grades, classification, refined context.
+
+These frozen models are what :class:`affidavit.correct.CorrectiveRetrieval` returns and what the
+``ask`` pipeline records in its trace. All are JSON round-trippable.
+
+Example:
+    >>> g = RelevanceScore(score=9.0, reason="names the capital")
+    >>> g.score
+    9.0
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from affidavit.core.types import Chunk, Frozen
+
+ClassificationKind = Literal["correct", "ambiguous", "incorrect"]
+
+
+class RelevanceScore(Frozen):
+    """One evaluator's relevance score for one passage (a chunk or a sentence)."""
+
+    score: float = Field(ge=0.0, le=10.0, description="Relevance on the 0-10 CRAG scale.")
+    reason: str = Field(default="", description="Why, in plain words (LLM) or the features used.")
+    error: str | None = Field(
+        default=None, description="Set when scoring failed; the score is then 0 (fail closed)."
+    )
+
+
+class ChunkGrade(Frozen):
+    """The relevance grade of one retrieved chunk."""
+
+    chunk_id: str = Field(description="Id of the graded chunk.")
+    rank: int = Field(description="1-based rank of the chunk in the retrieval result.")
+    score: float = Field(ge=0.0, le=10.0, description="Relevance on the 0-10 scale.")
+    reason: str = Field(default="", description="The evaluator's reason or feature summary.")
+    error: str | None = Field(default=None, description="Set when grading failed (score 0).")
+    evaluator: str = Field(description="Name of the evaluator that produced the score.")
+    retrieval_score: float | None = Field(
+        default=None, description="The retriever's own score, when the input was a Hit."
+    )
+
+
+class Classification(Frozen):
+    """The CRAG decision for one question's retrieval."""
+
+    kind: ClassificationKind = Field(
+        description="correct: max >= upper; incorrect: all < lower; otherwise ambiguous."
+    )
+    max_score: float = Field(description="Highest chunk grade (0 when no chunk was graded).")
+    upper_threshold: float = Field(description="The upper threshold that was applied.")
+    lower_threshold: float = Field(description="The lower threshold that was applied.")
+    reason: str = Field(description="Plain-words explanation of the decision.")
+
+
+class SentenceStrip(Frozen):
+    """A sentence of a source passage, scored during refinement."""
+
+    start: int = Field(description="Start offset in the source passage text.")
+    end: int = Field(description="End offset in the source passage text.")
+    score: float = Field(ge=0.0, le=10.0, description="Relevance of the sentence (0-10).")
+    kept: bool = Field(description="True if score >= strip_threshold (or the chunk is kept whole).")
+    error: str | None = Field(default=None, description="Set when scoring the sentence failed.")
+
+
+class WebResult(Frozen):
+    """One result from a web search provider or the offline fallback corpus."""
+
+    url: str = Field(description="Result URL (or store path for the fallback corpus).")
+    title: str = Field(default="", description="Result title.")
+    snippet: str = Field(default="", description="The provider's snippet / description.")
+    content: str | None = Field(
+        default=None, description="Main text of the page (fetched and extracted), when available."
+    )
+    provider: str = Field(description="tavily / brave / searxng / store / ...")
+    rank: int = Field(description="1-based rank in the provider's list.")
+    provider_score: float | None = Field(default=None, description="The provider's own score.")
+    fetch_error: str | None = Field(
+        default=None, description="Why the page could not be fetched (the snippet is used)."
+    )
+    blocked: str | None = Field(
+        default=None, description="Why the result was refused (allowlist, SSRF guard), if it was."
+    )
+
+
+class QueryRewrite(Frozen):
+    """The search query, as rewritten by the LLM (or the original on failure)."""
+
+    original: str = Field(description="The user's question.")
+    query: str = Field(description="The query that was sent to the search provider.")
+    rewritten: bool = Field(description="True if the LLM's rewrite was used.")
+    error: str | None = Field(
+        default=None, description="Why the rewrite failed and the original was used."
+    )
+
+
+class RefinedContext(Frozen):
+    """A piece of refined context handed to the generator, with its provenance."""
+
+    chunk: Chunk = Field(
+        description="The refined passage as a chunk (kept sentences merged, or the whole chunk)."
+    )
+    origin: Literal["local", "web"] = Field(description="From the user's store or the web.")
+    source_chunk_id: str = Field(description="Id of the retrieved chunk or web page it came from.")
+    source_score: float = Field(description="Grade of the source passage (0-10).")
+    kept_whole: bool = Field(
+        description="True when no sentence passed the strip threshold and the whole highly "
+        "relevant passage was kept."
+    )
+    strips: tuple[SentenceStrip, ...] = Field(
+        default=(), description="Every sentence of the source and whether it was kept."
+    )
+
+
+class WebTrace(Frozen):
+    """What the web fallback did."""
+
+    provider: str = Field(description="Provider name, or 'none' when there is no web search.")
+    query: QueryRewrite | None = Field(default=None, description="The query that was sent.")
+    results: tuple[WebResult, ...] = Field(default=(), description="Every result, kept or not.")
+    error: str | None = Field(default=None, description="Set when the search itself failed.")
+
+
+class CorrectionTrace(Frozen):
+    """The full trace of one corrective-retrieval run (for the ask trace and the UI)."""
+
+    question: str = Field(description="The user's question.")
+    evaluator: str = Field(description="Name of the relevance evaluator.")
+    grades: tuple[ChunkGrade, ...] = Field(description="Grade of every evaluated chunk, by rank.")
+    classification: Classification = Field(description="The Correct/Ambiguous/Incorrect decision.")
+    strip_threshold: float = Field(description="The strip threshold that was applied.")
+    web: WebTrace | None = Field(
+        default=None, description="The web fallback, when the classification asked for it."
+    )
+    dropped: tuple[str, ...] = Field(
+        default=(), description="Why each passage that contributed nothing was dropped."
+    )
+    errors: tuple[str, ...] = Field(default=(), description="Failures met along the way.")
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict, description="Milliseconds per step (evaluate, refine, web, total)."
+    )
+
+
+class CorrectionResult(Frozen):
+    """The output of corrective retrieval: the context for the generator, and the trace."""
+
+    context: tuple[RefinedContext, ...] = Field(
+        description="Refined passages in order (local first, then web), for the prompt."
+    )
+    trace: CorrectionTrace = Field(description="Everything that was decided and why.")
+
+    @property
+    def classification(self) -> Classification:
+        """Shortcut to the trace's classification."""
+        return self.trace.classification
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """The refined passages as chunks, ready for the numbered prompt."""
+        return [c.chunk for c in self.context]

@@ -1,0 +1,71 @@
+"""The corrective-retrieval Protocols: relevance evaluation, web search and page fetching.
+
+Implementations are plain classes configured in ``__init__``; :class:`CorrectiveRetrieval`
+(in :mod:`affidavit.correct.pipeline`) depends only on these Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from affidavit.core.correction import RelevanceScore, WebResult
+from affidavit.core.types import Frozen
+
+
+@runtime_checkable
+class RelevanceEvaluator(Protocol):
+    """Scores passages 0-10 for relevance to a question.
+
+    Implementations never raise for a passage that merely cannot be scored: they return a
+    :class:`RelevanceScore` with ``score=0`` and ``error`` set (fail closed), one per passage,
+    in input order.
+    """
+
+    name: str
+
+    def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
+        """Score each passage against the question."""
+        ...
+
+
+@runtime_checkable
+class WebSearch(Protocol):
+    """A web search provider (or an offline corpus standing in for one)."""
+
+    name: str
+
+    def search(self, query: str, *, max_results: int) -> list[WebResult]:
+        """Return up to ``max_results`` results, best first; raise ``WebSearchError`` on failure."""
+        ...
+
+
+class FetchedPage(Frozen):
+    """A fetched web page reduced to its main text."""
+
+    url: str = Field(description="The URL that was asked for.")
+    final_url: str = Field(description="The URL after redirects.")
+    status: int = Field(description="HTTP status of the final response.")
+    content_type: str = Field(default="", description="Content-Type of the final response.")
+    title: str = Field(default="", description="Page title, when the extractor found one.")
+    text: str = Field(description="Main text of the page (boilerplate removed).")
+
+
+@runtime_checkable
+class Fetcher(Protocol):
+    """Fetches a URL and reduces it to main text; raises ``WebSearchError`` when refused/failed."""
+
+    def fetch(self, url: str) -> FetchedPage:
+        """Fetch one page."""
+        ...
+
+
+@runtime_checkable
+class QueryRewriter(Protocol):
+    """Turns a question into a web search query; never raises (falls back to the question)."""
+
+    def rewrite(self, question: str) -> tuple[str, str | None]:
+        """Return ``(query, error)``; ``error`` is set when the original question was kept."""
+        ...

@@ -1,0 +1,391 @@
+"""Corrective retrieval (CRAG): grade the retrieved chunks, decide, refine, fall back to the web.
+
+Steps of :meth:`CorrectiveRetrieval.run`:
+
+1. Grade the first ``top_k_documents`` chunks 0-10 with the relevance evaluator.
+2. Classify: Correct (best grade ``>= upper_threshold``), Incorrect (every grade
+   ``< lower_threshold``), else Ambiguous.
+3. Correct: refine the chunks graded ``>= upper``. Ambiguous: refine the chunks graded
+   ``>= lower`` and add web results. Incorrect: web results only.
+4. Refinement keeps the sentences scored ``>= strip_threshold``; a chunk graded ``>= upper`` with
+   no passing sentence is kept whole.
+5. Web: the question is rewritten into a search query by the LLM (the original is used when that
+   fails, and the failure recorded), searched, filtered by the domain allowlist, pages fetched
+   through the SSRF guard (the snippet is used when a fetch fails), graded and refined like local
+   chunks. At most ``top_k_web_results`` pages are used.
+
+Nothing here raises for a failed grade, rewrite, search or fetch: each is recorded in the trace
+and the run continues with what is left (a failed grade is 0, so it can only remove context).
+
+Example:
+    >>> from affidavit.core.settings import CorrectSettings
+    >>> from affidavit.core.types import Chunk
+    >>> from affidavit.correct.fakes import KeywordEvaluator
+    >>> crag = CorrectiveRetrieval(KeywordEvaluator(), settings=CorrectSettings())
+    >>> chunks = [Chunk(text="The Eiffel Tower is 330 metres tall. It opened in 1889."),
+    ...           Chunk(text="Cats sleep a lot.")]
+    >>> result = crag.run("How tall is the Eiffel Tower?", chunks)
+    >>> result.classification.kind
+    'correct'
+    >>> [c.text for c in result.chunks]
+    ['The Eiffel Tower is 330 metres tall.']
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from affidavit.core.correction import (
+    ChunkGrade,
+    CorrectionResult,
+    CorrectionTrace,
+    QueryRewrite,
+    RefinedContext,
+    RelevanceScore,
+    WebResult,
+    WebTrace,
+)
+from affidavit.core.errors import AffidavitError, ConfigError, WebSearchError
+from affidavit.core.settings import CorrectSettings
+from affidavit.core.types import Chunk, Hit
+from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
+from affidavit.correct.classify import classify
+from affidavit.correct.refine import refine_many
+from affidavit.correct.web.guard import domain_allowed
+
+if TYPE_CHECKING:
+    from affidavit.core.settings import Settings
+    from affidavit.generate.base import Generator
+
+log = logging.getLogger(__name__)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+class CorrectiveRetrieval:
+    """The CRAG stage: the single entry point the ``ask`` pipeline calls.
+
+    Args:
+        evaluator: grades chunks and sentences 0-10.
+        web: the web search provider (None: no web fallback; Ambiguous and Incorrect then use
+            local context only, and the trace says why).
+        rewriter: rewrites the question into a search query (None: the question is sent as is).
+        fetcher: fetches result pages that came without text (None: snippets are used).
+        settings: the ``correct`` section (thresholds, top-k, allowlist).
+        max_web_chars: web page text is cut to this many characters before refinement.
+
+    Example:
+        >>> from affidavit.correct.fakes import KeywordEvaluator
+        >>> crag = CorrectiveRetrieval(KeywordEvaluator())
+        >>> crag.run("capital of France?", []).classification.kind
+        'incorrect'
+    """
+
+    def __init__(
+        self,
+        evaluator: RelevanceEvaluator,
+        web: WebSearch | None = None,
+        rewriter: QueryRewriter | None = None,
+        settings: CorrectSettings | None = None,
+        *,
+        fetcher: Fetcher | None = None,
+        max_web_chars: int = 4000,
+    ) -> None:
+        self.settings = settings if settings is not None else CorrectSettings()
+        s = self.settings
+        if s.lower_threshold > s.upper_threshold:
+            raise ConfigError(
+                f"lower_threshold ({s.lower_threshold}) must not exceed upper_threshold "
+                f"({s.upper_threshold})",
+                stage="correct",
+            )
+        if max_web_chars < 100:
+            raise ConfigError(f"max_web_chars must be >= 100, got {max_web_chars}")
+        self.evaluator = evaluator
+        self.web = web
+        self.rewriter = rewriter
+        self.fetcher = fetcher
+        self.max_web_chars = max_web_chars
+
+    def config(self) -> dict[str, object]:
+        """The effective configuration (for certificates)."""
+        return {
+            "evaluator": self.evaluator.name,
+            "web": self.web.name if self.web is not None else "none",
+            "rewriter": type(self.rewriter).__name__ if self.rewriter is not None else None,
+            "fetcher": type(self.fetcher).__name__ if self.fetcher is not None else None,
+            "max_web_chars": self.max_web_chars,
+            **self.settings.model_dump(mode="json", exclude={"tavily_api_key", "brave_api_key"}),
+        }
+
+    def _grade(
+        self, question: str, texts: Sequence[str], errors: list[str]
+    ) -> list[RelevanceScore]:
+        if not texts:
+            return []
+        try:
+            scores = self.evaluator.score(question, texts)
+        except Exception as exc:  # fail closed: an evaluator crash grades everything 0
+            log.warning("relevance evaluator failed", extra={"error": repr(exc)})
+            errors.append(f"evaluator failed: {exc!r}")
+            return [RelevanceScore(score=0.0, error=f"evaluator failed: {exc!r}") for _ in texts]
+        if len(scores) != len(texts):
+            errors.append(f"evaluator returned {len(scores)} scores for {len(texts)} passages")
+            return [
+                RelevanceScore(score=0.0, error="evaluator returned a wrong number of scores")
+                for _ in texts
+            ]
+        return scores
+
+    def run(self, question: str, hits_or_chunks: Sequence[Hit | Chunk]) -> CorrectionResult:
+        """Grade, classify, refine and (when needed) search the web for one question.
+
+        Args:
+            question: the user's question.
+            hits_or_chunks: the retriever's hits (or bare chunks), best first.
+
+        Returns:
+            The refined context (local first, then web) and the full trace.
+        """
+        s = self.settings
+        t_total = time.perf_counter()
+        timings: dict[str, float] = {}
+        errors: list[str] = []
+        items = list(hits_or_chunks)[: s.top_k_documents]
+        chunks = [h.chunk if isinstance(h, Hit) else h for h in items]
+
+        t0 = time.perf_counter()
+        scores = self._grade(question, [c.text for c in chunks], errors)
+        timings["evaluate"] = _ms(t0)
+        grades = tuple(
+            ChunkGrade(
+                chunk_id=c.id,
+                rank=(h.rank if isinstance(h, Hit) else i),
+                score=sc.score,
+                reason=sc.reason,
+                error=sc.error,
+                evaluator=self.evaluator.name,
+                retrieval_score=h.score if isinstance(h, Hit) else None,
+            )
+            for i, (h, c, sc) in enumerate(zip(items, chunks, scores, strict=True), start=1)
+        )
+        classification = classify(
+            [g.score for g in grades], upper=s.upper_threshold, lower=s.lower_threshold
+        )
+
+        if classification.kind == "correct":
+            floor = s.upper_threshold
+        elif classification.kind == "ambiguous":
+            floor = s.lower_threshold
+        else:
+            floor = None
+        selected = (
+            [(c, g.score) for c, g in zip(chunks, grades, strict=True) if g.score >= floor]
+            if floor is not None
+            else []
+        )
+        dropped = [
+            f"{g.chunk_id}: grade {g.score:.2f} < {floor:g}"
+            for g in grades
+            if floor is not None and g.score < floor
+        ]
+        t0 = time.perf_counter()
+        local, why = refine_many(
+            question,
+            selected,
+            evaluator=self.evaluator,
+            strip_threshold=s.strip_threshold,
+            keep_whole_threshold=s.upper_threshold,
+            origin="local",
+        )
+        timings["refine"] = _ms(t0)
+        dropped.extend(why)
+
+        web_ctx: list[RefinedContext] = []
+        web_trace: WebTrace | None = None
+        if classification.kind != "correct":
+            t0 = time.perf_counter()
+            web_ctx, web_trace, web_dropped = self._web(question, errors, timings)
+            dropped.extend(web_dropped)
+            timings["web"] = _ms(t0)
+
+        timings["total"] = _ms(t_total)
+        trace = CorrectionTrace(
+            question=question,
+            evaluator=self.evaluator.name,
+            grades=grades,
+            classification=classification,
+            strip_threshold=s.strip_threshold,
+            web=web_trace,
+            dropped=tuple(dropped),
+            errors=tuple(errors),
+            timings_ms=timings,
+        )
+        log.info(
+            "corrective retrieval",
+            extra={
+                "kind": classification.kind,
+                "max_score": classification.max_score,
+                "local": len(local),
+                "web": len(web_ctx),
+            },
+        )
+        return CorrectionResult(context=(*local, *web_ctx), trace=trace)
+
+    def _web(
+        self, question: str, errors: list[str], timings: dict[str, float]
+    ) -> tuple[list[RefinedContext], WebTrace, list[str]]:
+        s = self.settings
+        if self.web is None or s.top_k_web_results == 0:
+            why = "no web search configured" if self.web is None else "top_k_web_results is 0"
+            return [], WebTrace(provider="none", error=why), []
+
+        t0 = time.perf_counter()
+        if self.rewriter is not None:
+            try:
+                query, rerr = self.rewriter.rewrite(question)
+            except Exception as exc:  # a rewriter must not stop the search
+                query, rerr = question, f"rewrite failed: {exc!r}"
+            rewrite = QueryRewrite(
+                original=question, query=query, rewritten=rerr is None, error=rerr
+            )
+        else:
+            rewrite = QueryRewrite(original=question, query=question, rewritten=False)
+        timings["rewrite"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        try:
+            # ask for extra results: some may be refused by the allowlist or fail to fetch
+            raw = self.web.search(rewrite.query, max_results=s.top_k_web_results * 2)
+        except WebSearchError as exc:
+            errors.append(f"web search failed: {exc.message}")
+            timings["search"] = _ms(t0)
+            return [], WebTrace(provider=self.web.name, query=rewrite, error=exc.message), []
+        timings["search"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        results: list[WebResult] = []
+        usable: list[tuple[WebResult, Chunk]] = []
+        for r in raw:
+            if len(usable) >= s.top_k_web_results:
+                results.append(r)
+                continue
+            if r.provider != "store" and not domain_allowed(r.url, s.web_allowlist):
+                results.append(r.model_copy(update={"blocked": "not in the domain allowlist"}))
+                continue
+            if r.content is None and self.fetcher is not None:
+                try:
+                    page = self.fetcher.fetch(r.url)
+                    r = r.model_copy(update={"content": page.text, "title": r.title or page.title})
+                except WebSearchError as exc:
+                    refused = exc.context.get("reason")
+                    if refused is not None:
+                        results.append(r.model_copy(update={"blocked": exc.message}))
+                        continue
+                    r = r.model_copy(update={"fetch_error": exc.message})
+                except AffidavitError as exc:  # e.g. trafilatura missing
+                    r = r.model_copy(update={"fetch_error": exc.message})
+            text = (r.content or r.snippet or "").strip()[: self.max_web_chars]
+            results.append(r)
+            if not text:
+                continue
+            usable.append(
+                (
+                    r,
+                    Chunk(
+                        text=text,
+                        url=r.url,
+                        title=r.title or None,
+                        metadata={"provider": r.provider, "web_rank": r.rank},
+                    ),
+                )
+            )
+        timings["fetch"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        scores = self._grade(question, [c.text for _, c in usable], errors)
+        refined, dropped = refine_many(
+            question,
+            [(c, sc.score) for (_, c), sc in zip(usable, scores, strict=True)],
+            evaluator=self.evaluator,
+            strip_threshold=s.strip_threshold,
+            keep_whole_threshold=s.upper_threshold,
+            origin="web",
+        )
+        timings["web_refine"] = _ms(t0)
+        return (
+            refined,
+            WebTrace(provider=self.web.name, query=rewrite, results=tuple(results)),
+            (dropped),
+        )
+
+
+def build_corrective_retrieval(
+    settings: Settings, generator: Generator | None = None
+) -> CorrectiveRetrieval:
+    """Wire the CRAG stage from settings: evaluator, web provider, fetcher and rewriter.
+
+    Args:
+        settings: the whole settings object (the ``correct`` section, plus ``embed``/``store``
+            for the offline fallback store).
+        generator: the LLM, needed by the ``llm`` evaluator and the query rewriter.
+
+    Raises:
+        ConfigError: the ``llm`` evaluator without a generator, or a web provider without its
+            key / URL.
+
+    Example:
+        >>> from affidavit.core.settings import load_settings
+        >>> crag = build_corrective_retrieval(load_settings())  # doctest: +SKIP
+    """
+    from affidavit.correct.evaluator import LLMRelevanceEvaluator, ModelRelevanceEvaluator
+    from affidavit.correct.rewrite import LLMQueryRewriter
+    from affidavit.correct.web import (
+        BraveSearch,
+        SafeFetcher,
+        SearxngSearch,
+        StoreFallbackSearch,
+        TavilySearch,
+    )
+
+    c = settings.correct
+    evaluator: RelevanceEvaluator
+    if c.evaluator == "llm":
+        if generator is None:
+            raise ConfigError("correct.evaluator = 'llm' needs a generator", stage="correct")
+        evaluator = LLMRelevanceEvaluator(generator)
+    else:
+        evaluator = ModelRelevanceEvaluator(threads=settings.embed.threads)
+
+    web: WebSearch | None = None
+    if c.web_provider == "tavily":
+        if c.tavily_api_key is None:
+            raise ConfigError("web_provider 'tavily' needs correct.tavily_api_key")
+        web = TavilySearch(c.tavily_api_key.get_secret_value())
+    elif c.web_provider == "brave":
+        if c.brave_api_key is None:
+            raise ConfigError("web_provider 'brave' needs correct.brave_api_key")
+        web = BraveSearch(c.brave_api_key.get_secret_value())
+    elif c.web_provider == "searxng":
+        if not c.searxng_url:
+            raise ConfigError("web_provider 'searxng' needs correct.searxng_url")
+        web = SearxngSearch(c.searxng_url)
+    elif c.web_provider == "store":
+        web = StoreFallbackSearch.from_settings(settings)
+
+    fetcher = (
+        SafeFetcher(allowlist=c.web_allowlist, allow_private_addresses=c.allow_private_addresses)
+        if web is not None and c.web_provider != "store"
+        else None
+    )
+    rewriter = (
+        LLMQueryRewriter(generator)
+        if generator is not None and c.rewrite_query and web is not None
+        else None
+    )
+    return CorrectiveRetrieval(evaluator, web, rewriter, c, fetcher=fetcher)

@@ -1,0 +1,183 @@
+"""Knowledge refinement: split a passage into sentences, score each, keep the relevant ones.
+
+A sentence is kept when its score is ``>= strip_threshold``. The kept sentences are merged (in
+their original order, joined by a space) into one refined passage whose provenance (source chunk,
+every sentence's offsets and score) is recorded. When no sentence passes but the passage itself
+is highly relevant (grade ``>= keep_whole_threshold``, the upper threshold by default), the whole
+passage is kept: relevance can live in the combination of sentences.
+
+Example:
+    >>> split_sentences("Paris is big. It is in France.")
+    [(0, 13), (14, 30)]
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from affidavit.core.correction import RefinedContext, RelevanceScore, SentenceStrip
+from affidavit.core.types import Chunk
+from affidavit.correct.base import RelevanceEvaluator
+
+log = logging.getLogger(__name__)
+
+# Abbreviations after which a period does not end a sentence.
+_ABBREV_WORDS = (
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig al approx dept est "
+    "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k gen col lt sgt rev mt ft"
+)
+_ABBREV = frozenset(_ABBREV_WORDS.split())
+# End of sentence: . ! ? (plus closing quotes/brackets), then whitespace, or directly a capital
+# letter when the period follows a lowercase word ("century.First": concatenated paragraphs).
+_BOUNDARY = re.compile(r"([.!?][\"'”’)\]]*)(\s+|(?<=[a-z0-9][.!?])(?=[A-Z][a-z]))")
+_MIN_SENTENCE = 3
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Split text into sentences, returning ``(start, end)`` offsets into ``text``.
+
+    Offsets exclude surrounding whitespace, so ``text[start:end]`` is the sentence itself.
+    Abbreviations (``Dr.``, ``e.g.``), initials (``J. R. R.``) and decimals do not split.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.end(1)
+        word = re.search(r"([\w.]+)[.!?][\"'”’)\]]*$", text[start:end])
+        if word is not None and m.group(1).startswith("."):
+            token = word.group(1).lower()
+            if token in _ABBREV or (len(token) == 1 and token.isalpha()):
+                continue
+        spans.append((start, end))
+        start = m.end()
+    spans.append((start, len(text)))
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e - s >= 1:
+            out.append((s, e))
+    # glue fragments too short to be a sentence onto their predecessor
+    merged: list[tuple[int, int]] = []
+    for s, e in out:
+        if merged and (e - s) < _MIN_SENTENCE:
+            merged[-1] = (merged[-1][0], e)
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def refine_chunk(
+    question: str,
+    chunk: Chunk,
+    *,
+    grade: float,
+    evaluator: RelevanceEvaluator,
+    strip_threshold: float,
+    keep_whole_threshold: float,
+    origin: str = "local",
+) -> RefinedContext | None:
+    """Refine one passage; ``None`` when nothing in it is relevant enough to keep.
+
+    Args:
+        question: the user's question.
+        chunk: the retrieved (or web) passage.
+        grade: the passage's own grade (0-10).
+        evaluator: scores the sentences.
+        strip_threshold: a sentence is kept when its score is ``>=`` this.
+        keep_whole_threshold: when no sentence passes, the whole passage is kept if its grade is
+            ``>=`` this.
+        origin: ``"local"`` or ``"web"``.
+    """
+    spans = split_sentences(chunk.text)
+    sentences = [chunk.text[s:e] for s, e in spans]
+    scores: list[RelevanceScore] = evaluator.score(question, sentences) if sentences else []
+    if len(scores) != len(sentences):
+        # a misbehaving evaluator: fail closed (nothing kept by score)
+        log.warning(
+            "evaluator returned wrong number of scores",
+            extra={"expected": len(sentences), "got": len(scores), "chunk": chunk.id},
+        )
+        scores = [
+            RelevanceScore(score=0.0, error="evaluator returned wrong number of scores")
+            for _ in sentences
+        ]
+    kept_spans = [
+        (s, e) for (s, e), sc in zip(spans, scores, strict=True) if sc.score >= strip_threshold
+    ]
+    kept_whole = not kept_spans and grade >= keep_whole_threshold
+    if not kept_spans and not kept_whole:
+        return None
+    strips = tuple(
+        SentenceStrip(
+            start=s,
+            end=e,
+            score=sc.score,
+            kept=kept_whole or sc.score >= strip_threshold,
+            error=sc.error,
+        )
+        for (s, e), sc in zip(spans, scores, strict=True)
+    )
+    text = chunk.text if kept_whole else " ".join(chunk.text[s:e] for s, e in kept_spans)
+    metadata = dict(chunk.metadata)
+    metadata.update(
+        {
+            "refined_from": chunk.id,
+            "origin": origin,
+            "kept_spans": [[s, e] for s, e in kept_spans] if not kept_whole else "whole",
+        }
+    )
+    refined = Chunk(
+        text=text,
+        url=chunk.url,
+        metadata=metadata,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        # offsets in the document stay meaningful only when the chunk is kept whole
+        start=chunk.start if kept_whole else None,
+        end=chunk.end if kept_whole else None,
+    )
+    return RefinedContext(
+        chunk=refined,
+        origin="web" if origin == "web" else "local",
+        source_chunk_id=chunk.id,
+        source_score=grade,
+        kept_whole=kept_whole,
+        strips=strips,
+    )
+
+
+def refine_many(
+    question: str,
+    items: Sequence[tuple[Chunk, float]],
+    *,
+    evaluator: RelevanceEvaluator,
+    strip_threshold: float,
+    keep_whole_threshold: float,
+    origin: str = "local",
+) -> tuple[list[RefinedContext], list[str]]:
+    """Refine several passages; returns the refined contexts and why others were dropped."""
+    out: list[RefinedContext] = []
+    dropped: list[str] = []
+    for chunk, grade in items:
+        r = refine_chunk(
+            question,
+            chunk,
+            grade=grade,
+            evaluator=evaluator,
+            strip_threshold=strip_threshold,
+            keep_whole_threshold=keep_whole_threshold,
+            origin=origin,
+        )
+        if r is None:
+            dropped.append(
+                f"{chunk.id}: no sentence >= strip threshold {strip_threshold:g} and grade "
+                f"{grade:.2f} < {keep_whole_threshold:g}"
+            )
+        else:
+            out.append(r)
+    return out, dropped

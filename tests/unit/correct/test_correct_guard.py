@@ -1,0 +1,116 @@
+"""The SSRF guard and the domain allowlist (no network: resolvers are injected)."""
+
+from __future__ import annotations
+
+import pytest
+
+from affidavit.core.errors import WebSearchError
+from affidavit.correct.web.fetch import SafeFetcher
+from affidavit.correct.web.guard import UrlGuard, address_refusal, domain_allowed
+
+
+def _resolver(mapping: dict[str, list[str]]):  # type: ignore[no-untyped-def]
+    def resolve(host: str, port: int) -> list[str]:
+        if host not in mapping:
+            raise OSError("no such host")
+        return mapping[host]
+
+    return resolve
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://127.1.2.3:8080/x",
+        "http://10.0.0.5/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
+        "http://[fe80::1]/",
+        "http://[fc00::1]/",
+        "http://0.0.0.0/",
+        "http://224.0.0.1/",
+        "http://240.0.0.1/",
+        "http://100.64.0.1/",  # carrier-grade NAT: not global
+    ],
+)
+def test_refuses_non_public_addresses(url: str) -> None:
+    with pytest.raises(WebSearchError) as err:
+        UrlGuard().check(url)
+    assert err.value.context.get("reason")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://example.org/x",
+        "gopher://example.org/",
+        "javascript:alert(1)",
+        "http://user:pw@example.org/",
+        "http:///nohost",
+        "http://[::1/",
+    ],
+)
+def test_refuses_bad_schemes_and_malformed(url: str) -> None:
+    resolver = _resolver({"example.org": ["93.184.216.34"]})
+    with pytest.raises(WebSearchError):
+        UrlGuard(resolver=resolver).check(url)
+
+
+def test_hostname_resolving_to_private_is_refused() -> None:
+    # DNS that points a public-looking name at the metadata service
+    resolver = _resolver({"innocent.example": ["93.184.216.34", "169.254.169.254"]})
+    with pytest.raises(WebSearchError, match="link-local"):
+        UrlGuard(resolver=resolver).check("https://innocent.example/")
+
+
+def test_public_host_passes_and_returns_checked_addresses() -> None:
+    resolver = _resolver({"example.org": ["93.184.216.34"]})
+    assert UrlGuard(resolver=resolver).check("https://example.org/a?b") == ["93.184.216.34"]
+
+
+def test_unresolvable_host_is_refused() -> None:
+    with pytest.raises(WebSearchError, match="cannot resolve"):
+        UrlGuard(resolver=_resolver({})).check("https://nowhere.example/")
+
+
+def test_allow_private_addresses_lets_loopback_through() -> None:
+    assert UrlGuard(allow_private_addresses=True).check("http://127.0.0.1:8000/") == ["127.0.0.1"]
+    # but never other schemes
+    with pytest.raises(WebSearchError):
+        UrlGuard(allow_private_addresses=True).check("file:///etc/passwd")
+
+
+def test_allowlist_suffix_match() -> None:
+    allow = ["wikipedia.org", ".nih.gov"]
+    assert domain_allowed("https://en.wikipedia.org/wiki/X", allow)
+    assert domain_allowed("https://wikipedia.org/", allow)
+    assert domain_allowed("https://pubmed.ncbi.nih.gov/1", allow)
+    assert not domain_allowed("https://evil-wikipedia.org/", allow)
+    assert not domain_allowed("https://wikipedia.org.evil.com/", allow)
+    assert not domain_allowed("not a url", allow)
+    assert domain_allowed("https://anything.example/", [])
+
+
+def test_guard_applies_allowlist() -> None:
+    guard = UrlGuard(allowlist=["good.org"], resolver=_resolver({"bad.org": ["93.184.216.34"]}))
+    with pytest.raises(WebSearchError, match="allowlist"):
+        guard.check("https://bad.org/")
+
+
+def test_address_refusal_public_is_none() -> None:
+    assert address_refusal("8.8.8.8") is None
+    assert address_refusal("2606:4700:4700::1111") is None
+    assert address_refusal("::1") is not None
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:1/", "http://10.1.2.3/", "http://[::1]:1/", "file:///etc/hosts"]
+)
+def test_fetcher_refuses_before_connecting(url: str) -> None:
+    with pytest.raises(WebSearchError, match="refused"):
+        SafeFetcher(timeout_s=0.5).fetch(url)
