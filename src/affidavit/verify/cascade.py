@@ -392,11 +392,19 @@ class ClaimCascade:
         self, scorer: PairScorer, run: _Run
     ) -> tuple[tuple[EvidenceSpan, ...], StageScore] | None:
         """Sentences from different windows/chunks that together entail (re-verified)."""
+        if len(run.windows) < 2:
+            # one window already held all the evidence and the model saw it together
+            return None
         sents = sentence_candidates(run.claim.text, run.chunks, run.windows, MIN_EVIDENCE_POOL)
         if len(sents) < 2:
             return None
         return self._first_entailing(
-            scorer, run, sents, max_size=self.settings.max_combination, min_size=2
+            scorer,
+            run,
+            sents,
+            max_size=self.settings.max_combination,
+            min_size=2,
+            windows=run.windows,
         )
 
     def _first_entailing(
@@ -407,6 +415,7 @@ class ClaimCascade:
         *,
         max_size: int,
         min_size: int = 1,
+        windows: Sequence[Candidate] = (),
     ) -> tuple[tuple[EvidenceSpan, ...], StageScore] | None:
         claim = run.claim.text
         for size in range(min_size, max_size + 1):
@@ -415,6 +424,8 @@ class ClaimCascade:
                 if size == 1
                 else combinations(sents, size, claim, self.windower)
             )
+            # a set inside one scored window was already seen together: skip re-scoring it
+            combos = [c for c in combos if not _inside_one(c, windows)]
             if not combos:
                 continue
             texts = [join_spans(c) for c in combos]
@@ -508,6 +519,18 @@ class ClaimCascade:
             errors=tuple(run.errors),
             reason=reason,
         )
+
+
+def _inside_one(combo: Sequence[Candidate], windows: Sequence[Candidate]) -> bool:
+    for w in windows:
+        if all(
+            c.span.chunk_id == w.span.chunk_id
+            and w.span.start <= c.span.start
+            and c.span.end <= w.span.end
+            for c in combo
+        ):
+            return True
+    return False
 
 
 def claim_from_text(text: str, claim_id: str = "c1") -> Claim:

@@ -216,3 +216,12 @@ def test_real_onnx_model_in_the_cascade(tmp_path: Path) -> None:
     assert v.windower.max_len == 64  # the model's own length wins over settings.max_len
     assert verdict.stages[0].stage == "cross_encoder" and verdict.stages[0].error is None
     assert verdict.complete
+
+
+def test_no_recombination_when_one_window_held_all_the_evidence() -> None:
+    ce = ScriptedScorer(default=(0.3, 0.6, 0.1))
+    v = cascade(["cross_encoder"], {"cross_encoder": ce})
+    chunk = Chunk(text="Alice moved to Rome. Rome is in Italy. It is old.", id="one")
+    verdict = v.verify(claim_from_text("Alice moved to Italy."), [chunk])
+    assert verdict.label == "unsupported"
+    assert len(ce.calls) == 1  # the single window; its sentences were already seen together
