@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from importlib import resources
 
@@ -53,11 +54,30 @@ def _preset_dir() -> resources.abc.Traversable:
 
 def preset_names() -> list[str]:
     """Names of the presets shipped with the package, sorted."""
-    return sorted(
-        entry.name.removesuffix(".toml")
-        for entry in _preset_dir().iterdir()
-        if entry.name.endswith(".toml")
+    return list(_preset_names())
+
+
+@functools.lru_cache(maxsize=1)
+def _preset_names() -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            entry.name.removesuffix(".toml")
+            for entry in _preset_dir().iterdir()
+            if entry.name.endswith(".toml")
+        )
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _read_preset(name: str) -> Preset:
+    path = _preset_dir().joinpath(f"{name}.toml")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return Preset(name=name, **data)
+    except (tomllib.TOMLDecodeError, ValidationError, TypeError) as exc:
+        raise ConfigError(
+            f"preset {name!r} is invalid: {exc}", stage="policy", source=name
+        ) from exc
 
 
 def load_preset(name: str) -> Preset:
@@ -76,14 +96,7 @@ def load_preset(name: str) -> Preset:
             stage="policy",
             source=name,
         )
-    path = _preset_dir().joinpath(f"{name}.toml")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return Preset(name=name, **data)
-    except (tomllib.TOMLDecodeError, ValidationError, TypeError) as exc:
-        raise ConfigError(
-            f"preset {name!r} is invalid: {exc}", stage="policy", source=name
-        ) from exc
+    return _read_preset(name)
 
 
 def resolve_policy(policy: PolicySettings) -> PolicySettings:

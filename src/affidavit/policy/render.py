@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from affidavit.core.policy import ClaimDecision, RenderedAnswer, RenderedSentence
 from affidavit.core.settings import PolicySettings
 from affidavit.core.types import CheckResult, Claim, Decision, DisplayMode, EvidenceSpan, Verdict
-from affidavit.policy.presets import DisplayStyle
+from affidavit.policy.presets import DisplayStyle, resolve_policy
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +117,8 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
 
     Args:
         verdict: the verifier's verdict, or None when the claim was never verified.
-        policy: thresholds (``tau_entail``, ``tau_contradict``).
+        policy: thresholds (``tau_entail``, ``tau_contradict``); a named preset's values apply
+            where they are not set explicitly (see :func:`resolve_policy`).
 
     Returns:
         The decision and the reason in plain words.
@@ -131,6 +132,7 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
     """
     if verdict is None:
         return "unverified", "the claim was not verified (no verdict)"
+    policy = resolve_policy(policy)
     tau_e, tau_c = policy.tau_entail, policy.tau_contradict
     evidence = verdict.evidence
 

@@ -126,3 +126,10 @@ def test_strict_preset_thresholds_apply() -> None:
     strict = load_preset("strict").policy
     assert decide(verdict(p_entail=0.7, p_neutral=0.25), strict)[0] == "unverified"
     assert decide(verdict(p_entail=0.85, p_neutral=0.1), strict)[0] == "verified"
+
+
+def test_decide_applies_the_named_presets_thresholds() -> None:
+    v = verdict(p_entail=0.7, p_neutral=0.25)
+    assert decide(v, PolicySettings(preset="strict"))[0] == "unverified"
+    assert decide(v, PolicySettings(preset="strict", tau_entail=0.6))[0] == "verified"
+    assert decide(v, PolicySettings(preset="mixed"))[0] == "verified"
