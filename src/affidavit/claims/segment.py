@@ -110,7 +110,7 @@ def _is_boundary(text: str, dot_pos: int, match_end: int, seg_end: int) -> bool:
     # a plain full stop
     if following.islower():
         return False
-    m = _WORD_BEFORE.search(text, 0, dot_pos)
+    m = _WORD_BEFORE.search(text, max(0, dot_pos - 40), dot_pos)
     word = m.group(1) if m else ""
     low = word.lower().rstrip(".")
     if low in ABBREVIATIONS or (low.replace(".", "") and "." in low and len(low) <= 6):

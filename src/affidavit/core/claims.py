@@ -63,6 +63,11 @@ class ClaimExtraction(Frozen):
         default=None,
         description="Set when the LLM compiler failed and the rule-based extractor was used.",
     )
+    notes: tuple[str, ...] = Field(
+        default=(),
+        description="What the compiler changed or rejected (e.g. an LLM claim not grounded in "
+        "its sentence, replaced by the rule-based claims).",
+    )
     config: dict[str, Any] = Field(
         default_factory=dict, description="The effective extractor settings (for the trace)."
     )

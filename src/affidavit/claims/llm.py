@@ -1,0 +1,340 @@
+"""Optional LLM decomposition into atomic, decontextualised claims, on top of the rules.
+
+The rule-based extractor first selects the checkworthy sentences (so the LLM never decides
+alone what is left unchecked). The generator then rewrites each selected sentence into atomic
+claims that stand on their own (pronouns replaced, context added) through JSON-schema output.
+Every claim keeps the offsets of the sentence it came from.
+
+Fail closed: a generator error, invalid JSON, a reply that breaks the schema or names a
+sentence that does not exist makes the whole answer fall back to the rule-based claims, and
+``ClaimExtraction.fallback_reason`` says why. A single LLM claim that is not grounded in the
+answer (its numbers or most of its words do not occur there) is rejected and that sentence
+keeps its rule-based claims (recorded in ``notes``). A sentence for which the LLM returns
+nothing also keeps its rule-based claims, so no selected sentence goes unchecked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from affidavit.claims import rules
+from affidavit.claims.extractor import RuleBasedExtractor
+from affidavit.claims.segment import Segment, split_sentences
+from affidavit.core.claims import ClaimExtraction
+from affidavit.core.errors import ClaimError
+from affidavit.core.settings import ClaimsSettings
+from affidavit.core.types import Claim, Message
+from affidavit.generate.base import Generator
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You split an answer into atomic, self-contained factual claims for fact-checking. "
+    "For each numbered sentence, write the claims it states: one fact per claim, pronouns and "
+    "vague references replaced by the names they refer to (use the context), no opinions, no "
+    "advice, no hedging words added or removed, no facts that the sentence does not state. "
+    "Copy numbers, dates and names exactly. Reply with JSON only."
+)
+
+CLAIMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "claims": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "sentence": {"type": "integer", "minimum": 1},
+                    "claim": {"type": "string", "minLength": 3, "maxLength": 600},
+                },
+                "required": ["sentence", "claim"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["claims"],
+    "additionalProperties": False,
+}
+
+
+class _LLMClaim(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sentence: int = Field(ge=1)
+    claim: str = Field(min_length=3, max_length=600)
+
+
+class _LLMOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    claims: list[_LLMClaim]
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+_CONTENT_WORD = re.compile(r"[^\W_]{3,}|\d+(?:[.,]\d+)*", re.UNICODE)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_STOP = frozenset(
+    {
+        "the", "and", "was", "were", "are", "has", "had", "have", "for", "with", "that", "this",
+        "from", "which", "who", "its", "his", "her", "their", "into", "also", "been", "not",
+        "but", "than", "then", "there", "they", "she", "him", "them", "these", "those", "such",
+    }
+)  # fmt: skip
+
+
+class LLMOutputError(ClaimError):
+    """The generator's reply could not be used as claims (bad JSON, schema, indices)."""
+
+
+def parse_llm_claims(reply: str, n_sentences: int) -> list[tuple[int, str]]:
+    """Validate a generator reply and return ``(sentence_number, claim_text)`` pairs.
+
+    Args:
+        reply: the raw text the generator returned.
+        n_sentences: how many sentences were numbered in the prompt (1-based).
+
+    Raises:
+        LLMOutputError: not JSON, does not match :data:`CLAIMS_SCHEMA`, or names a sentence
+            number outside ``1..n_sentences``.
+
+    Example:
+        >>> parse_llm_claims('{"claims": [{"sentence": 1, "claim": "Oslo is in Norway."}]}', 1)
+        [(1, 'Oslo is in Norway.')]
+    """
+    text = _FENCE.sub("", reply.strip())
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMOutputError(f"reply is not JSON: {exc.msg} at char {exc.pos}") from exc
+    try:
+        out = _LLMOutput.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "$"
+        raise LLMOutputError(f"reply breaks the schema at {where}: {first['msg']}") from exc
+    pairs: list[tuple[int, str]] = []
+    for item in out.claims:
+        if item.sentence > n_sentences:
+            raise LLMOutputError(
+                f"reply names sentence {item.sentence}, only {n_sentences} were given"
+            )
+        claim = " ".join(item.claim.split())
+        if claim:
+            pairs.append((item.sentence, claim))
+    return pairs
+
+
+def _grounded(claim: str, source: str) -> str | None:
+    """Why ``claim`` is not grounded in ``source`` (the answer), or ``None`` when it is."""
+    low = source.lower()
+    source_numbers = {n.replace(",", "") for n in _NUMBER.findall(source)}
+    for num in _NUMBER.findall(claim):
+        if num.replace(",", "") not in source_numbers:
+            return f"number {num} does not occur in the answer"
+    words = [w for w in _CONTENT_WORD.findall(claim.lower()) if w not in _STOP]
+    if not words:
+        return "no content words"
+    present = sum(1 for w in words if w in low)
+    if present / len(words) < 0.6:
+        return f"only {present} of {len(words)} content words occur in the answer"
+    return None
+
+
+class LLMClaimCompiler:
+    """Claim decomposition by a chat model, validated, mapped to offsets, failing closed.
+
+    Args:
+        generator: any :class:`~affidavit.generate.base.Generator`; it is asked for JSON with
+            :data:`CLAIMS_SCHEMA`.
+        settings: the ``claims`` settings section (used by the rule-based pass and fallback).
+        batch_sentences: selected sentences sent per generator call.
+        context_chars: characters of the answer before a batch given as context.
+        max_tokens: generation budget per call.
+
+    Example:
+        >>> import json
+        >>> class Scripted:
+        ...     name = "scripted"
+        ...     def generate(self, messages, *, max_tokens=None, json_schema=None):
+        ...         return json.dumps({"claims": [
+        ...             {"sentence": 1, "claim": "Marie Curie was born in Warsaw."}]})
+        ...     def stream(self, messages, *, max_tokens=None):
+        ...         yield ""
+        >>> answer = "Marie Curie was a chemist. She was born in Warsaw."
+        >>> r = LLMClaimCompiler(Scripted()).run(answer)
+        >>> [(c.text, c.origin) for c in r.claims][-1]
+        ('Marie Curie was born in Warsaw.', 'llm')
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        generator: Generator,
+        settings: ClaimsSettings | None = None,
+        *,
+        batch_sentences: int = 12,
+        context_chars: int = 2000,
+        max_tokens: int = 768,
+    ) -> None:
+        if not callable(getattr(generator, "generate", None)):
+            raise ClaimError("LLMClaimCompiler needs a generator with a generate() method")
+        if batch_sentences < 1 or context_chars < 0 or max_tokens < 16:
+            raise ClaimError(
+                "invalid LLMClaimCompiler limits: batch_sentences >= 1, context_chars >= 0, "
+                "max_tokens >= 16",
+                batch_sentences=batch_sentences,
+                context_chars=context_chars,
+                max_tokens=max_tokens,
+            )
+        self.generator = generator
+        self.rules = RuleBasedExtractor(settings)
+        self.settings = self.rules.settings
+        self.batch_sentences = batch_sentences
+        self.context_chars = context_chars
+        self.max_tokens = max_tokens
+
+    def config(self) -> dict[str, object]:
+        """The effective configuration (recorded in traces and certificates)."""
+        return {
+            **self.rules.config(),
+            "extractor": self.name,
+            "generator": getattr(self.generator, "name", type(self.generator).__name__),
+            "batch_sentences": self.batch_sentences,
+            "context_chars": self.context_chars,
+            "max_tokens": self.max_tokens,
+        }
+
+    def extract(self, answer: str) -> list[Claim]:
+        """Return the answer's claims (LLM-decomposed where it succeeded)."""
+        return list(self.run(answer).claims)
+
+    def run(self, answer: str) -> ClaimExtraction:
+        """Compile claims with the LLM; on any failure return the rule-based ones and why.
+
+        Raises:
+            ClaimError: when ``answer`` is not a string (never for a generator failure).
+        """
+        base = self.rules.run(answer)
+        if not base.claims:
+            return base.model_copy(update={"config": self.config()})
+        segments = {s.index: s for s in split_sentences(answer)}
+        by_sentence: dict[int, list[Claim]] = {}
+        for c in base.claims:
+            by_sentence.setdefault(c.sentence_index, []).append(c)
+        selected = [segments[i] for i in sorted(by_sentence)]
+        try:
+            llm_pairs = self._ask(answer, selected)
+        except Exception as exc:  # any failure falls back: the rules' claims are still valid
+            reason = f"{type(exc).__name__}: {exc}"
+            logger.warning("LLM claim compilation failed, using rules", extra={"reason": reason})
+            return base.model_copy(update={"fallback_reason": reason, "config": self.config()})
+
+        notes: list[str] = []
+        out: list[tuple[Segment, str, Claim | None]] = []
+        for seg in selected:
+            texts = llm_pairs.get(seg.index, [])
+            good: list[str] = []
+            for t in texts:
+                why = _grounded(t, answer)
+                if why is None:
+                    good.append(t)
+                else:
+                    notes.append(f"sentence {seg.index}: rejected LLM claim {t!r} ({why})")
+            if not good:
+                if texts:
+                    notes.append(f"sentence {seg.index}: kept the rule-based claims")
+                out.extend((seg, c.text, c) for c in by_sentence[seg.index])
+            else:
+                out.extend((seg, t, None) for t in good)
+
+        claims: list[Claim] = []
+        seen: set[str] = set()
+        for seg, text, rule_claim in out:
+            key = re.sub(r"[\W_]+", " ", text.lower()).strip()
+            if self.settings.deduplicate and key in seen:
+                continue
+            seen.add(key)
+            if rule_claim is not None:
+                claims.append(rule_claim.model_copy(update={"id": f"c{len(claims) + 1}"}))
+                continue
+            first = by_sentence[seg.index][0]
+            claims.append(
+                Claim(
+                    id=f"c{len(claims) + 1}",
+                    text=text,
+                    start=seg.start,
+                    end=seg.end,
+                    sentence_index=seg.index,
+                    sentence=seg.text,
+                    type=rules.claim_type(text),
+                    hedged=rules.is_hedged(text),
+                    citations=first.citations,
+                    origin="llm",
+                )
+            )
+        return ClaimExtraction(
+            claims=tuple(claims),
+            skipped=base.skipped,
+            sentence_count=base.sentence_count,
+            method="llm",
+            notes=tuple(notes),
+            config=self.config(),
+        )
+
+    def _ask(self, answer: str, selected: Sequence[Segment]) -> dict[int, list[str]]:
+        """Query the generator batch by batch; sentence index -> claim texts."""
+        result: dict[int, list[str]] = {}
+        for b in range(0, len(selected), self.batch_sentences):
+            batch = selected[b : b + self.batch_sentences]
+            ctx_start = max(0, batch[0].start - self.context_chars)
+            context = answer[ctx_start : batch[-1].end]
+            numbered = "\n".join(
+                f"{i}. {rules.strip_citations(s.text)}" for i, s in enumerate(batch, 1)
+            )
+            messages = [
+                Message(role="system", content=SYSTEM_PROMPT),
+                Message(
+                    role="user",
+                    content=(
+                        f"Context:\n{context}\n\nSentences:\n{numbered}\n\n"
+                        'Reply as {"claims": [{"sentence": <number>, "claim": "<text>"}]}.'
+                    ),
+                ),
+            ]
+            reply = self.generator.generate(
+                messages, max_tokens=self.max_tokens, json_schema=CLAIMS_SCHEMA
+            )
+            if not isinstance(reply, str):
+                raise LLMOutputError(f"generator returned {type(reply).__name__}, not text")
+            for number, text in parse_llm_claims(reply, len(batch)):
+                result.setdefault(batch[number - 1].index, []).append(text)
+        return result
+
+
+def build_extractor(
+    settings: ClaimsSettings | None = None, generator: Generator | None = None
+) -> RuleBasedExtractor | LLMClaimCompiler:
+    """The extractor the settings ask for.
+
+    Raises:
+        ClaimError: ``extractor = "llm"`` without a generator.
+
+    Example:
+        >>> type(build_extractor()).__name__
+        'RuleBasedExtractor'
+    """
+    s = settings or ClaimsSettings()
+    if s.extractor == "llm":
+        if generator is None:
+            raise ClaimError(
+                'claims.extractor = "llm" needs a generator backend (configure [generate])'
+            )
+        return LLMClaimCompiler(generator, s)
+    return RuleBasedExtractor(s)
