@@ -26,7 +26,7 @@ Example:
 
 from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
 from affidavit.correct.classify import classify
-from affidavit.correct.crag import CorrectiveRetrieval, build_corrective_retrieval
+from affidavit.correct.pipeline import CorrectiveRetrieval, build_corrective_retrieval
 from affidavit.correct.refine import refine_chunk, split_sentences
 
 __all__ = [

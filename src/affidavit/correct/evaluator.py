@@ -119,7 +119,9 @@ class ModelRelevanceEvaluator:
     """Fast model-based relevance: MiniLM cosine + BM25 saturation, calibrated to 0-10.
 
     Args:
-        embed: a function mapping texts to L2-normalised vectors (default: the packaged MiniLM).
+        embed: a function mapping texts to L2-normalised vectors (default: the store's packaged
+            MiniLM, :class:`affidavit.retrieve.embedders.MiniLMEmbedder`; the calibration was
+            fitted on its vectors, so another embedder needs its own calibration).
         calibration: the calibration dict (default: the packaged ``relevance_calibration.json``).
         threads: inference threads for the default embedder.
 
@@ -152,7 +154,8 @@ class ModelRelevanceEvaluator:
                 stage="correct",
             )
         if embed is None:
-            from affidavit.correct._minilm import MiniLMEmbedder
+            # the store's embedder: the calibration was fitted on its vectors
+            from affidavit.retrieve.embedders import MiniLMEmbedder
 
             embed = MiniLMEmbedder(threads=threads).embed
         self._embed = embed
