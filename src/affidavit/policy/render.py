@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from affidavit.claims.segment import split_sentences as segment_sentences
 from affidavit.core.policy import ClaimDecision, RenderedAnswer, RenderedSentence
 from affidavit.core.settings import PolicySettings
 from affidavit.core.types import CheckResult, Claim, Decision, DisplayMode, EvidenceSpan, Verdict
@@ -205,99 +205,61 @@ def decide_all(
 
 # --- sentences ---------------------------------------------------------------------------------
 
-_LIST_PREFIX = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
-# a terminator, closing quotes/brackets, then any citation markers, then a space or the end
-_BOUNDARY = re.compile(
-    r"[.!?]+[\"'”’)\]]*(?:[ \t]*\[\d+(?:[ \t]*[,;–-][ \t]*\d+)*\])*(?=\s|$)",
+# a list or heading marker at the start of a line: kept when any sentence of that line is shown
+_LINE_MARKER = re.compile(
+    r"[ \t]*(?:#{1,6}|[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\(?\d{1,3}[.)]"
+    r"|\(?[a-zA-Z][.)](?=\s)|\(\w{1,4}\))[ \t]+"
 )
-_ABBREVIATIONS = frozenset(
-    [
-        "e.g",
-        "i.e",
-        "etc",
-        "vs",
-        "cf",
-        "al",
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "prof",
-        "st",
-        "fig",
-        "approx",
-        "ca",
-        "jr",
-        "sr",
-        "inc",
-        "ltd",
-        "co",
-    ]
-)
-
-
-@dataclass(frozen=True)
-class _Line:
-    start: int  # offset of the line's content (after any list prefix)
-    prefix: str  # list marker and indentation, kept when any sentence of the line is shown
-    sentences: list[tuple[int, int]]
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    m = re.search(r"(?<![A-Za-z])([A-Za-z][A-Za-z.]*)$", text[:dot])
-    if m is None:
-        return False
-    word = m.group(1).rstrip(".")
-    # a capital letter alone is an initial ("J. Smith"), the rest a short list of abbreviations
-    return (len(word) == 1 and word.isupper()) or word.lower() in _ABBREVIATIONS
-
-
-def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    pos = start
-    for m in _BOUNDARY.finditer(text, start, end):
-        if m.group(0).startswith(".") and _is_abbreviation(text, m.start()):
-            continue
-        spans.append((pos, m.end()))
-        pos = m.end()
-    spans.append((pos, end))
-    out = []
-    for s, e in spans:
-        seg = text[s:e]
-        stripped = seg.strip()
-        if not stripped:
-            continue
-        lead = len(seg) - len(seg.lstrip())
-        out.append((s + lead, s + lead + len(stripped)))
-    return out
-
-
-def _lines(answer: str) -> list[_Line]:
-    lines = []
-    pos = 0
-    for raw in answer.splitlines(keepends=True):
-        body = raw.rstrip("\r\n")
-        m = _LIST_PREFIX.match(body)
-        prefix = m.group(0) if m else ""
-        content_start = pos + len(prefix)
-        lines.append(
-            _Line(content_start, prefix, _split_line(answer, content_start, pos + len(body)))
-        )
-        pos += len(raw)
-    return lines
 
 
 def split_sentences(answer: str) -> list[tuple[int, int]]:
-    """Sentence spans ``(start, end)`` of an answer; trailing citation markers stay attached.
+    """Sentence spans ``(start, end)`` of an answer, as the claims stage splits it.
 
-    Lines (list items, paragraphs) always end a sentence; a list marker is not part of it.
+    One definition of a sentence for the whole project (``affidavit.claims.segment``): claims,
+    rendering and citation checks agree on boundaries. Trailing citation markers stay attached;
+    list markers are not part of a sentence.
 
     Example:
-        >>> a = "Paris is big [1]. Dr. Who lives there. [2]"
+        >>> a = "Paris is big [1]. Dr. Who lives in the U.S. now. [2]"
         >>> [a[s:e] for s, e in split_sentences(a)]
-        ['Paris is big [1].', 'Dr. Who lives there. [2]']
+        ['Paris is big [1].', 'Dr. Who lives in the U.S. now. [2]']
     """
-    return [span for line in _lines(answer) for span in line.sentences]
+    return [(seg.start, seg.end) for seg in segment_sentences(answer)]
+
+
+def _line_marker(answer: str, pos: int) -> str:
+    """The list/heading marker of the line holding ``pos`` (empty when none)."""
+    line_start = answer.rfind("\n", 0, pos) + 1
+    m = _LINE_MARKER.match(answer, line_start, pos)
+    return m.group(0) if m else ""
+
+
+def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
+    """Join shown sentences ``(start, end, text)`` keeping the answer's line structure.
+
+    Sentences on one line are joined by the original whitespace (one space when something was
+    withheld between them); a line break in the original becomes one (a blank line, two), and
+    a kept sentence keeps its line's list marker. Nothing of a withheld sentence remains.
+    """
+    out: list[str] = []
+    prev_end: int | None = None
+    for start, end, text in spans:
+        if prev_end is None:
+            out.append(_line_marker(answer, start).lstrip("\n"))
+        else:
+            gap = answer[prev_end:start]
+            breaks = gap.count("\n")
+            if breaks:
+                blank = re.search(r"\n[ \t]*\n", gap) is not None
+                out.append("\n\n" if blank else "\n")
+                out.append(_line_marker(answer, start))
+            elif gap.strip() == "" and gap:
+                out.append(gap if len(gap) <= 2 else " ")
+            else:
+                out.append(" ")
+        out.append(text)
+        prev_end = end
+    return "".join(out)
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -418,8 +380,7 @@ def render(
         dict(decisions) if isinstance(decisions, Mapping) else {d.claim_id: d for d in decisions}
     )
     verdict_map = {v.claim_id: v for v in verdicts}
-    lines = _lines(answer)
-    spans = [span for line in lines for span in line.sentences]
+    spans = split_sentences(answer)
 
     per_sentence: list[list[str]] = [[] for _ in spans]
     claim_sentences: dict[str, list[int]] = {}
@@ -470,32 +431,12 @@ def render(
             )
         )
 
-    out_lines: list[str] = []
-    k = 0
-    for line in lines:
-        pieces: list[str] = []
-        prev_end: int | None = None
-        for s, e in line.sentences:
-            sent = sentences[k]
-            k += 1
-            if not sent.shown:
-                prev_end = None
-                continue
-            piece = answer[s:e]
-            if mode != "strict":
-                piece = f"{style.badge(sent.decision)} {piece}"
-            if pieces:
-                gap = answer[prev_end:s] if prev_end is not None else " "
-                pieces.append(gap if gap.strip() == "" and gap else " ")
-            pieces.append(piece)
-            prev_end = e
-        if pieces:
-            out_lines.append(line.prefix + "".join(pieces))
-        elif not line.sentences and out_lines and out_lines[-1] != "":
-            out_lines.append("")  # paragraph break kept, never doubled
-    while out_lines and out_lines[-1] == "":
-        out_lines.pop()
-    text = "\n".join(out_lines)
+    shown_spans = []
+    for sent in sentences:
+        if sent.shown:
+            text = sent.text if mode == "strict" else f"{style.badge(sent.decision)} {sent.text}"
+            shown_spans.append((sent.start, sent.end, text))
+    text = _join(answer, shown_spans)
 
     withheld_ids = {c for s in sentences if not s.shown for c in s.claim_ids}
     collateral = sum(1 for c in withheld_ids if c in by_id and by_id[c].decision == "verified")

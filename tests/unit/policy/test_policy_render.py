@@ -189,3 +189,26 @@ def test_strict_never_shows_a_non_verified_claim(
         assert "  " not in body  # removals leave no double space
     assert not body.startswith((" ", "\n")) and not body.endswith((" ", "\n"))
     assert "\n\n\n" not in out.text
+
+
+def test_claims_from_the_real_extractor_land_in_the_right_sentences() -> None:
+    from affidavit.claims.extractor import extract_claims
+
+    answer = (
+        "The tower was completed in 1889 and is 330 m tall [1]. It was designed by Eiffel's firm."
+        "\n\n- Paris has 2.1 million inhabitants [2].\n- The U.S. embassy is on Avenue Gabriel."
+    )
+    claims = extract_claims(answer)
+    by_sentence: dict[int, list[str]] = {}
+    for c in claims:
+        by_sentence.setdefault(c.sentence_index, []).append(c.id)
+    # the first sentence holds two claims; verify only one of them, and everything else
+    first = by_sentence[0]
+    assert len(first) == 2
+    decisions = [dec(c.id, "unverified" if c.id == first[1] else "verified") for c in claims]
+    out = render(answer, claims, decisions, "strict")
+    assert out.text.split("\n\n(")[0] == (
+        "It was designed by Eiffel's firm.\n\n"
+        "- Paris has 2.1 million inhabitants [2].\n- The U.S. embassy is on Avenue Gabriel."
+    )
+    assert [s.claim_ids for s in out.sentences] == [tuple(v) for v in by_sentence.values()]
