@@ -167,9 +167,8 @@ class RuleBasedExtractor:
                     break
             if made == 0:
                 skip(seg, "duplicate")
-            subj = rules.subject_of(parts[0][0]) if parts else None
-            if subj is not None or seg.kind != "list_item":
-                prev_subject = subj
+            # the next sentence's pronouns refer to this one's subject, or to nothing clear
+            prev_subject = rules.subject_of(parts[0][0]) if parts else None
         logger.debug("extracted claims", extra={"claims": len(claims), "sentences": len(segments)})
         return ClaimExtraction(
             claims=tuple(claims),

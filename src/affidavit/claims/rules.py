@@ -13,7 +13,9 @@ from affidavit.core.types import ClaimType
 
 # ---------------------------------------------------------------- citations
 
-CITATION = re.compile(r"\s*\[(\d+(?:\s*[,;\u2013\-]\s*\d+)*)\]")
+# "[1]", "[2, 3]", "[1-3]" and Bing's "[^2^]"
+CITATION = re.compile(r"\s*\[\^?(\d+(?:\s*[,;\u2013\-]\s*\d+)*)\^?\]")
+_ACCORDING_TO_CITATION = re.compile(r"\baccording to\s*\[\^?\d+[^\]]*\],?\s*", re.IGNORECASE)
 
 
 def parse_citations(text: str) -> tuple[int, ...]:
@@ -22,6 +24,8 @@ def parse_citations(text: str) -> tuple[int, ...]:
     Example:
         >>> parse_citations("Born in 1879 [1][2, 4-5].")
         (1, 2, 4, 5)
+        >>> parse_citations("Born in Ulm[^3^] [^1^].")
+        (3, 1)
     """
     seen: dict[int, None] = {}
     for m in CITATION.finditer(text):
@@ -46,7 +50,8 @@ def strip_citations(text: str) -> str:
         >>> strip_citations("Paris is big [1]. It grew.[2]")
         'Paris is big. It grew.'
     """
-    out = CITATION.sub("", text)
+    out = _ACCORDING_TO_CITATION.sub("", text)
+    out = CITATION.sub("", out)
     out = re.sub(r"\s+([.,;:!?])", r"\1", out)
     return re.sub(r"\s+", " ", out).strip()
 
@@ -73,6 +78,8 @@ _META = re.compile(
     r"(?:please )?(?:let me know|feel free)\b|if you have (?:any )?(?:other|more|further)|"
     r"i hope this\b|hope this helps\b|let me (?:explain|summari[sz]e|help|know)\b|"
     r"(?:good|great|excellent|interesting) question\b|in this (?:answer|response)\b|"
+    r"(?:that'?s|that is|what) an? (?:very )?(?:good|great|excellent|interesting|fascinating) "
+    r"(?:question|topic)\b|these are (?:just )?(?:some|a few) (?:of|examples)\b|"
     r"to answer your question\b|my (?:knowledge|training)\b)",
     re.IGNORECASE,
 )
@@ -199,8 +206,8 @@ _CAUSAL = re.compile(
 _COMPARATIVE = re.compile(
     r"\b(?:more|less|fewer|greater|larger|smaller|higher|lower|bigger|older|younger|faster|"
     r"slower|better|worse|longer|shorter|earlier|later|heavier|lighter)\s+(?:\w+\s+)?than\b|"
-    r"\b\w+er than\b|\b(?:the )?(?:most|least|largest|smallest|highest|lowest|biggest|oldest|"
-    r"youngest|fastest|longest|shortest|first|last|best|worst|tallest|deepest)\b|"
+    r"\b\w+er than\b|\bthe (?:(?:most|least) \w+|largest|smallest|highest|lowest|biggest|"
+    r"oldest|youngest|fastest|longest|shortest|best|worst|tallest|deepest|richest|busiest)\b|"
     r"\b(?:compared (?:to|with)|as \w+ as|outnumber|exceed(?:s|ed)?|surpass(?:es|ed)?)\b",
     re.IGNORECASE,
 )
@@ -302,6 +309,15 @@ def first_verb_index(tokens: list[str]) -> int | None:
     return None
 
 
+_NAME = r"[A-Z][\w\-'.]*(?: (?:[A-Z][\w\-'.]*|de|von|van|der|da|al|bin|of))*"
+# "John Newlands (1837-1898), a British chemist ..." / "Marie Curie, a physicist, ..."
+_APPOSITIVE_NAME = re.compile(r"(" + _NAME + r")\s*(?:\([^)]{1,40}\)\s*)?,\s+(?:a|an|the)\s")
+_SUBORDINATE = re.compile(
+    r"\b(?:that|which|who|whom|whose|where|when|because|if|although|while|whether)\b",
+    re.IGNORECASE,
+)
+
+
 def subject_of(text: str) -> str | None:
     """The subject of a simple declarative sentence: the words before its first verb.
 
@@ -312,6 +328,9 @@ def subject_of(text: str) -> str | None:
         >>> subject_of("Albert Einstein was born in Ulm.")
         'Albert Einstein'
     """
+    appositive = _APPOSITIVE_NAME.match(text)
+    if appositive:
+        return appositive.group(1)
     tokens = _TOKEN.findall(text)
     vi = first_verb_index(tokens)
     if vi is None or vi == 0 or vi > 6:
@@ -355,6 +374,9 @@ def subject_of(text: str) -> str | None:
     return subj
 
 
+_PERSON = re.compile(r"(?!(?:The|A|An|This|That)\b)" + _NAME)
+
+
 def resolve_pronoun(text: str, antecedent: str | None) -> str:
     """Replace a sentence-initial He/She/They/It (or His/Her/Its/Their) by ``antecedent``.
 
@@ -369,6 +391,13 @@ def resolve_pronoun(text: str, antecedent: str | None) -> str:
         return text
     word = m.group(1).lower()
     if word == "it" and _EXPLETIVE_IT.match(text):
+        return text
+    plural = antecedent.endswith("s") or " and " in antecedent
+    if word in {"it", "its"} and plural:
+        return text
+    if word in {"they", "their"} and not plural:
+        return text
+    if word in {"he", "she", "his", "her"} and not _PERSON.fullmatch(antecedent):
         return text
     rest = text[m.end() :]
     if word in {"his", "her", "its", "their"}:
@@ -412,6 +441,8 @@ def split_clauses(text: str) -> list[tuple[int, int, bool]]:
             continue
         head = right_tokens[0]
         if _is_verb(head) and head.lower() not in {"used", "known", "based", "located"}:
+            if _SUBORDINATE.search(text, pos, m.start()):
+                continue  # "... found that it reduced X and improved Y": Y is not the subject's
             right_needs = True
         else:
             # an independent clause: a subject of at most four words, then a verb

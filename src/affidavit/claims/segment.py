@@ -71,7 +71,7 @@ _SENTENCE_OPENERS = _wordset(
     """
 )
 
-_CITE = r"\[\d+(?:\s*[,;\u2013\-]\s*\d+)*\]"
+_CITE = r"\[\^?\d+(?:\s*[,;\u2013\-]\s*\d+)*\^?\]"
 # A candidate end of sentence: terminal punctuation, then closing quotes/brackets and citations.
 _TERMINAL = re.compile(
     r"(?:[.!?]+|\u2026)[\"'\u201d\u2019)\]]*(?:\s*" + _CITE + r")*"
