@@ -56,6 +56,8 @@ def test_keys_generate_then_sign_then_verify(home: Path, tmp_path: Path) -> None
     assert "key id:" in out
     code, out = run("keys", "generate")
     assert code == 2 and "already exists" in out
+    code, shown = run("keys", "show")
+    assert code == 0 and str(home / "keys" / "signing.pub.pem") in shown
 
     settings = Settings(home=home)
     cert_path = tmp_path / "cert.json"
@@ -94,6 +96,9 @@ def test_foreign_key_needs_public_key_option(home: Path, tmp_path: Path) -> None
 
 def test_no_key_configured_is_a_clear_error(home: Path, tmp_path: Path) -> None:
     from affidavit.core.errors import SigningKeyError
+
+    code, out = run("keys", "show")
+    assert code == 2 and "run `affidavit keys generate`" in out
 
     with pytest.raises(SigningKeyError, match="keys generate"):
         certify_answer("q", ANSWER, CLAIMS, VERDICTS, Settings(home=home), path=tmp_path / "x.json")

@@ -2,6 +2,7 @@
 
 Commands:
     affidavit keys generate [--force]
+    affidavit keys show
     affidavit certificate verify CERT.json [--public-key FILE]... [--store DIR [--replay]]
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
@@ -55,6 +56,23 @@ def keys_generate(
     try:
         key = generate_key(path, force=force)
     except SigningKeyError as exc:
+        raise fail_usage(exc.message) from None
+    typer.echo(f"private key: {path}")
+    typer.echo(f"public key:  {public_key_path(path)}")
+    typer.echo(f"key id:      {key_id(key.public_key())}")
+
+
+@keys_app.command("show")
+def keys_show(config: ConfigOpt = None) -> None:
+    """Print the signing key's id and public key file (share that file so others can trust it)."""
+    from affidavit.certify.keys import default_key_path, key_id, load_private_key, public_key_path
+    from affidavit.core.errors import AffidavitError
+
+    settings = cli_settings(config)
+    path = default_key_path(settings)
+    try:
+        key = load_private_key(path)
+    except AffidavitError as exc:
         raise fail_usage(exc.message) from None
     typer.echo(f"private key: {path}")
     typer.echo(f"public key:  {public_key_path(path)}")
