@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from affidavit.claims.segment import split_sentences as segment_sentences
+from affidavit.core.errors import PolicyError
 from affidavit.core.policy import ClaimDecision, RenderedAnswer, RenderedSentence
 from affidavit.core.settings import PolicySettings
 from affidavit.core.types import CheckResult, Claim, Decision, DisplayMode, EvidenceSpan, Verdict
@@ -141,11 +142,13 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
         return "blocked", "; ".join(_check_reason(c, evidence) for c in failed)
     if verdict.label == "contradicted" or verdict.p_contradict >= tau_c:
         where = f" by {_where(evidence[0])}" if evidence else ""
-        return "blocked", (
-            f"contradicted{where} (p_contradict {verdict.p_contradict:.2f} >= {tau_c:.2f}"
-            if verdict.p_contradict >= tau_c
-            else f"contradicted{where} (the verifier labelled it contradicted"
-        ) + (f"; {verdict.reason})" if verdict.reason else ")")
+        if verdict.p_contradict >= tau_c:
+            why = f"p_contradict {verdict.p_contradict:.2f} >= {tau_c:.2f}"
+        else:
+            why = "the verifier labelled it contradicted"
+        if verdict.reason:
+            why += f"; {verdict.reason}"
+        return "blocked", f"contradicted{where} ({why})"
 
     problems: list[str] = []
     stage_errors = [f"{s.stage}: {s.error}" for s in verdict.stages if s.error]
@@ -369,12 +372,15 @@ def render(
         verdicts: the verdicts, for the scores shown in debug mode.
         style: badges (default: the default preset's).
 
+    Raises:
+        PolicyError: an unknown display mode (the message lists the valid ones).
+
     Example:
         >>> render("Hi there.", [], [], "strict").note
         'Withheld 1 of 1 sentences (1 not verified); 0 of 0 claims verified.'
     """
     if mode not in ("strict", "mixed", "debug"):
-        raise ValueError(f"unknown display mode {mode!r}; valid modes: strict, mixed, debug")
+        raise PolicyError(f"unknown display mode {mode!r}; valid modes: strict, mixed, debug")
     style = style or DisplayStyle()
     by_id: dict[str, ClaimDecision] = (
         dict(decisions) if isinstance(decisions, Mapping) else {d.claim_id: d for d in decisions}

@@ -133,3 +133,11 @@ def test_decide_applies_the_named_presets_thresholds() -> None:
     assert decide(v, PolicySettings(preset="strict"))[0] == "unverified"
     assert decide(v, PolicySettings(preset="strict", tau_entail=0.6))[0] == "verified"
     assert decide(v, PolicySettings(preset="mixed"))[0] == "verified"
+
+
+def test_contradiction_reason_names_evidence_and_scores() -> None:
+    v = verdict(label="contradicted", p_entail=0.05, p_neutral=0.05, p_contradict=0.9)
+    decision, reason = decide(v, POLICY)
+    assert decision == "blocked"
+    assert reason.startswith('contradicted by [doc 3, chunk k1, chars 0-35: "The tower was')
+    assert reason.endswith("(p_contradict 0.90 >= 0.50)")

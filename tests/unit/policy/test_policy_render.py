@@ -212,3 +212,12 @@ def test_claims_from_the_real_extractor_land_in_the_right_sentences() -> None:
         "- Paris has 2.1 million inhabitants [2].\n- The U.S. embassy is on Avenue Gabriel."
     )
     assert [s.claim_ids for s in out.sentences] == [tuple(v) for v in by_sentence.values()]
+
+
+def test_unknown_mode_lists_valid_ones() -> None:
+    import pytest
+
+    from affidavit.core.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="valid modes: strict, mixed, debug"):
+        render(ANSWER, CLAIMS, DECISIONS, "loud")  # type: ignore[arg-type]
