@@ -54,3 +54,29 @@ def test_validate_reports_errors(signed: Certificate) -> None:
 def test_unknown_schema_lists_valid_names() -> None:
     with pytest.raises(InputError, match=r"valid schemas: .*Certificate"):
         schema_of("Nope")
+
+
+def test_exported_schemas_accept_real_instances_and_reject_edits(signed: Certificate) -> None:
+    """The files export-schemas writes are usable by any JSON Schema validator."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from conftest import CLAIMS, VERDICTS
+
+    from affidavit.core.settings import PolicySettings
+    from affidavit.policy import decide_all, render
+
+    decisions = decide_all(CLAIMS, VERDICTS, PolicySettings())
+    rendered = render(signed.answer, CLAIMS, decisions, "strict")
+    cases = {
+        "Certificate": signed.model_dump(mode="json"),
+        "Verdict": VERDICTS[2].model_dump(mode="json"),
+        "Claim": CLAIMS[0].model_dump(mode="json"),
+        "RenderedAnswer": rendered.model_dump(mode="json"),
+        "ClaimDecision": decisions[0].model_dump(mode="json"),
+    }
+    for name, instance in cases.items():
+        validator = jsonschema.Draft202012Validator(schema_of(name))
+        assert list(validator.iter_errors(instance)) == [], name
+        assert list(validator.iter_errors({**instance, "surprise": 1})), name
+    bad = signed.model_dump(mode="json")
+    bad["claims"][0]["decision"] = "probably"
+    assert list(jsonschema.Draft202012Validator(schema_of("Certificate")).iter_errors(bad))
