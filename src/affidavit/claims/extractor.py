@@ -133,6 +133,16 @@ class RuleBasedExtractor:
                 # a bare list item ("- drought") is checkable together with its lead-in
                 if reason == "too_short" and seg.kind == "list_item" and seg.lead_in:
                     reason = None
+                # a bare noun phrase in a list with no lead-in ("- Health care") states nothing
+                if (
+                    reason is None
+                    and seg.kind == "list_item"
+                    and not seg.lead_in
+                    and not re.search(r"\d", cleaned)
+                    and rules.first_verb_index(cleaned.split()) is None
+                    and ":" not in cleaned
+                ):
+                    reason = "no_content"
                 if reason is not None:
                     skip(seg, reason)
                     continue

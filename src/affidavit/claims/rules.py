@@ -78,13 +78,14 @@ _META = re.compile(
     r"(?:please )?(?:let me know|feel free)\b|if you have (?:any )?(?:other|more|further)|"
     r"i hope this\b|hope this helps\b|let me (?:explain|summari[sz]e|help|know)\b|"
     r"(?:good|great|excellent|interesting) question\b|in this (?:answer|response)\b|"
-    r"(?:that'?s|that is|what) an? (?:very )?(?:good|great|excellent|interesting|fascinating) "
+    r"(?:that'?s|that is|this is|what) an? (?:very |really )?(?:[\w-]+,? (?:and )?){0,3}"
     r"(?:question|topic)\b|these are (?:just )?(?:some|a few) (?:of|examples)\b|"
     r"to answer your question\b|my (?:knowledge|training)\b)",
     re.IGNORECASE,
 )
 _META_ANYWHERE = re.compile(
-    r"\b(?:as of my (?:last )?(?:knowledge|training)|my knowledge cutoff|i don'?t have (?:access|"
+    r"\b(?:as of my (?:last )?(?:knowledge|training)|my knowledge cutoff|i (?:can )?try to|"
+    r"(?:search )?results i found|i (?:recommend|suggest|would recommend|would suggest)\b|i don'?t have (?:access|"
     r"real-time)|i do not have (?:access|real-time)|as an ai\b|language model)",
     re.IGNORECASE,
 )
@@ -121,7 +122,35 @@ _FILLER = re.compile(
     r"different (?:people|factors|reasons)|many (?:reasons|ways|possibilities)|"
     r"case[- ]by[- ]case|it'?s complicated|"
     r"hard to say|difficult to (?:say|determine|predict)|no (?:single|simple|one) answer|"
-    r"individual (?:circumstances|needs)|on the other hand)\b",
+    r"individual (?:circumstances|needs))\b",
+    re.IGNORECASE,
+)
+_IMPERATIVE_VERBS = frozenset(
+    ["add", "adjust", "aim", "avoid", "be", "begin", "build", "buy", "call", "celebrate", "check", "choose", "clean", "click", "compare", "consider", "create", "cut", "decide", "determine", "do", "drink", "eat", "embrace", "enjoy", "engage", "ensure", "enter", "establish", "evaluate", "exercise", "explore", "find", "focus", "follow", "get", "give", "go", "identify", "include", "install", "join", "keep", "learn", "let", "limit", "listen", "look", "maintain", "make", "open", "plan", "practice", "practise", "prioritize", "prioritise", "put", "reach", "read", "reduce", "remember", "remove", "replace", "research", "run", "save", "schedule", "seek", "select", "set", "share", "shortlist", "sleep", "spend", "start", "stay", "stop", "surround", "switch", "take", "talk", "track", "try", "turn", "type", "use", "visit", "wait", "watch", "write"]
+)
+_SECOND_PERSON = re.compile(
+    r"\b(?:helps?|allows?|lets?|makes?|enables?|distracts?|keeps?|gives?|encourages?|"
+    r"motivates?|inspires?) you\b",
+    re.IGNORECASE,
+)
+_EVALUATIVE_WORDS = (
+    r"(?:important|crucial|essential|vital|remarkable|immense|fascinating|amazing|incredible|"
+    r"wonderful|beautiful|interesting|complex|complicated|exciting|impressive|significant|"
+    r"valuable|powerful|great|unique|rich|diverse|meaningful|rewarding|challenging)"
+)
+# an evaluation as the point of the sentence: "... are very important topics", "... are immense."
+_EVALUATIVE = re.compile(
+    r"\b(?:very|so|truly|really|extremely|incredibly|highly|immensely|quite|most) "
+    + _EVALUATIVE_WORDS
+    + r"\b|\b(?:is|are|was|were) (?:\w+ ){0,2}"
+    + _EVALUATIVE_WORDS
+    + r"[.!]?$",
+    re.IGNORECASE,
+)
+_FILLER_START = re.compile(
+    r"^(?:it(?:'s| is) (?:difficult|hard|impossible) to (?:say|determine|know|predict)|"
+    r"there is no (?:single|simple|one|definitive|easy) answer|it depends\b|"
+    r"(?:the )?answer (?:depends|varies)\b)",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W_]+(?:['\u2019\-.][^\W_]+)*", re.UNICODE)
@@ -172,8 +201,10 @@ def skip_reason(
         return "meta"
     if _OPINION.match(t):
         return "opinion"
-    if _INSTRUCTION.match(t):
+    if _INSTRUCTION.match(t) or _is_imperative(t):
         return "instruction"
+    if t.startswith(":"):
+        return "no_content"  # a reference list line "[^1^]: Title"
     words = _WORD.findall(t)
     if not words:
         return "no_content"
@@ -181,12 +212,35 @@ def skip_reason(
     n_words = len(words) if " " in t else max(len(words), len(t) // 4)
     if n_words < min_words and not _DIGIT.search(t):
         return "too_short"
-    if skip_hedged_filler and not has_content(t):
-        if _FILLER.search(t):
+    content = has_content(t)
+    if not content and _SECOND_PERSON.search(t):
+        return "instruction"  # advice addressed to the reader ("... helps you sleep")
+    if not content and _EVALUATIVE.search(t) and n_words < 16:
+        return "opinion"
+    if skip_hedged_filler:
+        if _FILLER_START.match(t):
             return "hedged_filler"
-        if is_hedged(t) and n_words < 12:
+        if t.lower().startswith("if ") and is_hedged(t):
+            return "hedged_filler"  # speculation: "If X is not addressed, it could ..."
+        # short and naming nothing: "Results may vary.", "It depends on many factors."
+        if not content and n_words < 12 and (_FILLER.search(t) or is_hedged(t)):
             return "hedged_filler"
     return None
+
+
+def _is_imperative(t: str) -> bool:
+    """A sentence opening with a bare verb addressed to the reader ("Reduce time online.")."""
+    tokens = t.split(None, 2)
+    if not tokens:
+        return False
+    first = tokens[0].lower().strip(",.:;!")
+    if first not in _IMPERATIVE_VERBS:
+        return False
+    if len(tokens) == 1:
+        return True
+    second = tokens[1].lower().strip(",.:;!")
+    # "Research shows ...", "Exercise is ...", "Use of X ...": the first word is a noun
+    return not (second in {"of", "and", "or"} or _is_verb(second) or second.endswith("s"))
 
 
 # ---------------------------------------------------------------- typing
