@@ -47,7 +47,10 @@ from affidavit.claims.rules import strip_citations
 ROOT = Path(__file__).resolve().parents[1]
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "but", "is", "are", "was", "were", "be", "been", "has", "have", "had", "it", "its", "this", "that", "these", "those", "with", "by", "from", "as", "which", "who", "their", "his", "her", "they", "he", "she", "also"]
+    str.split(
+        "a an the of in on at to for and or but is are was were be been has have had it its "
+        "this that these those with by from as which who their his her they he she also"
+    )
 )
 _PLAIN_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKERS = re.compile(r"\[\^?\d+\^?\]|\*\*|^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)

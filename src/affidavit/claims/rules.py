@@ -11,6 +11,11 @@ import re
 from affidavit.core.claims import SkipReason
 from affidavit.core.types import ClaimType
 
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 # ---------------------------------------------------------------- citations
 
 # "[1]", "[2, 3]", "[1-3]" and Bing's "[^2^]"
@@ -85,7 +90,8 @@ _META = re.compile(
 )
 _META_ANYWHERE = re.compile(
     r"\b(?:as of my (?:last )?(?:knowledge|training)|my knowledge cutoff|i (?:can )?try to|"
-    r"(?:search )?results i found|i (?:recommend|suggest|would recommend|would suggest)\b|i don'?t have (?:access|"
+    r"(?:search )?results i found|i (?:recommend|suggest|would recommend|would suggest)\b|"
+    r"i don'?t have (?:access|"
     r"real-time)|i do not have (?:access|real-time)|as an ai\b|language model)",
     re.IGNORECASE,
 )
@@ -125,8 +131,14 @@ _FILLER = re.compile(
     r"individual (?:circumstances|needs))\b",
     re.IGNORECASE,
 )
-_IMPERATIVE_VERBS = frozenset(
-    ["add", "adjust", "aim", "avoid", "be", "begin", "build", "buy", "call", "celebrate", "check", "choose", "clean", "click", "compare", "consider", "create", "cut", "decide", "determine", "do", "drink", "eat", "embrace", "enjoy", "engage", "ensure", "enter", "establish", "evaluate", "exercise", "explore", "find", "focus", "follow", "get", "give", "go", "identify", "include", "install", "join", "keep", "learn", "let", "limit", "listen", "look", "maintain", "make", "open", "plan", "practice", "practise", "prioritize", "prioritise", "put", "reach", "read", "reduce", "remember", "remove", "replace", "research", "run", "save", "schedule", "seek", "select", "set", "share", "shortlist", "sleep", "spend", "start", "stay", "stop", "surround", "switch", "take", "talk", "track", "try", "turn", "type", "use", "visit", "wait", "watch", "write"]
+_IMPERATIVE_VERBS = _wordset(
+    "add adjust aim avoid be begin build buy call celebrate check choose clean click "
+    "compare consider create cut decide determine do drink eat embrace enjoy engage "
+    "ensure enter establish evaluate exercise explore find focus follow get give go "
+    "identify include install join keep learn let limit listen look maintain make open "
+    "plan practice practise prioritize prioritise put reach read reduce remember remove "
+    "replace research run save schedule seek select set share shortlist sleep spend start "
+    "stay stop surround switch take talk track try turn type use visit wait watch write"
 )
 _SECOND_PERSON = re.compile(
     r"\b(?:helps?|allows?|lets?|makes?|enables?|distracts?|keeps?|gives?|encourages?|"
