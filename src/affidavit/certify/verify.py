@@ -209,6 +209,11 @@ def verify_certificate(
         cid = record.claim.id
         for i, ev in enumerate(record.evidence):
             texts: list[tuple[str, str]] = []
+            if ev.end < ev.start or (ev.text is not None and len(ev.text) != ev.end - ev.start):
+                reasons.append(
+                    f"claim {cid} evidence {i}: offsets {ev.start}-{ev.end} do not match the "
+                    "length of its text"
+                )
             if ev.text is not None:
                 texts.append(("recorded", ev.text))
             if evidence_lookup is not None:

@@ -372,3 +372,15 @@ def test_certificate_records_the_presets_thresholds(key: Ed25519PrivateKey) -> N
     # c2 has p_entail 0.81 >= 0.8 and p_contradict 0.04 < 0.2: still verified; c1 too
     assert [r.decision for r in cert.claims] == ["verified", "verified", "blocked"]
     assert verify_certificate(sign_certificate(cert, key), [key.public_key()]).valid
+
+
+def test_evidence_offsets_must_match_the_text(
+    unsigned: Certificate, key: Ed25519PrivateKey
+) -> None:
+    records = list(unsigned.claims)
+    ev = records[0].evidence[0].model_copy(update={"end": records[0].evidence[0].end + 5})
+    records[0] = records[0].model_copy(update={"evidence": (ev,)})
+    cert = sign_certificate(unsigned.model_copy(update={"claims": tuple(records)}), key)
+    result = verify_certificate(cert, [key.public_key()])
+    assert result.signature_ok and not result.valid
+    assert any("do not match the length of its text" in r for r in result.reasons)
