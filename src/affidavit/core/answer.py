@@ -18,6 +18,7 @@ from pydantic import Field
 from affidavit.core.types import Chunk, Claim, Decision, DisplayMode, Frozen, Hit, Verdict
 
 StageName = Literal[
+    "load",
     "retrieve",
     "correct",
     "prompt",
@@ -174,6 +175,9 @@ class AskResult(Frozen):
     question: str = Field(description="The question asked.")
     mode: DisplayMode = Field(description="Display mode the answer was rendered in.")
     answer: str = Field(description="The rendered answer as shown (policy applied).")
+    note: str = Field(
+        default="", description="What the policy withheld, in plain words (empty when nothing)."
+    )
     draft: str = Field(
         default="",
         description="The model's answer after citation clean-up, before the policy rendering.",

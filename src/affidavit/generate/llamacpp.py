@@ -137,6 +137,14 @@ class LlamaCppGenerator:
             "max_tokens": self.max_tokens,
         }
 
+    def load(self) -> None:
+        """Assemble (first time only) and load the model now rather than on the first request.
+
+        Raises:
+            MissingDependencyError / ModelError: the backend or the model is unavailable.
+        """
+        self._server()
+
     def _server(self) -> Any:
         _import_xllamacpp()  # fail with the install hint before assembling a 1 GB file
         if self.model_path is None:

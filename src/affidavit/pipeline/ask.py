@@ -260,6 +260,12 @@ class AskPipeline:
         skipped: list[str] = []
         total_start = time.perf_counter()
 
+        load = getattr(self.generator, "load", None)
+        if callable(load):
+            # model loading is a one-off per process; keep it out of the generation timings
+            with clock.stage("load", "generator model"):
+                load()
+
         with clock.stage("retrieve"):
             hits = self._retrieve(question)
 
@@ -357,6 +363,7 @@ class AskPipeline:
             question=question,
             mode=display,
             answer=answer,
+            note=rendered.note,
             draft=draft,
             insufficient=insufficient,
             claims=tuple(

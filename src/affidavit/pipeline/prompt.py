@@ -24,7 +24,7 @@ SYSTEM_PROMPT = (
     "Do not use any other knowledge. "
     "Write a short answer of one to three sentences. "
     "End every sentence with the number of the passage that supports it, in square brackets, "
-    "for example: The bridge opened in 1932 [2]. "
+    "in this format: <first fact> [1]. <second fact> [3]. "
     "Only cite numbers of passages that were given. "
     "If the passages do not contain the answer, reply exactly: " + INSUFFICIENT_ANSWER
 )

@@ -1,0 +1,181 @@
+"""Wire the real components from settings into an :class:`AskPipeline`.
+
+Example:
+    >>> from affidavit.core.settings import load_settings
+    >>> pipe = build_pipeline(load_settings(), store_path=Path(".affidavit"))  # doctest: +SKIP
+    >>> pipe.ask("What does the contract say about termination?").answer  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from affidavit.core.errors import ConfigError
+from affidavit.core.policy import ClaimDecision
+from affidavit.core.settings import Settings
+from affidavit.core.types import Claim, Verdict
+from affidavit.generate.base import Generator
+from affidavit.pipeline.ask import AskPipeline, Corrector
+
+log = logging.getLogger(__name__)
+
+
+def model_identities(pipe: AskPipeline) -> list[dict[str, str]]:
+    """The models that ran (name and sha256) as far as each component reports them."""
+    out: list[dict[str, str]] = []
+    gen_cfg = pipe.config().get("generator")
+    if isinstance(gen_cfg, dict) and gen_cfg.get("backend") == "llamacpp":
+        from affidavit.generate.model_cache import MODEL_FILENAME, MODEL_SHA256
+
+        if gen_cfg.get("model_file") == MODEL_FILENAME:
+            out.append({"name": MODEL_FILENAME, "sha256": MODEL_SHA256})
+    verifier_cfg = pipe.config().get("verifier")
+    if isinstance(verifier_cfg, dict):
+        for stage in (verifier_cfg.get("stages") or {}).values():
+            if isinstance(stage, dict) and stage.get("sha256"):
+                out.append({"name": str(stage.get("name")), "sha256": str(stage["sha256"])})
+    retriever_cfg = pipe.config().get("retriever")
+    if isinstance(retriever_cfg, dict):
+        emb = getattr(getattr(pipe.retriever, "embedder", None), "config", None)
+        if callable(emb):
+            cfg = emb()
+            if isinstance(cfg, dict) and cfg.get("sha256"):
+                out.append({"name": str(cfg.get("name")), "sha256": str(cfg["sha256"])})
+    return out
+
+
+class SignedCertificateWriter:
+    """Signs with the configured key and writes the certificate (a :class:`CertificateWriter`).
+
+    The key is loaded in ``__init__`` so a missing key fails before any generation.
+
+    Args:
+        settings: the effective settings (recorded in the certificate; key from ``certify``).
+        models: the models that ran, ``{"name", "sha256"}`` each.
+
+    Raises:
+        SigningKeyError: no signing key is configured or it is unreadable.
+    """
+
+    def __init__(self, settings: Settings, models: Sequence[dict[str, str]] = ()) -> None:
+        from affidavit.certify.keys import load_signing_key
+
+        self.settings = settings
+        self.models = list(models)
+        self._key = load_signing_key(settings)
+
+    def __call__(
+        self,
+        question: str,
+        answer: str,
+        claims: Sequence[Claim],
+        verdicts: Sequence[Verdict],
+        decisions: Sequence[ClaimDecision],
+        path: Path,
+    ) -> None:
+        """Build, sign and write the certificate."""
+        from affidavit.certify.certificate import certify_answer
+
+        certify_answer(
+            question,
+            answer,
+            claims,
+            verdicts,
+            self.settings,
+            decisions=decisions,
+            models=self.models,
+            path=path,
+            key=self._key,
+        )
+
+
+def default_corrector(settings: Settings, generator: Generator) -> Corrector | None:
+    """The corrective-retrieval stage, when the ``correct`` package provides one.
+
+    Returns None (the pipeline then uses the retrieved chunks as they are, and says so in the
+    trace) when ``affidavit.correct.pipeline`` is not available.
+    """
+    try:
+        module = importlib.import_module("affidavit.correct.pipeline")
+    except ImportError:
+        log.info("affidavit.correct.pipeline not available: corrective stage off")
+        return None
+    factory = getattr(module, "build_corrective_retrieval", None)
+    if callable(factory):
+        corrector = factory(settings, generator=generator)
+        if isinstance(corrector, Corrector):
+            return corrector
+    cls = getattr(module, "CorrectiveRetrieval", None)
+    from_settings = getattr(cls, "from_settings", None)
+    if callable(from_settings):
+        corrector = from_settings(settings, generator=generator)
+        if isinstance(corrector, Corrector):
+            return corrector
+    log.warning("affidavit.correct.pipeline has no usable corrector; corrective stage off")
+    return None
+
+
+def build_pipeline(
+    settings: Settings,
+    *,
+    store_path: Path | None = None,
+    generator: Generator | None = None,
+    corrector: Corrector | bool | None = True,
+    certify: bool = False,
+) -> AskPipeline:
+    """Build the ask pipeline with the real components the settings name.
+
+    Args:
+        settings: the effective settings.
+        store_path: store folder (default ``settings.store.path``).
+        generator: use this LLM instead of the configured one (tests, a shared instance).
+        corrector: True builds the default corrective stage, False/None turns it off, or pass one.
+        certify: prepare a signed certificate writer (fails now if no key is configured).
+
+    Raises:
+        ConfigError: no store at the path, or an unusable configuration.
+        StoreError / RetrievalError: the store cannot be opened or its embedder differs.
+        SigningKeyError: ``certify`` and no signing key.
+    """
+    from affidavit.claims.extractor import RuleBasedExtractor
+    from affidavit.generate.factory import make_generator
+    from affidavit.retrieve.retriever import StoreRetriever
+    from affidavit.store.factory import make_store
+    from affidavit.verify.cascade import ClaimCascade
+
+    where = store_path or settings.store.path
+    if settings.store.backend == "local" and not (where / "store.sqlite").exists():
+        raise ConfigError(f"no store at {where} (run `affidavit ingest PATH` first)")
+    store = make_store(settings.store, path=where)
+    embedder: Any = None
+    if settings.retrieve.mode != "bm25":
+        from affidavit.retrieve.embedders import make_embedder
+
+        embedder = make_embedder(settings.embed)
+    retriever = StoreRetriever.from_settings(store, embedder, settings.retrieve)
+    llm = generator or make_generator(
+        settings.generate, cache_dir=settings.resolved_home() / "models"
+    )
+    if corrector is True:
+        chosen: Corrector | None = default_corrector(settings, llm)
+    elif corrector is False or corrector is None:
+        chosen = None
+    else:
+        chosen = corrector
+    writer = SignedCertificateWriter(settings) if certify else None
+    pipe = AskPipeline(
+        retriever=retriever,
+        generator=llm,
+        extractor=RuleBasedExtractor(settings.claims),
+        verifier=ClaimCascade(settings.verify, settings.policy),
+        settings=settings,
+        corrector=chosen,
+        certificate_writer=writer,
+    )
+    if writer is not None:
+        writer.models = model_identities(pipe)
+    return pipe
