@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -221,3 +222,33 @@ def test_unknown_mode_lists_valid_ones() -> None:
 
     with pytest.raises(PolicyError, match="valid modes: strict, mixed, debug"):
         render(ANSWER, CLAIMS, DECISIONS, "loud")  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="ab .!?\n-[]1#:", max_size=80),
+    st.lists(
+        st.tuples(
+            st.integers(0, 90),
+            st.integers(0, 30),
+            st.sampled_from(["verified", "unverified", "blocked"]),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(["strict", "mixed", "debug"]),
+)
+def test_render_never_crashes_and_strict_shows_only_verified(
+    answer: str, specs: list[tuple[int, int, Decision]], mode: Literal["strict", "mixed", "debug"]
+) -> None:
+    claims = [Claim(id=f"c{i}", text="x", start=s, end=s + n) for i, (s, n, _) in enumerate(specs)]
+    decisions = [dec(f"c{i}", d) for i, (_, _, d) in enumerate(specs)]
+    out = render(answer, claims, decisions, mode)
+    truth = {f"c{i}": d for i, (_, _, d) in enumerate(specs)}
+    for sent in out.sentences:
+        assert answer[sent.start : sent.end] == sent.text
+        if mode == "strict" and sent.shown:
+            assert sent.claim_ids and all(truth[c] == "verified" for c in sent.claim_ids)
+    if mode == "strict":
+        placed = {c for s in out.sentences for c in s.claim_ids}
+        if any(truth[c.id] != "verified" and c.id not in placed for c in claims):
+            assert not any(s.shown for s in out.sentences)  # unplaceable: nothing shown
