@@ -106,8 +106,6 @@ class Ingestor:
                     )
                     continue
                 self._file(f.path, run)
-                if sum(len(p.chunks) for p in run.pending) >= self.batch_chunks:
-                    self._flush(run)
             self._flush(run)
             if progress:
                 progress(len(found), len(found), "")
@@ -151,6 +149,9 @@ class Ingestor:
             return
         for doc in docs:
             self._document(doc, origin, run)
+            # flush inside the file too: a large JSONL commits in batches, not all at the end
+            if sum(len(p.chunks) for p in run.pending) >= self.batch_chunks:
+                self._flush(run)
 
     def _load(self, path: Path, run: _Run) -> list[Document]:
         size = path.stat().st_size

@@ -1,0 +1,144 @@
+"""The ingest run: incremental by hash, replace, prune, failures recorded, batch continues."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from affidavit.core.errors import RetrievalError
+from affidavit.core.settings import IngestSettings
+from affidavit.ingest.pipeline import Ingestor
+from affidavit.store.local import LocalStore
+from affidavit.testing.embedder import FakeEmbedder
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "a.txt").write_text("The Eiffel Tower is in Paris. It opened in 1889.", encoding="utf-8")
+    (d / "b.md").write_text("# Curie\n\nMarie Curie discovered radium.", encoding="utf-8")
+    (d / "bad.txt").write_bytes("caf\xe9".encode("latin-1"))
+    return d
+
+
+def _ingest(store: LocalStore, *paths: Path, prune: bool = False, **kw: object) -> dict[str, int]:
+    emb = FakeEmbedder()
+    return Ingestor(store, emb, IngestSettings(**kw)).ingest(list(paths), prune=prune).counts()  # type: ignore[arg-type]
+
+
+def test_first_run_adds_and_records_failures(tmp_path: Path, docs: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder()).ingest([docs])
+    assert report.counts()["added"] == 2
+    [failed] = report.failed
+    assert failed.source.endswith("bad.txt") and "UTF-8" in failed.reason
+    assert report.chunks_total == store.count()[1] == 2
+
+
+def test_rerun_does_no_work(tmp_path: Path, docs: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    emb = FakeEmbedder()
+    Ingestor(store, emb).ingest([docs])
+    calls = emb.calls
+    gen = store.generation()
+    report = Ingestor(store, emb).ingest([docs])
+    assert report.counts()["skipped"] == 2
+    assert emb.calls == calls  # nothing embedded
+    assert store.generation() == gen  # nothing written
+
+
+def test_changed_file_replaced(tmp_path: Path, docs: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    _ingest(store, docs)
+    (docs / "a.txt").write_text("The Eiffel Tower is 330 metres tall.", encoding="utf-8")
+    counts = _ingest(store, docs)
+    assert counts["replaced"] == 1 and counts["skipped"] == 1
+    texts = [h.chunk.text for h in store.search_lexical("Eiffel", 5)]
+    assert texts == ["The Eiffel Tower is 330 metres tall."]
+
+
+def test_prune_removes_vanished_but_keeps_failed(tmp_path: Path, docs: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    _ingest(store, docs)
+    (docs / "b.md").unlink()
+    assert _ingest(store, docs)["pruned"] == 0  # without --prune nothing is removed
+    assert store.count()[0] == 2
+    # a file that is unreadable this time keeps its stored version
+    (docs / "a.txt").write_bytes(b"\xff\xfe broken now")
+    counts = _ingest(store, docs, prune=True)
+    assert counts["pruned"] == 1 and counts["failed"] >= 1
+    assert store.count()[0] == 1
+    assert store.search_lexical("Eiffel", 1)
+
+
+def test_size_limit(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "big.txt").write_text("word " * 300_000, encoding="utf-8")  # 1.5 MB
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder(), IngestSettings(max_file_mb=1)).ingest([d])
+    [f] = report.failed
+    assert "limit" in f.reason and "max_file_mb" in f.reason
+
+
+def test_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    rows = [
+        {"id": 7, "text": "Seven is a number.", "url": "https://a.example.org/7"},
+        {"id": "x", "text": "Ex marks the spot.", "metadata": {"date": "2020-02-02"}},
+        {"id": "x", "text": "Duplicate id."},
+        {"text": "no id"},
+    ]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n{oops\n", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder()).ingest([p])
+    assert set(store.records()) == {"7", "x"}
+    reasons = sorted(o.reason for o in report.failed)
+    assert len(reasons) == 3
+    assert any("duplicate" in r for r in reasons)
+    assert any("invalid JSON" in r for r in reasons)
+    hit = store.search_lexical("seven", 1)[0].chunk
+    assert hit.doc_id == "7" and hit.url == "https://a.example.org/7"
+    assert hit.metadata["domain"] == "a.example.org"
+
+
+class _BrokenEmbedder(FakeEmbedder):
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        if any("explode" in t for t in texts):
+            raise RetrievalError("embedding backend down")
+        return super().embed(texts)
+
+
+def test_embedding_failure_fails_batch_not_run(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.txt").write_text("fine text here.", encoding="utf-8")
+    (d / "b.txt").write_text("this will explode.", encoding="utf-8")
+    (d / "c.txt").write_text("more fine text.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, _BrokenEmbedder(), batch_chunks=1).ingest([d])
+    c = report.counts()
+    assert c["added"] == 2 and c["failed"] == 1
+    assert "backend down" in report.failed[0].reason
+    assert store.check() == []
+
+
+def test_empty_file_fails(tmp_path: Path) -> None:
+    (tmp_path / "e.txt").write_bytes(b"")
+    (tmp_path / "w.txt").write_text("   \n\n  ")
+    report = Ingestor(LocalStore(tmp_path / "s"), FakeEmbedder()).ingest(
+        [tmp_path / "e.txt", tmp_path / "w.txt"]
+    )
+    assert [o.status for o in report.outcomes] == ["failed", "failed"]
+    assert all("empty" in o.reason for o in report.outcomes)
+
+
+def test_progress_callback(tmp_path: Path, docs: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    Ingestor(LocalStore(tmp_path / "s"), FakeEmbedder()).ingest(
+        [docs], progress=lambda d, t, s: seen.append((d, t))
+    )
+    assert seen[-1] == (3, 3)
