@@ -95,6 +95,12 @@ def main() -> None:
     ap.add_argument("--llm-chunks", type=int, default=40)
     ap.add_argument("--write-calibration", action="store_true")
     ap.add_argument(
+        "--llm-only",
+        action="store_true",
+        help="only the LLM evaluator (and the model evaluator on the same passages), "
+        "written to evaluator_quality_llm.json after every chunk",
+    )
+    ap.add_argument(
         "--out", default=str(ROOT / "benchmarks" / "results" / "evaluator_quality.json")
     )
     args = ap.parse_args()
@@ -106,6 +112,10 @@ def main() -> None:
     rng.shuffle(pairs)
     half = len(pairs) // 2
     calib, held = pairs[:half], pairs[half:]
+    if args.llm_only:
+        out = Path(args.out).with_name("evaluator_quality_llm.json")
+        run_llm_only(held, args.llm_chunks, out)
+        return
     print(
         f"{len(pairs)} questions ({len(calib)} calibration, {len(held)} held out); "
         f"pairs built in {time.perf_counter() - t0:.1f}s"
@@ -218,9 +228,10 @@ def run_llm(
 ) -> dict[str, Any]:
     try:
         from affidavit.core.settings import load_settings
-        from affidavit.generate import build_generator  # type: ignore[attr-defined]
+        from affidavit.generate.factory import make_generator
 
-        gen = build_generator(load_settings().generate)
+        settings = load_settings(overrides={"generate": {"threads": 2}})
+        gen = make_generator(settings.generate, cache_dir=settings.resolved_home() / "models")
     except Exception as exc:
         return {"status": f"not run: embedded generator unavailable ({exc!r})"}
     ev = LLMRelevanceEvaluator(gen)
@@ -248,6 +259,62 @@ def run_llm(
         "ms_per_chunk_median": statistics.median(ms),
         "model_balanced_accuracy_same_sample": balanced_accuracy(same, yh[: 2 * n_q], 5.0),
     }
+
+
+def run_llm_only(held: list[dict[str, Any]], n_chunks: int, out: Path) -> None:
+    """LLM rubric vs model evaluator on the same held-out passages, saved after every chunk."""
+    from affidavit.core.settings import load_settings
+    from affidavit.generate.factory import make_generator
+
+    settings = load_settings(overrides={"generate": {"threads": 2}})
+    gen = make_generator(settings.generate, cache_dir=settings.resolved_home() / "models")
+    llm = LLMRelevanceEvaluator(gen)
+    model = ModelRelevanceEvaluator(threads=1)
+    rows: list[dict[str, Any]] = []
+    for it in held[: max(1, n_chunks // 2)]:
+        for text, label in ((it["pos"], 1), (it["neg"], 0)):
+            s = time.perf_counter()
+            r = llm.score_one(it["question"], text)
+            llm_ms = (time.perf_counter() - s) * 1000
+            s = time.perf_counter()
+            (m,) = model.score(it["question"], [text])
+            model_ms = (time.perf_counter() - s) * 1000
+            rows.append(
+                {
+                    "row": it["row"],
+                    "label": label,
+                    "llm_score": r.score,
+                    "llm_error": r.error,
+                    "llm_reason": r.reason,
+                    "llm_ms": llm_ms,
+                    "model_score": m.score,
+                    "model_ms": model_ms,
+                }
+            )
+            lb = np.array([x["label"] for x in rows])
+            summary: dict[str, Any] = {
+                "benchmark": "evaluator_quality_llm",
+                "generator": gen.name,
+                "machine": f"{platform.machine()} {os.cpu_count()} cpus (shared), 2 LLM threads",
+                "n": len(rows),
+                "decision": "relevant iff score >= 5.0",
+            }
+            if 0 < lb.sum() < len(lb):
+                for key in ("llm", "model"):
+                    sc = np.array([x[f"{key}_score"] for x in rows])
+                    summary[key] = {
+                        "balanced_accuracy": balanced_accuracy(sc, lb, 5.0),
+                        "auc": auc(sc, lb),
+                        "ms_per_chunk_median": statistics.median(x[f"{key}_ms"] for x in rows),
+                    }
+                summary["llm"]["parse_errors"] = sum(x["llm_error"] is not None for x in rows)
+            summary["rows"] = rows
+            out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+            print(
+                f"{len(rows)} chunks: llm {r.score:.0f} ({llm_ms / 1000:.0f}s) model "
+                f"{m.score:.1f} label {label}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -215,7 +215,7 @@ def load_calibration(path: Path = CALIBRATION_PATH) -> dict[str, Any]:
 
 
 RUBRIC = """You grade how useful a passage is for answering a question. Reply with JSON only:
-{"score": <integer 0-10>, "reason": "<one short sentence>"}
+{"score": <integer 0-10>, "reason": "<at most 12 words>"}
 Rubric:
 10 = the passage states the answer directly.
 7-9 = the passage contains most of the facts needed to answer.
@@ -275,7 +275,7 @@ class LLMRelevanceEvaluator:
     """
 
     def __init__(
-        self, generator: Generator, *, max_passage_chars: int = 2000, max_tokens: int = 80
+        self, generator: Generator, *, max_passage_chars: int = 2000, max_tokens: int = 60
     ) -> None:
         if max_passage_chars < 1 or max_tokens < 1:
             raise ValueError("max_passage_chars and max_tokens must be positive")

@@ -115,12 +115,12 @@ class CorrectiveRetrieval:
     def config(self) -> dict[str, object]:
         """The effective configuration (for certificates)."""
         return {
-            "evaluator": self.evaluator.name,
+            **self.settings.model_dump(mode="json", exclude={"tavily_api_key", "brave_api_key"}),
+            "evaluator_name": self.evaluator.name,
             "web": self.web.name if self.web is not None else "none",
             "rewriter": type(self.rewriter).__name__ if self.rewriter is not None else None,
             "fetcher": type(self.fetcher).__name__ if self.fetcher is not None else None,
             "max_web_chars": self.max_web_chars,
-            **self.settings.model_dump(mode="json", exclude={"tavily_api_key", "brave_api_key"}),
         }
 
     def _grade(
