@@ -216,3 +216,22 @@ def test_replay_against_a_real_local_store(home: Path, tmp_path: Path) -> None:
         assert code == 2 and "verifier cannot run here" in out
     else:
         assert code in (0, 1), out
+
+
+def test_encrypted_key_from_the_cli(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = CliRunner().invoke(app, ["keys", "generate", "--encrypt"], input="s3cret\ns3cret\n")
+    assert result.exit_code == 0, result.output
+    assert b"ENCRYPTED" in (home / "keys" / "signing.pem").read_bytes()
+    from affidavit.core.errors import SigningKeyError
+
+    with pytest.raises(SigningKeyError, match="is encrypted"):
+        certify_answer("q", ANSWER, CLAIMS, VERDICTS, Settings(home=home))
+    monkeypatch.setenv("AFFIDAVIT_CERTIFY__KEY_PASSPHRASE", "s3cret")
+    path = tmp_path / "c.json"
+    from affidavit.core.settings import load_settings
+
+    certify_answer("q", ANSWER, CLAIMS, VERDICTS, load_settings(), path=path)
+    assert run("certificate", "verify", str(path))[0] == 0
+    assert "s3cret" not in path.read_text()

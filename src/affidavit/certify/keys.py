@@ -84,13 +84,17 @@ def public_key_from_b64(text: str) -> Ed25519PublicKey:
         raise CertificateError(f"embedded public key is malformed: {exc}") from exc
 
 
-def generate_key(path: Path, *, force: bool = False) -> Ed25519PrivateKey:
+def generate_key(
+    path: Path, *, force: bool = False, passphrase: str | None = None
+) -> Ed25519PrivateKey:
     """Create a new Ed25519 key: private PEM at ``path`` (mode 0600), public PEM beside it.
 
     Args:
         path: private key file to write; parent folders are created (mode 0700).
         force: replace an existing key (the old one is lost: certificates it signed still verify
             against its public key only if you kept it).
+        passphrase: encrypt the private key with it (PKCS#8, the library's best available
+            encryption); None writes it unencrypted, protected by file mode only.
 
     Raises:
         SigningKeyError: the key exists and ``force`` is False, or it cannot be written.
@@ -105,7 +109,9 @@ def generate_key(path: Path, *, force: bool = False) -> Ed25519PrivateKey:
     private_pem = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
+        serialization.BestAvailableEncryption(passphrase.encode("utf-8"))
+        if passphrase
+        else serialization.NoEncryption(),
     )
     public_pem = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -128,11 +134,11 @@ def generate_key(path: Path, *, force: bool = False) -> Ed25519PrivateKey:
     return key
 
 
-def load_private_key(path: Path) -> Ed25519PrivateKey:
-    """Read an unencrypted PKCS#8 PEM Ed25519 private key.
+def load_private_key(path: Path, passphrase: str | None = None) -> Ed25519PrivateKey:
+    """Read a PKCS#8 PEM Ed25519 private key (encrypted ones need ``passphrase``).
 
     Raises:
-        SigningKeyError: missing, unreadable, encrypted, or not an Ed25519 key.
+        SigningKeyError: missing, unreadable, wrong or missing passphrase, or not Ed25519.
     """
     try:
         data = path.read_bytes()
@@ -145,11 +151,20 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         raise SigningKeyError(
             f"cannot read signing key {path}: {exc.strerror or exc}", source=str(path)
         ) from exc
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+    encrypted = b"ENCRYPTED" in data
+    if encrypted and not passphrase:
         raise SigningKeyError(
-            f"signing key {path} is not an unencrypted PEM private key: {exc}", source=str(path)
+            f"signing key {path} is encrypted: set AFFIDAVIT_CERTIFY__KEY_PASSPHRASE",
+            source=str(path),
+        )
+    try:
+        key = serialization.load_pem_private_key(
+            data, password=passphrase.encode("utf-8") if encrypted and passphrase else None
+        )
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        what = "the passphrase is wrong or the key is damaged" if encrypted else str(exc)
+        raise SigningKeyError(
+            f"signing key {path} cannot be read as a PEM private key: {what}", source=str(path)
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise SigningKeyError(
@@ -164,7 +179,10 @@ def load_signing_key(settings: Settings) -> Ed25519PrivateKey:
     Raises:
         SigningKeyError: no key there (the message says how to create one), or unreadable.
     """
-    return load_private_key(default_key_path(settings))
+    secret = settings.certify.key_passphrase
+    return load_private_key(
+        default_key_path(settings), secret.get_secret_value() if secret is not None else None
+    )
 
 
 def load_public_key(source: PublicKeyLike) -> Ed25519PublicKey:
@@ -234,5 +252,5 @@ def trusted_keys(
             if pub.is_file():
                 keys.append(load_public_key(pub))
             elif own.is_file():
-                keys.append(load_private_key(own).public_key())
+                keys.append(load_signing_key(settings).public_key())
     return {key_id(k): k for k in keys}

@@ -1,7 +1,7 @@
 """CLI commands of the certify stage: signing keys, certificate checks and JSON Schemas.
 
 Commands:
-    affidavit keys generate [--force]
+    affidavit keys generate [--force] [--encrypt]
     affidavit keys show
     affidavit certificate verify CERT.json [--public-key FILE]... [--store DIR [--replay]]
     affidavit export-schemas DIR
@@ -45,6 +45,13 @@ def keys_generate(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing key (the old one is lost).")
     ] = False,
+    encrypt: Annotated[
+        bool,
+        typer.Option(
+            "--encrypt",
+            help="Encrypt the key with a passphrase (AFFIDAVIT_CERTIFY__KEY_PASSPHRASE, or asked).",
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Create a signing key at the configured location (certify.key_path or <home>/keys)."""
@@ -53,8 +60,18 @@ def keys_generate(
 
     settings = cli_settings(config)
     path = default_key_path(settings)
+    passphrase: str | None = None
+    if encrypt:
+        secret = settings.certify.key_passphrase
+        passphrase = (
+            secret.get_secret_value()
+            if secret is not None
+            else typer.prompt("passphrase", hide_input=True, confirmation_prompt=True)
+        )
+        if not passphrase:
+            raise fail_usage("--encrypt needs a non-empty passphrase")
     try:
-        key = generate_key(path, force=force)
+        key = generate_key(path, force=force, passphrase=passphrase)
     except SigningKeyError as exc:
         raise fail_usage(exc.message) from None
     typer.echo(f"private key: {path}")
@@ -65,13 +82,13 @@ def keys_generate(
 @keys_app.command("show")
 def keys_show(config: ConfigOpt = None) -> None:
     """Print the signing key's id and public key file (share that file so others can trust it)."""
-    from affidavit.certify.keys import default_key_path, key_id, load_private_key, public_key_path
+    from affidavit.certify.keys import default_key_path, key_id, load_signing_key, public_key_path
     from affidavit.core.errors import AffidavitError
 
     settings = cli_settings(config)
     path = default_key_path(settings)
     try:
-        key = load_private_key(path)
+        key = load_signing_key(settings)
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None
     typer.echo(f"private key: {path}")

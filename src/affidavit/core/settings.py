@@ -211,6 +211,10 @@ class CertifySettings(Section):
     trusted_keys: list[Path] = Field(
         default_factory=list, description="Public keys (PEM) trusted when verifying."
     )
+    key_passphrase: SecretStr | None = Field(
+        default=None,
+        description="Passphrase of an encrypted key (env AFFIDAVIT_CERTIFY__KEY_PASSPHRASE).",
+    )
 
 
 class GenerateSettings(Section):

@@ -53,7 +53,7 @@ def test_missing_key_is_a_clear_error(tmp_path: Path) -> None:
 def test_not_an_ed25519_key_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pem"
     bad.write_text("-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n")
-    with pytest.raises(SigningKeyError, match="not an unencrypted PEM private key"):
+    with pytest.raises(SigningKeyError, match="cannot be read as a PEM private key"):
         load_private_key(bad)
     with pytest.raises(CertificateError):
         load_public_key(tmp_path / "missing.pub.pem")
@@ -69,3 +69,19 @@ def test_trusted_keys_gather_own_settings_and_extra(tmp_path: Path) -> None:
     keys = trusted_keys(settings, [tmp_path / "stranger.pub.pem"])
     assert set(keys) == {key_id(k.public_key()) for k in (own, friend, stranger)}
     assert key_id(own.public_key()) not in trusted_keys(settings, include_own=False)
+
+
+def test_encrypted_key_needs_its_passphrase(tmp_path: Path) -> None:
+    path = tmp_path / "home" / "keys" / "signing.pem"
+    key = generate_key(path, passphrase="correct horse")
+    assert b"ENCRYPTED PRIVATE KEY" in path.read_bytes()
+    with pytest.raises(
+        SigningKeyError, match="is encrypted: set AFFIDAVIT_CERTIFY__KEY_PASSPHRASE"
+    ):
+        load_private_key(path)
+    with pytest.raises(SigningKeyError, match="passphrase is wrong"):
+        load_private_key(path, "battery staple")
+    assert key_id(load_private_key(path, "correct horse").public_key()) == key_id(key.public_key())
+    settings = Settings(home=tmp_path / "home", certify={"key_passphrase": "correct horse"})
+    assert key_id(load_signing_key(settings).public_key()) == key_id(key.public_key())
+    assert "correct horse" not in str(settings.effective())
