@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -15,86 +12,17 @@ import pytest
 from affidavit.core.errors import GenerationError
 from affidavit.core.types import Message
 from affidavit.generate.openai_compat import OpenAICompatGenerator
+from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
 
 pytestmark = pytest.mark.integration
 
 USER = [Message(role="user", content="What is the capital of France?")]
 
 
-@dataclass
-class Reply:
-    """One scripted server reply."""
-
-    status: int = 200
-    content: str = "Paris [1]."
-    stream_pieces: list[str] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    body: str | None = None  # raw body overrides the completion JSON
-
-
-@dataclass
-class FakeOpenAI:
-    replies: list[Reply]
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    url: str = ""
-
-
-def _completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "x",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-    }
-
-
-def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length))
-            state.requests.append(body)
-            state.headers.append(dict(self.headers))
-            assert self.path == "/v1/chat/completions"
-            reply = state.replies.pop(0) if len(state.replies) > 1 else state.replies[0]
-            if reply.stream_pieces is not None and reply.status == 200:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                self.wfile.write(b": keep-alive\n\n")
-                for piece in reply.stream_pieces:
-                    event = {"choices": [{"index": 0, "delta": {"content": piece}}]}
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                    time.sleep(0.01)
-                final = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
-                return
-            payload = (reply.body or json.dumps(_completion(reply.content))).encode()
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for k, v in reply.headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(payload)
-
-    return Handler
-
-
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI(replies=[Reply()])
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer([FakeReply(content="Paris [1].")]) as srv:
+        yield srv
 
 
 def _client(url: str, **kw: Any) -> OpenAICompatGenerator:
@@ -102,8 +30,8 @@ def _client(url: str, **kw: Any) -> OpenAICompatGenerator:
     return OpenAICompatGenerator(url, model="m", api_key="sk-test", **kw)
 
 
-def test_generate_sends_chat_request(server: FakeOpenAI) -> None:
-    server.replies = [Reply(content="Paris is the capital [1].")]
+def test_generate_sends_chat_request(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(content="Paris is the capital [1].")]
     out = _client(server.url, max_tokens=33).generate(USER)
     assert out == "Paris is the capital [1]."
     req = server.requests[0]
@@ -114,44 +42,47 @@ def test_generate_sends_chat_request(server: FakeOpenAI) -> None:
     assert server.headers[0]["Authorization"] == "Bearer sk-test"
 
 
-def test_stream_yields_pieces_as_sent(server: FakeOpenAI) -> None:
-    server.replies = [Reply(stream_pieces=["Par", "is", " [1]", "."])]
+def test_stream_yields_pieces_as_sent(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(stream_pieces=["Par", "is", " [1]", "."])]
     pieces = list(_client(server.url).stream(USER))
     assert pieces == ["Par", "is", " [1]", "."]
     assert server.requests[0]["stream"] is True
 
 
-def test_retries_500_then_succeeds(server: FakeOpenAI) -> None:
-    server.replies = [Reply(status=500, body='{"error": "overloaded"}'), Reply(content="ok")]
+def test_retries_500_then_succeeds(server: FakeOpenAIServer) -> None:
+    server.replies = [
+        FakeReply(status=500, body='{"error": "overloaded"}'),
+        FakeReply(content="ok"),
+    ]
     assert _client(server.url, max_retries=2).generate(USER) == "ok"
     assert len(server.requests) == 2
 
 
-def test_stream_retries_before_first_piece(server: FakeOpenAI) -> None:
-    server.replies = [Reply(status=503, body="{}"), Reply(stream_pieces=["a", "b"])]
+def test_stream_retries_before_first_piece(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(status=503, body="{}"), FakeReply(stream_pieces=["a", "b"])]
     assert list(_client(server.url, max_retries=1).stream(USER)) == ["a", "b"]
     assert len(server.requests) == 2
 
 
-def test_429_honours_retry_after(server: FakeOpenAI) -> None:
+def test_429_honours_retry_after(server: FakeOpenAIServer) -> None:
     server.replies = [
-        Reply(status=429, body="{}", headers={"Retry-After": "0.3"}),
-        Reply(content="ok"),
+        FakeReply(status=429, body="{}", headers={"Retry-After": "0.3"}),
+        FakeReply(content="ok"),
     ]
     start = time.perf_counter()
     assert _client(server.url, max_retries=1).generate(USER) == "ok"
     assert time.perf_counter() - start >= 0.3
 
 
-def test_gives_up_after_max_retries(server: FakeOpenAI) -> None:
-    server.replies = [Reply(status=502, body="bad gateway")]
+def test_gives_up_after_max_retries(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(status=502, body="bad gateway")]
     with pytest.raises(GenerationError, match="after 3 attempts"):
         _client(server.url, max_retries=2).generate(USER)
     assert len(server.requests) == 3
 
 
-def test_client_error_is_not_retried(server: FakeOpenAI) -> None:
-    server.replies = [Reply(status=401, body='{"error": "bad key"}')]
+def test_client_error_is_not_retried(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(status=401, body='{"error": "bad key"}')]
     with pytest.raises(GenerationError, match="401"):
         _client(server.url, max_retries=3).generate(USER)
     assert len(server.requests) == 1
@@ -176,8 +107,8 @@ SCHEMA = {
 }
 
 
-def test_json_schema_sent_as_response_format(server: FakeOpenAI) -> None:
-    server.replies = [Reply(content='{"score": 8}')]
+def test_json_schema_sent_as_response_format(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(content='{"score": 8}')]
     out = _client(server.url).generate(USER, json_schema=SCHEMA)
     assert json.loads(out) == {"score": 8}
     rf = server.requests[0]["response_format"]
@@ -185,11 +116,11 @@ def test_json_schema_sent_as_response_format(server: FakeOpenAI) -> None:
     assert rf["json_schema"]["schema"] == SCHEMA
 
 
-def test_json_schema_falls_back_to_prompt_when_unsupported(server: FakeOpenAI) -> None:
+def test_json_schema_falls_back_to_prompt_when_unsupported(server: FakeOpenAIServer) -> None:
     server.replies = [
-        Reply(status=400, body='{"error": "response_format not supported"}'),
-        Reply(content='Here you go: {"score": 4}'),
-        Reply(content='{"score": 5}'),
+        FakeReply(status=400, body='{"error": "response_format not supported"}'),
+        FakeReply(content='Here you go: {"score": 4}'),
+        FakeReply(content='{"score": 5}'),
     ]
     llm = _client(server.url)
     assert json.loads(llm.generate(USER, json_schema=SCHEMA)) == {"score": 4}
@@ -203,13 +134,13 @@ def test_json_schema_falls_back_to_prompt_when_unsupported(server: FakeOpenAI) -
     assert len(server.requests) == 3
 
 
-def test_non_conforming_json_fails_closed(server: FakeOpenAI) -> None:
-    server.replies = [Reply(content='{"score": 42}')]
+def test_non_conforming_json_fails_closed(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(content='{"score": 42}')]
     with pytest.raises(GenerationError, match="maximum"):
         _client(server.url).generate(USER, json_schema=SCHEMA)
 
 
-def test_malformed_completion_is_an_error(server: FakeOpenAI) -> None:
-    server.replies = [Reply(body='{"choices": []}')]
+def test_malformed_completion_is_an_error(server: FakeOpenAIServer) -> None:
+    server.replies = [FakeReply(body='{"choices": []}')]
     with pytest.raises(GenerationError, match="malformed"):
         _client(server.url).generate(USER)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from affidavit.core.errors import GenerationError
@@ -106,3 +106,113 @@ class FakeGenerator:
         self.calls.append(FakeCall("stream", tuple(messages), max_tokens, None))
         text = self._next(messages)
         yield from (m.group(0) for m in re.finditer(r"\s*\S+|\s+$", text))
+
+
+@dataclass
+class FakeReply:
+    """One scripted reply of :class:`FakeOpenAIServer`."""
+
+    status: int = 200
+    content: str = ""
+    stream_pieces: list[str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None  # a raw body instead of the completion JSON
+
+
+class FakeOpenAIServer:
+    """A tiny OpenAI-compatible ``/v1/chat/completions`` server on loopback, for tests.
+
+    Replies come from ``replies`` in order (the last one repeats); streaming requests get the
+    reply's ``stream_pieces`` (or its content split into words) as SSE events. Every request body
+    and its headers are recorded.
+
+    Example:
+        >>> with FakeOpenAIServer([FakeReply(content="Paris [1].")]) as srv:
+        ...     import httpx
+        ...     r = httpx.post(srv.url + "/chat/completions", json={"messages": []})
+        ...     r.json()["choices"][0]["message"]["content"]
+        'Paris [1].'
+    """
+
+    def __init__(self, replies: Sequence[FakeReply]) -> None:
+        if not replies:
+            raise ValueError("FakeOpenAIServer needs at least one reply")
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.url = ""
+        self._httpd: Any = None
+        self._thread: Any = None
+
+    def _next(self) -> FakeReply:
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+    def __enter__(self) -> FakeOpenAIServer:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append(body)
+                server.headers.append(dict(self.headers))
+                reply = server._next()
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    reply = FakeReply(status=404, body='{"error": "not found"}')
+                if body.get("stream") and reply.status == 200:
+                    self._stream(reply)
+                    return
+                payload = (
+                    reply.body
+                    or json.dumps(
+                        {
+                            "id": "fake",
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": reply.content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                        }
+                    )
+                ).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _stream(self, reply: FakeReply) -> None:
+                pieces = reply.stream_pieces
+                if pieces is None:
+                    pieces = [m.group(0) for m in re.finditer(r"\s*\S+", reply.content)]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(b": keep-alive\n\n")
+                for piece in pieces:
+                    event = {"choices": [{"index": 0, "delta": {"content": piece}}]}
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                final = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
