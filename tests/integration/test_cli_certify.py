@@ -78,6 +78,11 @@ def test_keys_generate_then_sign_then_verify(home: Path, tmp_path: Path) -> None
     code, out = run("certificate", "verify", str(cert_path), "--json")
     assert code == 0 and json.loads(out)["valid"] is True
 
+    code, out = run("certificate", "show", str(cert_path))
+    assert code == 0, out
+    assert "What is Paris?" in out and "verified" in out and "unverified" in out
+    assert "[doc d1" in out.replace("\n", " ")  # evidence locations are not eaten as markup
+
 
 def test_foreign_key_needs_public_key_option(home: Path, tmp_path: Path) -> None:
     foreign = generate_key(tmp_path / "foreign.pem")

@@ -4,6 +4,7 @@ Commands:
     affidavit keys generate [--force] [--encrypt]
     affidavit keys show
     affidavit certificate verify CERT.json [--public-key FILE]... [--store DIR [--replay]]
+    affidavit certificate show CERT.json
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
 
@@ -235,6 +236,43 @@ def certificate_verify(
         for r in reasons:
             typer.echo(f"  - {r}", err=True)
     raise typer.Exit(EXIT_OK if valid else EXIT_FAIL)
+
+
+@certificate_app.command("show")
+def certificate_show(
+    cert: Annotated[Path, typer.Argument(help="The certificate JSON file.")],
+) -> None:
+    """Print a certificate's claims, decisions and reasons (does not check the signature)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from affidavit.certify.certificate import load_certificate
+
+    with usage_errors():
+        c = load_certificate(cert)
+    console = Console()
+    console.print(f"question:  {escape(c.question)}")
+    console.print(f"created:   {c.created_at}   key id: {c.key_id or '(unsigned)'}")
+    console.print(
+        f"policy:    {c.policy.preset} (tau_entail {c.policy.tau_entail}, "
+        f"tau_contradict {c.policy.tau_contradict}, display {c.policy.display})"
+    )
+    if c.models:
+        console.print("models:    " + ", ".join(f"{m.name} ({m.sha256[:12]})" for m in c.models))
+    table = Table("claim", "decision", "p_entail", "p_contra", "text", "reason", show_lines=True)
+    style = {"verified": "green", "unverified": "yellow", "blocked": "red"}
+    for r in c.claims:
+        table.add_row(
+            r.claim.id,
+            f"[{style[r.decision]}]{r.decision}[/]",
+            "-" if r.p_entail is None else f"{r.p_entail:.2f}",
+            "-" if r.p_contradict is None else f"{r.p_contradict:.2f}",
+            escape(r.claim.text),
+            escape(r.reason),  # evidence locations look like [markup]
+        )
+    console.print(table)
+    console.print("(not checked: run `affidavit certificate verify` to check the signature)")
 
 
 def export_schemas_cmd(
