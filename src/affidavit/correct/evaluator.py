@@ -8,6 +8,9 @@ Two backends behind :class:`affidavit.correct.base.RelevanceEvaluator`:
   ``benchmarks/evaluator_quality.py`` and ``relevance_calibration.json``). ``score = 10 * p``.
 * :class:`LLMRelevanceEvaluator`: the CRAG rubric through any :class:`Generator`, strict JSON
   ``{"score": int 0-10, "reason": str}``; anything unparsable scores 0 with the error recorded.
+* :class:`PairScorerRelevanceEvaluator`: any verifier :class:`PairScorer` (the packaged NLI
+  cross-encoder) as a relevance signal: ``10 * (1 - p_neutral)`` (the passage speaks to the
+  question, for or against) or ``10 * p_entail``. Not calibrated for relevance; measure it first.
 
 Example:
     >>> from affidavit.correct.fakes import KeywordEvaluator
@@ -30,6 +33,7 @@ from affidavit.core.correction import RelevanceScore
 from affidavit.core.errors import GenerationError, ModelError
 from affidavit.core.types import Message
 from affidavit.generate.base import Generator
+from affidavit.verify.base import PairScorer
 
 log = logging.getLogger(__name__)
 
@@ -308,3 +312,54 @@ class LLMRelevanceEvaluator:
     def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
         """Score each passage (sequentially: a local LLM gains nothing from threads here)."""
         return [self.score_one(question, p) for p in passages]
+
+
+class PairScorerRelevanceEvaluator:
+    """A verifier cross-encoder (:class:`PairScorer`) used as a relevance evaluator.
+
+    The question is scored as the "claim" against each passage as "evidence". An NLI model does
+    not entail a question, so the default signal is ``1 - p_neutral``: how much the passage
+    bears on the question at all. A stage error scores 0 (fail closed).
+
+    Args:
+        scorer: the pair scorer (e.g. ``affidavit.verify.crossencoder.OnnxCrossEncoder``).
+        signal: ``"not_neutral"`` (default) or ``"entail"``.
+
+    Example:
+        >>> from affidavit.verify.crossencoder import load_cross_encoder  # doctest: +SKIP
+        >>> ev = PairScorerRelevanceEvaluator(load_cross_encoder(settings.verify))  # doctest: +SKIP
+    """
+
+    def __init__(self, scorer: PairScorer, *, signal: str = "not_neutral") -> None:
+        if signal not in ("not_neutral", "entail"):
+            raise ValueError(f"signal must be 'not_neutral' or 'entail', not {signal!r}")
+        self.scorer = scorer
+        self.signal = signal
+        self.name = f"pair:{scorer.name}:{signal}"
+
+    def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
+        """Score each passage 0-10 from the scorer's 3-way probabilities."""
+        if not passages:
+            return []
+        try:
+            stages = self.scorer.score([(question, p) for p in passages])
+        except Exception as exc:  # fail closed: a scorer crash means "not relevant"
+            return [
+                RelevanceScore(score=0.0, error=f"pair scorer failed: {exc!r}") for _ in passages
+            ]
+        if len(stages) != len(passages):
+            err = f"pair scorer returned {len(stages)} scores for {len(passages)} passages"
+            return [RelevanceScore(score=0.0, error=err) for _ in passages]
+        out = []
+        for st in stages:
+            if st.error is not None:
+                out.append(RelevanceScore(score=0.0, error=st.error))
+                continue
+            p = st.p_entail if self.signal == "entail" else 1.0 - st.p_neutral
+            out.append(
+                RelevanceScore(
+                    score=round(10.0 * min(max(p, 0.0), 1.0), 4),
+                    reason=f"e={st.p_entail:.2f} n={st.p_neutral:.2f} c={st.p_contradict:.2f}",
+                )
+            )
+        return out

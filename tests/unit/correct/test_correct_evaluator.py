@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from affidavit.core.errors import GenerationError, ModelError
+from affidavit.core.types import StageScore
 from affidavit.correct.evaluator import (
     SCORE_SCHEMA,
     LLMRelevanceEvaluator,
     ModelRelevanceEvaluator,
+    PairScorerRelevanceEvaluator,
     bm25_saturation,
     content_terms,
     fit_logistic,
@@ -147,3 +149,47 @@ def test_fit_logistic_recovers_a_separable_direction() -> None:
     assert w[0] > 0 > w[1]
     acc = ((x @ w + b > 0) == (y == 1)).mean()
     assert acc > 0.9
+
+
+class FakePairScorer:
+    name = "fake-nli"
+
+    def __init__(self, probs: list[tuple[float, float, float]], error: str | None = None) -> None:
+        self.probs = probs
+        self.error = error
+        self.pairs: list[tuple[str, str]] = []
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[StageScore]:
+        self.pairs.extend(pairs)
+        return [
+            StageScore(
+                stage="cross_encoder",
+                p_entail=e,
+                p_neutral=n,
+                p_contradict=c,
+                label="supported",
+                error=self.error,
+            )
+            for e, n, c in self.probs
+        ]
+
+
+def test_pair_scorer_relevance_signals() -> None:
+    scorer = FakePairScorer([(0.7, 0.2, 0.1), (0.05, 0.9, 0.05)])
+    ev = PairScorerRelevanceEvaluator(scorer)
+    out = ev.score("q?", ["a", "b"])
+    assert [r.score for r in out] == [pytest.approx(8.0), pytest.approx(1.0)]
+    assert scorer.pairs == [("q?", "a"), ("q?", "b")]  # question as claim, passage as evidence
+    ent = PairScorerRelevanceEvaluator(scorer, signal="entail").score("q?", ["a", "b"])
+    assert [r.score for r in ent] == [pytest.approx(7.0), pytest.approx(0.5)]
+
+
+def test_pair_scorer_errors_fail_closed() -> None:
+    out = PairScorerRelevanceEvaluator(FakePairScorer([(0.9, 0.05, 0.05)], error="too long")).score(
+        "q", ["a"]
+    )
+    assert out[0].score == 0.0 and out[0].error == "too long"
+    wrong = PairScorerRelevanceEvaluator(FakePairScorer([])).score("q", ["a"])
+    assert wrong[0].score == 0.0 and wrong[0].error
+    with pytest.raises(ValueError):
+        PairScorerRelevanceEvaluator(FakePairScorer([]), signal="bogus")
