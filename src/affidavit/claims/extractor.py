@@ -203,6 +203,9 @@ class RuleBasedExtractor:
                 lead_clean = _clean(seg.lead_in).rstrip(":").strip()
                 if lead_clean and not _LEAD_IN_LABEL.match(body_text):
                     lead = lead_clean + " "
+                    first, _, rest = body_text.partition(" ")
+                    if first in {"The", "A", "An"}:
+                        body_text = f"{first.lower()} {rest}"
         if s.resolve_pronouns and not lead:
             body_text = rules.resolve_pronoun(body_text, prev_subject)
         if not s.decompose or lead:
@@ -210,12 +213,15 @@ class RuleBasedExtractor:
 
         # split on the raw sentence so the spans map back to exact answer offsets
         raw = seg.text
-        spans = rules.split_clauses(raw)
-        if len(spans) == 1:
+        pieces: list[tuple[int, int, bool, str | None]] = []
+        for a, b, needs_subject in rules.split_clauses(raw):
+            for ra, rb, antecedent in rules.split_relative(raw, a, b):
+                pieces.append((ra, rb, needs_subject and antecedent is None, antecedent))
+        if len(pieces) == 1:
             return [(_finish(body_text), seg.start, seg.end, "extracted")]
         out: list[tuple[str, int, int, str]] = []
         subject = None
-        for i, (a, b, needs_subject) in enumerate(spans):
+        for i, (a, b, needs_subject, antecedent) in enumerate(pieces):
             while a < b and raw[a].isspace():
                 a += 1
             while b > a and raw[b - 1] in " ,;":
@@ -229,6 +235,8 @@ class RuleBasedExtractor:
                 if s.resolve_pronouns:
                     part = rules.resolve_pronoun(part, prev_subject)
                 subject = rules.subject_of(part)
+            elif antecedent is not None:
+                part = f"{antecedent} {part}"
             elif needs_subject:
                 if subject is None:
                     # no clear subject to carry: keep the sentence whole

@@ -530,3 +530,46 @@ def split_clauses(text: str) -> list[tuple[int, int, bool]]:
         needs = right_needs
     spans.append((pos, len(text), needs))
     return spans
+
+
+# only "who": the antecedent of "which" is too often a whole clause or the wrong noun
+_RELATIVE = re.compile(r",\s+who\s+(?=\S)")
+_TRAILING_APPOSITIVE = re.compile(r",\s+(?:a|an|the)\s[^,]{1,60}$", re.IGNORECASE)
+_TRAILING_NAME = re.compile(
+    r"(?<![\w'-])(" + _NAME + r"(?: and " + _NAME + r")?)\s*(?:\([^)]{1,40}\))?$"
+)
+
+
+def split_relative(text: str, start: int, end: int) -> list[tuple[int, int, str | None]]:
+    """Split off a non-restrictive ``who`` clause about a named antecedent.
+
+    ``"..., Barney Clark, a dentist, who survived 112 days"`` gives the main span (up to the
+    comma) and the clause span after ``who`` with ``"Barney Clark"`` as its subject. Only a
+    proper-name antecedent is trusted; anything else keeps the span whole.
+
+    Returns ``(start, end, subject)`` spans in ``text`` coordinates; ``subject`` is ``None``
+    for the main span.
+
+    Example:
+        >>> t = "He met Alan Turing, who proposed the Turing machine."
+        >>> [(t[a:b], s) for a, b, s in split_relative(t, 0, len(t))]
+        [('He met Alan Turing', None), ('proposed the Turing machine.', 'Alan Turing')]
+    """
+    m = _RELATIVE.search(text, start, end)
+    if m is None:
+        return [(start, end, None)]
+    before = text[start : m.start()]
+    appositive = _TRAILING_APPOSITIVE.search(before)
+    if appositive:
+        before = before[: appositive.start()]
+    name = _TRAILING_NAME.search(before)
+    rest = _TOKEN.findall(text[m.end() : end])
+    if (
+        name is None
+        or not all(_PERSON.fullmatch(n) for n in name.group(1).split(" and "))
+        or len(_TOKEN.findall(text[start : m.start()])) < 2
+        or not rest
+        or not _is_verb(rest[0])
+    ):
+        return [(start, end, None)]
+    return [(start, m.start(), None), (m.end(), end, name.group(1))]

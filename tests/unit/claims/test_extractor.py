@@ -175,3 +175,27 @@ def test_result_round_trips_as_json() -> None:
 def test_non_english_does_not_crash(answer: str) -> None:
     for c in extract_claims(answer):
         assert 0 <= c.start < c.end <= len(answer)
+
+
+def test_who_clause_about_a_named_person_split() -> None:
+    answer = (
+        "The first patient was Barney Clark, a dentist from Seattle, who survived 112 days[^2^]."
+    )
+    claims = extract_claims(answer)
+    assert [c.text for c in claims] == [
+        "The first patient was Barney Clark, a dentist from Seattle.",
+        "Barney Clark survived 112 days.",
+    ]
+    assert answer[claims[1].start : claims[1].end] == "survived 112 days[^2^]."
+    assert claims[1].citations == (2,)
+
+
+def test_which_clause_not_split() -> None:
+    answer = "The Mongol invasions of China, which forced many artists to flee, began in 1211."
+    assert texts(answer) == [answer]
+
+
+def test_pronoun_needs_number_agreement() -> None:
+    # "It" cannot refer to a plural subject: left alone rather than resolved wrongly
+    claims = extract_claims("Scientists found the scutoid in 2018. It is found in skin cells.")
+    assert claims[1].text == "It is found in skin cells."
