@@ -1,5 +1,38 @@
-"""affidavit: answers questions from your documents and proves every sentence it shows."""
+"""affidavit: answers questions from your documents and proves every sentence it shows.
+
+The runtime provenance audit is available at the top level:
+
+Example:
+    >>> import affidavit
+    >>> chunks = [{"text": "Paris is the capital of France.", "url": "https://example.org/p"}]
+    >>> report = affidavit.audit("Capital?", chunks, "Paris is not the capital of France.")
+    >>> report.trust_passed, report.claims[0].failed_checks[0].check
+    (False, 'polarity')
+"""
 
 from __future__ import annotations
 
+from affidavit.audit import aaudit, audit, filter
+from affidavit.core.report import (
+    AuditReport,
+    BlockedSource,
+    ClaimAudit,
+    PolicyIssue,
+    SourceFreshness,
+    Violation,
+)
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "AuditReport",
+    "BlockedSource",
+    "ClaimAudit",
+    "PolicyIssue",
+    "SourceFreshness",
+    "Violation",
+    "__version__",
+    "aaudit",
+    "audit",
+    "filter",
+]

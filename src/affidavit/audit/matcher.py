@@ -1,0 +1,198 @@
+"""Claim -> evidence matching: BM25 over the given chunks, then the best sentence window.
+
+The index is built per call over the chunks an application retrieved (they change every call).
+For a few chunks an exact in-process BM25 (Lucene idf, k1=1.5, b=0.75) is cheaper than bm25s'
+setup; from :data:`BM25S_MIN_CHUNKS` chunks on, bm25s scores the same formula. Both paths are
+kept and compared in the tests and in ``benchmarks/audit_latency.py``.
+
+The confidence of a match is the lexical coverage of the claim's content words (stemmed, numbers
+excluded: the number check owns them) by the best window of one or two consecutive sentences.
+
+Example:
+    >>> from affidavit.core.types import Chunk
+    >>> idx = EvidenceIndex([Chunk(text="Paris is the capital of France. It is big.")])
+    >>> m = idx.match("Paris is the capital of France.")[0]
+    >>> round(m.coverage, 2), m.window_text
+    (1.0, 'Paris is the capital of France.')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from affidavit.core.types import Chunk
+from affidavit.verify.lexical import content_stems, sentence_spans, stem
+from affidavit.verify.numbers import SCALES, SPELLED, UNITS
+
+BM25S_MIN_CHUNKS = 64
+K1 = 1.5
+B = 0.75
+_NUMERIC = re.compile(r"^\d[\d,.]*$")
+_NUMBER_WORDS = frozenset(
+    {stem(w) for w in SPELLED if " " not in w}
+    | {stem(w) for w in SCALES}
+    | {stem(w) for w in UNITS if " " not in w and len(w) > 2}
+)
+
+
+def match_stems(text: str) -> list[str]:
+    """Content stems used for matching (numbers, number and unit words left to the checks)."""
+    return [s for s in content_stems(text) if not _NUMERIC.match(s) and s not in _NUMBER_WORDS]
+
+
+@dataclass(frozen=True)
+class Window:
+    """One or two consecutive sentences of a chunk."""
+
+    start: int
+    end: int
+    stems: frozenset[str]
+    prefixes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Match:
+    """A candidate piece of evidence for a claim."""
+
+    chunk_index: int
+    bm25: float
+    coverage: float
+    window_start: int
+    window_end: int
+    window_text: str
+
+
+class ExactBM25:
+    """Okapi BM25 with Lucene's idf over pre-tokenised documents (no dependencies).
+
+    Example:
+        >>> bm = ExactBM25([["a", "b"], ["b", "c", "c"]])
+        >>> [round(s, 3) for s in bm.scores(["c"])]
+        [0.0, 0.372]
+    """
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        self.n = len(docs)
+        self.lengths = [len(d) for d in docs]
+        self.avgdl = (sum(self.lengths) / self.n) if self.n else 0.0
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for i, d in enumerate(docs):
+            for term, tf in Counter(d).items():
+                self.postings.setdefault(term, []).append((i, tf))
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        """BM25 score of every document for the query (terms counted once each)."""
+        out = [0.0] * self.n
+        for term in dict.fromkeys(query):
+            plist = self.postings.get(term)
+            if not plist:
+                continue
+            df = len(plist)
+            idf = math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+            for i, tf in plist:
+                norm = K1 * (1.0 - B + B * self.lengths[i] / (self.avgdl or 1.0))
+                # Lucene form (no (k1 + 1) factor in the numerator), as bm25s computes it
+                out[i] += idf * tf / (tf + norm)
+        return out
+
+
+class Bm25sIndex:
+    """The same scores through bm25s (for many chunks)."""
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        import bm25s  # core dependency; imported here to keep `import affidavit` light
+
+        self.n = len(docs)
+        self._vocab: set[str] = set()
+        # bm25s cannot index a corpus without a single token: every score is then 0
+        if any(docs):
+            self._bm = bm25s.BM25(method="lucene", k1=K1, b=B)
+            self._bm.index([list(d) for d in docs], show_progress=False)
+            self._vocab = set(self._bm.vocab_dict) - {""}
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        """BM25 score of every document for the query."""
+        q = [t for t in dict.fromkeys(query) if t in self._vocab]
+        if not q:
+            return [0.0] * self.n
+        return [float(x) for x in self._bm.get_scores(q)]
+
+
+class EvidenceIndex:
+    """The chunks of one audit, indexed for BM25 and sentence windows.
+
+    Args:
+        chunks: the (policy-kept) chunks.
+        backend: ``auto`` (exact below :data:`BM25S_MIN_CHUNKS` chunks, bm25s above),
+            ``exact`` or ``bm25s``.
+        max_window_sentences: sentences per evidence window (1 or 2 is typical).
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        backend: Literal["auto", "exact", "bm25s"] = "auto",
+        max_window_sentences: int = 2,
+    ) -> None:
+        self.chunks = list(chunks)
+        self.max_window_sentences = max_window_sentences
+        docs = [match_stems(c.text) for c in self.chunks]
+        use_bm25s = backend == "bm25s" or (backend == "auto" and len(docs) >= BM25S_MIN_CHUNKS)
+        self.backend = "bm25s" if use_bm25s else "exact"
+        self.bm25: ExactBM25 | Bm25sIndex = Bm25sIndex(docs) if use_bm25s else ExactBM25(docs)
+        self._windows: dict[int, list[Window]] = {}
+
+    def windows(self, i: int) -> list[Window]:
+        """Sentence windows of chunk ``i`` (computed lazily, cached)."""
+        if i not in self._windows:
+            text = self.chunks[i].text
+            spans = sentence_spans(text) or [(0, len(text))]
+            stems = [frozenset(match_stems(text[a:b])) for a, b in spans]
+            wins: list[Window] = []
+            # single sentences first, so a tie in coverage keeps the shorter window
+            for n in range(self.max_window_sentences):
+                for j in range(len(spans) - n):
+                    acc = frozenset().union(*stems[j : j + n + 1])
+                    wins.append(
+                        Window(spans[j][0], spans[j + n][1], acc, frozenset(s[:5] for s in acc))
+                    )
+            self._windows[i] = wins
+        return self._windows[i]
+
+    def match(self, claim: str, top_k: int = 5) -> list[Match]:
+        """Candidate evidence for a claim, best coverage first (ties: higher BM25 first)."""
+        if not self.chunks:
+            return []
+        q = list(dict.fromkeys(match_stems(claim)))
+        scores = self.bm25.scores(q)
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])
+        cands = [i for i in order[:top_k] if scores[i] > 0.0]
+        out: list[Match] = []
+        for i in cands:
+            best: tuple[float, int, int] = (-1.0, 0, 0)
+            for w in self.windows(i):
+                cov = coverage(q, w.stems, w.prefixes)
+                # prefer the shorter window on ties: less text, same support
+                if cov > best[0] + 1e-9:
+                    best = (cov, w.start, w.end)
+            cov, a, b = best
+            out.append(Match(i, scores[i], max(cov, 0.0), a, b, self.chunks[i].text[a:b]))
+        out.sort(key=lambda m: (-m.coverage, -m.bm25))
+        return out
+
+
+def coverage(claim_stems: Sequence[str], stems: frozenset[str], prefixes: frozenset[str]) -> float:
+    """Share of the claim's content stems found in a window (5-letter prefix match counts).
+
+    A claim with no content word (after numbers are set aside) has coverage 0: nothing shows it
+    is about this evidence.
+    """
+    if not claim_stems:
+        return 0.0
+    hit = sum(1 for s in claim_stems if s in stems or (len(s) >= 5 and s[:5] in prefixes))
+    return hit / len(claim_stems)

@@ -1,0 +1,264 @@
+"""Source policy: which chunks may reach a prompt (allowlist) and how old their sources are.
+
+The allowlist matches domain suffixes ("example.org" allows "docs.example.org", not
+"badexample.org"). With an empty allowlist every chunk passes except one whose URL is present
+but malformed. Freshness reads the source date from chunk metadata (``published_at``, ``date``,
+``year`` or the configured ``date_key``); a bare year counts as 1 January; a value that cannot be
+parsed is reported, never a crash.
+
+Example:
+    >>> from affidavit.core.settings import AuditSettings
+    >>> from affidavit.core.types import Chunk
+    >>> s = AuditSettings(allowlist=["example.org"])
+    >>> kept, blocked = apply_allowlist([Chunk(text="a", url="https://evil.test/x")], s)
+    >>> kept, blocked[0].reason
+    ([], 'not_allowlisted')
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from affidavit.core.report import BlockedSource, SourceFreshness
+from affidavit.core.settings import AuditSettings
+from affidavit.core.types import Chunk
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DATE_KEYS: tuple[str, ...] = ("published_at", "date", "year")
+_HOST_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
+_WEB_SCHEMES = {"http", "https"}
+
+
+def url_domain(url: str) -> str | None:
+    """The normalised host of a web URL (lower case, no ``www.``, no port), or None if malformed.
+
+    Only ``http``/``https`` URLs with a valid host (a dotted name, ``localhost`` or an IP) count
+    as well-formed web sources; ``file:`` and bare paths have no domain.
+
+    Example:
+        >>> url_domain("https://WWW.Example.org:8080/a?b=1")
+        'example.org'
+        >>> url_domain("htp:/broken") is None
+        True
+    """
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in _WEB_SCHEMES or not host:
+        return None
+    try:
+        _ = parts.port  # raises on a non-numeric port
+    except ValueError:
+        return None
+    host = host.lower().rstrip(".")
+    if host.startswith("www."):
+        host = host[4:]
+    if not _HOST_RE.match(host) or ("." not in host and host != "localhost"):
+        return None
+    return host
+
+
+def domain_allowed(domain: str, allowlist: Sequence[str]) -> bool:
+    """Suffix match on label boundaries: 'example.org' allows 'a.example.org'."""
+    for entry in allowlist:
+        e = entry.lower().strip().removeprefix("www.").rstrip(".")
+        if e.startswith(("http://", "https://")):
+            e = url_domain(e) or e
+        if domain == e or domain.endswith("." + e):
+            return True
+    return False
+
+
+def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
+    """Why a chunk is blocked by the source policy, or None when it may be used."""
+    url = chunk.url.strip() if chunk.url else ""
+    if not url:
+        if settings.allowlist and settings.require_url:
+            return BlockedSource(
+                chunk_id=chunk.id,
+                url=chunk.url,
+                reason="missing_url",
+                detail="the chunk has no source URL and require_url is set",
+            )
+        return None
+    domain = url_domain(url)
+    if domain is None:
+        if not settings.allowlist and not _looks_like_web(url):
+            return None  # a local path or doc id: fine when no allowlist is set
+        return BlockedSource(
+            chunk_id=chunk.id,
+            url=chunk.url,
+            reason="malformed_url",
+            detail=f"'{url[:200]}' is not a well-formed http(s) URL",
+        )
+    if settings.allowlist and not domain_allowed(domain, settings.allowlist):
+        return BlockedSource(
+            chunk_id=chunk.id,
+            url=chunk.url,
+            domain=domain,
+            reason="not_allowlisted",
+            detail=f"{domain} is not on the allowlist",
+        )
+    return None
+
+
+def _looks_like_web(url: str) -> bool:
+    """A string that tries to be a web address ("http...", "www.", "scheme://", "mailto:")."""
+    low = url.strip().lower()
+    if low.startswith("file:"):
+        return False
+    return low.startswith(("http", "www.")) or bool(re.match(r"^[a-z][a-z0-9+.-]*:", low))
+
+
+def apply_allowlist(
+    chunks: Sequence[Chunk], settings: AuditSettings
+) -> tuple[list[Chunk], list[BlockedSource]]:
+    """Split chunks into those the policy keeps and those it blocks (with reasons)."""
+    kept: list[Chunk] = []
+    blocked: list[BlockedSource] = []
+    for chunk in chunks:
+        why = check_source(chunk, settings)
+        if why is None:
+            kept.append(chunk)
+        else:
+            logger.info("blocked source", extra={"chunk": chunk.id, "reason": why.reason})
+            blocked.append(why)
+    return kept, blocked
+
+
+# --------------------------------------------------------------------------- freshness
+
+_DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%d %B %Y",
+    "%d %b %Y",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%B %d %Y",
+    "%b %d %Y",
+    "%B %Y",
+    "%b %Y",
+    "%d/%m/%Y",
+    "%m/%d/%Y",
+    "%Y%m%d",
+    "%a, %d %b %Y %H:%M:%S %Z",
+    "%a, %d %b %Y %H:%M:%S %z",
+)
+
+
+def parse_source_date(value: Any) -> tuple[date | None, str]:
+    """Parse a metadata date value; returns (date, note). Never raises.
+
+    Accepts ``date``/``datetime`` objects, ints and numeric strings (a year -> 1 January, or
+    a Unix timestamp), ISO 8601 with or without time and zone, and common written formats.
+
+    Example:
+        >>> parse_source_date("2024")
+        (datetime.date(2024, 1, 1), 'year only: taken as 1 January')
+        >>> parse_source_date("next Tuesday")[0] is None
+        True
+    """
+    if isinstance(value, datetime):
+        return value.date(), ""
+    if isinstance(value, date):
+        return value, ""
+    if isinstance(value, bool) or value is None:
+        return None, f"unusable date value {value!r}"
+    if isinstance(value, int | float):
+        n = int(value)
+        if 1000 <= n <= 9999 and float(value) == n:
+            return date(n, 1, 1), "year only: taken as 1 January"
+        if n > 10**8:
+            try:
+                return datetime.fromtimestamp(n / (1000 if n > 10**11 else 1), tz=UTC).date(), (
+                    "Unix timestamp"
+                )
+            except (OverflowError, OSError, ValueError):
+                return None, f"timestamp {value!r} out of range"
+        return None, f"number {value!r} is not a year or a timestamp"
+    if not isinstance(value, str):
+        return None, f"unusable date value of type {type(value).__name__}"
+    s = value.strip()
+    if not s:
+        return None, "empty date"
+    if re.fullmatch(r"\d{4}", s):
+        return date(int(s), 1, 1), "year only: taken as 1 January"
+    if re.fullmatch(r"\d{9,13}", s):
+        return parse_source_date(int(s))
+    iso = s.replace("Z", "+00:00") if s.endswith("Z") else s
+    try:
+        return datetime.fromisoformat(iso).date(), ""
+    except ValueError:
+        pass
+    m = re.fullmatch(r"(\d{4})-(\d{1,2})", s)
+    if m and 1 <= int(m.group(2)) <= 12:
+        return date(int(m.group(1)), int(m.group(2)), 1), "year and month only: taken as the 1st"
+    cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", s)
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt).date(), ""
+        except ValueError:
+            continue
+    return None, f"cannot parse date {s[:60]!r}"
+
+
+def source_date(
+    metadata: dict[str, Any], date_key: str | None = None
+) -> tuple[date | None, str | None, str]:
+    """Find and parse a chunk's source date: (date, metadata key used, note)."""
+    keys = ([date_key] if date_key else []) + [k for k in DEFAULT_DATE_KEYS if k != date_key]
+    notes: list[str] = []
+    for key in keys:
+        if key not in metadata:
+            continue
+        parsed, note = parse_source_date(metadata[key])
+        if parsed is not None:
+            return parsed, key, note
+        notes.append(f"{key}: {note}")
+    if notes:
+        return None, None, "unparseable date in metadata: " + "; ".join(notes)
+    return None, None, "no date in metadata (" + ", ".join(keys) + ")"
+
+
+def assess_freshness(
+    chunk: Chunk, settings: AuditSettings, today: date | None = None
+) -> SourceFreshness:
+    """The freshness of one chunk's source under ``max_age_days``."""
+    when, key, note = source_date(chunk.metadata, settings.date_key)
+    if settings.max_age_days is None:
+        return SourceFreshness(
+            chunk_id=chunk.id,
+            url=chunk.url,
+            status="not_applicable",
+            source_date=when.isoformat() if when else None,
+            metadata_key=key,
+            note=note,
+        )
+    if when is None:
+        return SourceFreshness(
+            chunk_id=chunk.id, url=chunk.url, status="unknown", metadata_key=key, note=note
+        )
+    now = today or datetime.now(UTC).date()
+    age = (now - when).days
+    if age < 0:
+        note = (note + "; " if note else "") + "date is in the future"
+        age = 0
+    return SourceFreshness(
+        chunk_id=chunk.id,
+        url=chunk.url,
+        status="stale" if age > settings.max_age_days else "fresh",
+        source_date=when.isoformat(),
+        age_days=age,
+        metadata_key=key,
+        note=note,
+    )

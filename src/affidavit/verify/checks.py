@@ -1,0 +1,834 @@
+"""Typed consistency checks between a claim and its evidence: deterministic, fast, model-free.
+
+Lexical matching says a claim and a passage share words; these checks say whether the claim's
+numbers, units, dates, names, polarity and comparatives agree with the passage. They are the
+first stage of the verifier cascade and the reason the audit catches "Paris is not the capital
+of France" or a wrong year that shares every other word with its source.
+
+Each check returns ``pass`` (the claim's values are found in the evidence), ``fail`` (a value
+disagrees with, or is absent from, the evidence; the reason says which, in plain words) or
+``not_applicable`` (the claim states nothing of that type). Checks are built for precision: a
+paraphrase that keeps the facts passes (reordering, dropped clauses, synonyms, "95 billion" for
+"$95B", "10 miles" for "16 km").
+
+Example:
+    >>> r = run_checks("The tower was finished in 1925.", "The tower was finished in 1889.")
+    >>> [x.reason for x in r if x.status == "fail"]
+    ['the year 1925 disagrees with 1889 in the evidence']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from affidavit.core.types import CheckName, CheckResult
+from affidavit.verify.lexical import STOPWORDS, content_stems, sentence_spans, stem, words
+from affidavit.verify.numbers import (
+    MONTHS,
+    DateMention,
+    Quantity,
+    describe_quantity,
+    find_dates,
+    find_quantities,
+)
+
+CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polarity", "comparative")
+
+
+# --------------------------------------------------------------------------- numbers and units
+
+
+def check_numbers(
+    claim_q: Sequence[Quantity], ev_q: Sequence[Quantity]
+) -> tuple[CheckResult, CheckResult]:
+    """Number and unit checks: every claim quantity must equal an evidence quantity.
+
+    Equality is after scale and unit conversion, within the rounding of the less precise side.
+    A quantity whose number appears in the evidence with another unit fails the unit check.
+    """
+    if not claim_q:
+        na = "the claim states no number"
+        return _na("number", na), _na("unit", "the claim states no unit")
+    num_fail: CheckResult | None = None
+    unit_fail: CheckResult | None = None
+    unit_seen = False
+    for cq in claim_q:
+        if cq.dimension and cq.dimension != "ordinal":
+            unit_seen = True
+        if any(cq.matches(eq) for eq in ev_q):
+            continue
+        same_number = [
+            eq
+            for eq in ev_q
+            if (eq.dimension and cq.dimension and eq.dimension != cq.dimension)
+            or (eq.dimension == cq.dimension and eq.unit != cq.unit and cq.dimension)
+        ]
+        same_number = [eq for eq in same_number if abs(eq.magnitude - cq.magnitude) < 1e-9]
+        if same_number and unit_fail is None:
+            eq = same_number[0]
+            unit_fail = CheckResult(
+                check="unit",
+                status="fail",
+                reason=(
+                    f"the unit of {describe_quantity(cq)} disagrees with "
+                    f"{describe_quantity(eq)} in the evidence"
+                ),
+                claim_value=describe_quantity(cq),
+                evidence_value=describe_quantity(eq),
+            )
+            continue
+        if num_fail is None:
+            comparable = [
+                eq
+                for eq in ev_q
+                if not cq.dimension or not eq.dimension or eq.dimension == cq.dimension
+            ]
+            if comparable:
+                eq = min(comparable, key=lambda e: abs(e.start - 0))
+                # prefer the evidence value of the same dimension, then the closest in size
+                same_dim = [e for e in comparable if e.dimension == cq.dimension]
+                pool = same_dim or comparable
+                eq = min(pool, key=lambda e: abs(_log_ratio(e.value, cq.value)))
+                num_fail = CheckResult(
+                    check="number",
+                    status="fail",
+                    reason=(
+                        f"the number {describe_quantity(cq)} disagrees with "
+                        f"{describe_quantity(eq)} in the evidence"
+                    ),
+                    claim_value=describe_quantity(cq),
+                    evidence_value=describe_quantity(eq),
+                )
+            else:
+                num_fail = CheckResult(
+                    check="number",
+                    status="fail",
+                    reason=f"the number {describe_quantity(cq)} does not appear in the evidence",
+                    claim_value=describe_quantity(cq),
+                )
+    numbers = num_fail or CheckResult(
+        check="number",
+        status="pass",
+        reason="every number in the claim is in the evidence",
+        claim_value=", ".join(describe_quantity(q) for q in claim_q),
+    )
+    if unit_fail is not None:
+        units = unit_fail
+    elif unit_seen:
+        units = CheckResult(check="unit", status="pass", reason="units agree with the evidence")
+    else:
+        units = _na("unit", "the claim states no unit")
+    return numbers, units
+
+
+def _log_ratio(a: float, b: float) -> float:
+    import math
+
+    if a == 0 or b == 0 or (a < 0) != (b < 0):
+        return abs(a - b) + 1e6
+    return math.log(abs(a) / abs(b))
+
+
+# --------------------------------------------------------------------------- dates
+
+
+def _date_compatible(c: DateMention, e: DateMention) -> bool:
+    """True when the evidence date states (at least) everything the claim date states."""
+    if c.decade:
+        if e.year is None:
+            return False
+        return e.year // 10 == c.year // 10 if c.year is not None else False
+    if e.decade:
+        return False
+    for field in ("year", "month", "day"):
+        cv = getattr(c, field)
+        if cv is not None and getattr(e, field) != cv:
+            return False
+    return True
+
+
+def check_dates(claim_d: Sequence[DateMention], ev_d: Sequence[DateMention]) -> CheckResult:
+    """Every date, year, month or decade of the claim must be stated by the evidence."""
+    if not claim_d:
+        return _na("date", "the claim states no date")
+    for cd in claim_d:
+        if any(_date_compatible(cd, ed) for ed in ev_d):
+            continue
+        what = _date_kind(cd)
+        # the most informative conflicting evidence date: same kind of statement first
+        pool = [ed for ed in ev_d if (ed.year is not None) == (cd.year is not None)] or list(ev_d)
+        if cd.year is not None:
+            pool = [ed for ed in pool if ed.year is not None] or pool
+        if pool:
+            ed = _closest_date(cd, pool)
+            if cd.year is not None and ed.year == cd.year:
+                reason = (
+                    f"the {what} {cd.describe()} is more specific than, or disagrees with, "
+                    f"{ed.describe()} in the evidence"
+                )
+            else:
+                reason = (
+                    f"the {what} {cd.describe()} disagrees with {ed.describe()} in the evidence"
+                )
+            return CheckResult(
+                check="date",
+                status="fail",
+                reason=reason,
+                claim_value=cd.describe(),
+                evidence_value=ed.describe(),
+            )
+        return CheckResult(
+            check="date",
+            status="fail",
+            reason=f"the {what} {cd.describe()} does not appear in the evidence",
+            claim_value=cd.describe(),
+        )
+    return CheckResult(
+        check="date",
+        status="pass",
+        reason="every date in the claim is in the evidence",
+        claim_value=", ".join(d.describe() for d in claim_d),
+    )
+
+
+def _date_kind(d: DateMention) -> str:
+    if d.decade:
+        return "decade"
+    if d.day is not None:
+        return "date"
+    if d.month is not None and d.year is None:
+        return "month"
+    if d.month is not None:
+        return "month"
+    return "year"
+
+
+def _closest_date(c: DateMention, pool: Sequence[DateMention]) -> DateMention:
+    def dist(e: DateMention) -> float:
+        if c.year is not None and e.year is not None:
+            return abs(c.year - e.year) * 400 + abs((c.month or 0) - (e.month or 0)) * 31
+        return abs((c.month or 0) - (e.month or 0)) * 31 + abs((c.day or 0) - (e.day or 0))
+
+    return min(pool, key=dist)
+
+
+# --------------------------------------------------------------------------- entities
+
+_CAP_RE = re.compile(r"\b[A-Z][A-Za-z0-9\u00C0-\u024F'’\-]*|\b[A-Z]{2,}\b")
+_NON_NAMES = frozenset(
+    {m.capitalize() for m in MONTHS}
+    | {
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "I",
+        "Mr",
+        "Mrs",
+        "Ms",
+        "Dr",
+        "Prof",
+        "Sir",
+        "St",
+        "Mt",
+        "AD",
+        "BC",
+        "CE",
+        "BCE",
+    }
+)
+# sentence-initial words that are ordinary words even though capitalised
+_STARTERS = frozenset(
+    [
+        "today",
+        "originally",
+        "currently",
+        "later",
+        "earlier",
+        "finally",
+        "first",
+        "second",
+        "third",
+        "also",
+        "however",
+        "yes",
+        "no",
+        "after",
+        "before",
+        "during",
+        "since",
+        "following",
+        "according",
+        "although",
+        "though",
+        "despite",
+        "born",
+        "founded",
+        "located",
+        "based",
+        "situated",
+        "built",
+        "established",
+        "released",
+        "published",
+        "created",
+        "written",
+        "directed",
+        "produced",
+        "known",
+        "considered",
+        "described",
+        "called",
+        "named",
+        "several",
+        "many",
+        "most",
+        "some",
+        "both",
+        "each",
+        "overall",
+        "initially",
+        "subsequently",
+        "eventually",
+        "meanwhile",
+        "together",
+    ]
+)
+
+
+# after a sentence-initial capitalised word, these make it read as a subject name
+_SUBJECT_NEXT = frozenset(
+    [
+        "is",
+        "was",
+        "are",
+        "were",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "may",
+        "might",
+        "shall",
+        "should",
+        "does",
+        "did",
+        "and",
+        "or",
+        "of",
+        "'s",
+        "became",
+        "becomes",
+        "remains",
+        "remained",
+        "won",
+        "lost",
+        "played",
+        "wrote",
+        "founded",
+        "said",
+        "says",
+        "announced",
+        "released",
+        "reported",
+        "serves",
+        "served",
+        "owns",
+        "owned",
+    ]
+)
+
+
+@lru_cache(maxsize=4096)
+def _entity_tokens(text: str) -> list[tuple[str, bool]]:
+    """Capitalised tokens with a flag 'sentence-initial and reads like an ordinary word'.
+
+    A capitalised first word is taken as a name only when the next word is capitalised too
+    ("New York ...") or reads like its verb ("Mumbai is ..."); "Rather than ..." is not a name.
+    """
+    out: list[tuple[str, bool]] = []
+    for a, b in sentence_spans(text) or [(0, len(text))]:
+        sent = text[a:b]
+        first = True
+        for m in _CAP_RE.finditer(sent):
+            tok = m.group(0).strip("-'’")
+            if tok.endswith(("'s", "’s")):
+                tok = tok[:-2]
+            # first word of the sentence: only the very first token (quotes/brackets skipped)
+            initial = first and not sent[: m.start()].strip(" \"'([“‘")
+            first = False
+            if len(tok) < 2 or tok in _NON_NAMES:
+                continue  # single capitals are unit letters ("°F") or initials
+            ordinary = False
+            if initial:
+                nxt = re.match(r"(['’]s\b|[\s]+[\w']+)", sent[m.end() :])
+                nw = nxt.group(0).strip() if nxt else ""
+                lw = tok.lower()
+                ordinary = (
+                    lw in _STARTERS
+                    or lw.endswith("ly")
+                    or not (nw[:1].isupper() or nw.lower() in _SUBJECT_NEXT)
+                )
+            out.append((tok, ordinary))
+    return out
+
+
+@dataclass(frozen=True)
+class _EvidenceWords:
+    words: frozenset[str]
+    stems: frozenset[str]
+    prefix_lengths: dict[str, frozenset[int]]
+
+
+@lru_cache(maxsize=4096)
+def _evidence_words(evidence: str) -> _EvidenceWords:
+    wl = _lower_words(evidence)
+    ws = set(wl) | {w[:-2] for w in wl if w.endswith("'s")}
+    pl: dict[str, set[int]] = {}
+    for w in ws:
+        if len(w) >= 5:
+            pl.setdefault(w[:5], set()).add(len(w))
+    return _EvidenceWords(
+        frozenset(ws),
+        frozenset(stem(w) for w in wl),
+        {k: frozenset(v) for k, v in pl.items()},
+    )
+
+
+def _present(token: str, ev: _EvidenceWords) -> bool:
+    lw = token.lower().replace("’", "'")
+    if lw in ev.words or stem(lw) in ev.stems:
+        return True
+    if "-" in lw and all(p in ev.words for p in lw.split("-") if p):
+        return True
+    # demonyms and inflections: "American" / "America", "Canadians" / "Canada"
+    if len(lw) < 6:
+        return False
+    return any(abs(n - len(lw)) <= 3 for n in ev.prefix_lengths.get(lw[:5], ()))
+
+
+def check_entities(claim: str, evidence: str) -> CheckResult:
+    """Names in the claim (capitalised, not sentence-initial common words) must be in the evidence.
+
+    Applies only when the evidence shares other content with the claim (it is about the same
+    thing); otherwise the lexical confidence, not this check, says the evidence does not match.
+    """
+    tokens = _entity_tokens(claim)
+    names: list[str] = []
+    for tok, ordinary in tokens:
+        if ordinary or (tok.lower() in STOPWORDS and not tok.isupper()):
+            continue
+        names.append(tok)
+    if not names:
+        return _na("entity", "the claim names no entity")
+    ev = _evidence_words(evidence)
+    shared = _stem_set(claim) & ev.stems
+    if not shared:
+        return _na("entity", "the evidence is about something else")
+    missing = [n for n in names if not _present(n, ev)]
+    if missing:
+        # a sentence-initial capitalised word missing from the evidence is a name unless the
+        # rest of the claim's names are all present and it looks like an ordinary word
+        shown = ", ".join(f"'{m}'" for m in dict.fromkeys(missing))
+        many = len(set(missing)) > 1
+        verb = "names" if many else "name"
+        return CheckResult(
+            check="entity",
+            status="fail",
+            reason=f"the {verb} {shown} {'do' if many else 'does'} not appear in the evidence",
+            claim_value=", ".join(dict.fromkeys(missing)),
+        )
+    return CheckResult(
+        check="entity",
+        status="pass",
+        reason="every name in the claim is in the evidence",
+        claim_value=", ".join(dict.fromkeys(names)),
+    )
+
+
+# --------------------------------------------------------------------------- polarity
+
+_NEG_RE = re.compile(
+    r"\b(?:not|never|no longer|no|none|nobody|nothing|neither|nor|without|cannot|"
+    r"failed to|fails to|fail to|failing to|unable to|refused to|ceased to|"
+    r"[a-z]+n['’]t)\b",
+    re.IGNORECASE,
+)
+_NOT_NEGATION = re.compile(
+    r"\b(?:not only|not just|no doubt|nothing but|not until|no matter|no sooner|not least|"
+    r"no one else|none other than|not far)\b",
+    re.IGNORECASE,
+)
+_HEAD_WINDOW = 4
+
+ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("increase", "decrease"),
+    ("increase", "reduce"),
+    ("rise", "fall"),
+    ("rose", "fell"),
+    ("gain", "loss"),
+    ("win", "lose"),
+    ("victory", "defeat"),
+    ("alive", "dead"),
+    ("before", "after"),
+    ("largest", "smallest"),
+    ("biggest", "smallest"),
+    ("highest", "lowest"),
+    ("maximum", "minimum"),
+    ("most", "least"),
+    ("first", "last"),
+    ("earliest", "latest"),
+    ("oldest", "youngest"),
+    ("oldest", "newest"),
+    ("longest", "shortest"),
+    ("north", "south"),
+    ("east", "west"),
+    ("northern", "southern"),
+    ("eastern", "western"),
+    ("accept", "reject"),
+    ("approve", "reject"),
+    ("allow", "forbid"),
+    ("allow", "prohibit"),
+    ("legal", "illegal"),
+    ("success", "failure"),
+    ("succeed", "fail"),
+    ("true", "false"),
+    ("positive", "negative"),
+    ("male", "female"),
+    ("above", "below"),
+    ("inside", "outside"),
+    ("internal", "external"),
+    ("public", "private"),
+    ("include", "exclude"),
+    ("import", "export"),
+    ("buy", "sell"),
+    ("open", "close"),
+    ("enter", "exit"),
+    ("ancient", "modern"),
+    ("major", "minor"),
+    ("majority", "minority"),
+    ("upper", "lower"),
+    ("always", "never"),
+)
+COMPARATIVES: tuple[tuple[str, str], ...] = (
+    ("more", "less"),
+    ("more", "fewer"),
+    ("higher", "lower"),
+    ("greater", "smaller"),
+    ("greater", "less"),
+    ("larger", "smaller"),
+    ("bigger", "smaller"),
+    ("older", "younger"),
+    ("older", "newer"),
+    ("earlier", "later"),
+    ("longer", "shorter"),
+    ("taller", "shorter"),
+    ("faster", "slower"),
+    ("heavier", "lighter"),
+    ("richer", "poorer"),
+    ("warmer", "colder"),
+    ("stronger", "weaker"),
+    ("better", "worse"),
+    ("cheaper", "dearer"),
+    ("wider", "narrower"),
+    ("deeper", "shallower"),
+)
+
+
+@lru_cache(maxsize=8192)
+def _lower_words(text: str) -> tuple[str, ...]:
+    return tuple(w.lower().replace("’", "'") for w in words(text))
+
+
+@lru_cache(maxsize=8192)
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(_lower_words(text))
+
+
+@lru_cache(maxsize=8192)
+def _stem_set(text: str) -> frozenset[str]:
+    return frozenset(content_stems(text))
+
+
+@lru_cache(maxsize=4096)
+def _dates(text: str) -> tuple[DateMention, ...]:
+    return tuple(find_dates(text))
+
+
+@lru_cache(maxsize=4096)
+def _quantities(text: str) -> tuple[Quantity, ...]:
+    return tuple(find_quantities(text, list(_dates(text))))
+
+
+@lru_cache(maxsize=4096)
+def _negations(text: str) -> list[tuple[str, set[str]]]:
+    """Negation cues with the content stems they govern (the next few words)."""
+    masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
+    out: list[tuple[str, set[str]]] = []
+    for m in _NEG_RE.finditer(masked):
+        after = _lower_words(masked[m.end() : m.end() + 80])[:_HEAD_WINDOW]
+        heads = {stem(w) for w in after if w not in STOPWORDS and not _NEG_RE.fullmatch(w)}
+        out.append((m.group(0).lower(), heads))
+    return out
+
+
+def check_polarity(claim: str, evidence: str) -> CheckResult:
+    """Negation and antonyms: the claim must not flip what the evidence says.
+
+    A negation counts only where it governs words the other side also uses, so "not widely known"
+    in an unrelated clause of the evidence does not fail a claim about something else.
+    """
+    c_neg = _negations(claim)
+    e_neg = _negations(evidence)
+    c_stems = _stem_set(claim)
+    e_stems = _stem_set(evidence)
+    for cue, heads in c_neg:
+        relevant = heads & e_stems
+        if relevant and not any(h & (heads | relevant) for _, h in e_neg):
+            word = sorted(relevant)[0]
+            return CheckResult(
+                check="polarity",
+                status="fail",
+                reason=f"the claim says '{cue}' where the evidence states it without negation",
+                claim_value=f"{cue} … {word}",
+            )
+    for cue, heads in e_neg:
+        relevant = heads & c_stems
+        if (
+            relevant
+            and len(relevant) >= min(2, len(heads))
+            and not any(h & (heads | relevant) for _, h in c_neg)
+        ):
+            return CheckResult(
+                check="polarity",
+                status="fail",
+                reason=f"the evidence says '{cue}' where the claim states it without negation",
+                evidence_value=cue,
+            )
+    flip = _opposite(claim, evidence, ANTONYMS)
+    if flip is not None:
+        a, b = flip
+        return CheckResult(
+            check="polarity",
+            status="fail",
+            reason=f"the claim says '{a}' but the evidence says '{b}'",
+            claim_value=a,
+            evidence_value=b,
+        )
+    if c_neg or _has_any(claim, ANTONYMS):
+        return CheckResult(check="polarity", status="pass", reason="polarity agrees")
+    return _na("polarity", "the claim has no negation or polar word")
+
+
+def _has_any(text: str, pairs: Iterable[tuple[str, str]]) -> bool:
+    ws = _word_set(text)
+    return any(a in ws or b in ws for a, b in pairs)
+
+
+def _forms(word: str) -> frozenset[str]:
+    """Surface forms of a pair word (verbs inflect: increase/increased/increases/increasing)."""
+    base = {word}
+    if word.endswith("e"):
+        base |= {word + "d", word + "s", word[:-1] + "ing"}
+    elif word[-1] not in "sy":
+        base |= {word + "ed", word + "s", word + "ing"}
+    special = {
+        "win": {"won", "wins", "winning"},
+        "lose": {"lost", "loses", "losing"},
+        "rise": {"rose", "risen", "rises", "rising"},
+        "fall": {"fell", "fallen"},
+        "buy": {"bought", "buys"},
+        "sell": {"sold", "sells"},
+        "fail": {"failed", "fails"},
+        "succeed": {"succeeded", "succeeds"},
+    }
+    return frozenset(base | special.get(word, set()))
+
+
+_PAIR_INDEX: dict[int, dict[str, list[tuple[frozenset[str], frozenset[str]]]]] = {}
+
+
+def _pair_index(
+    pairs: tuple[tuple[str, str], ...],
+) -> dict[str, list[tuple[frozenset[str], frozenset[str]]]]:
+    """surface form -> [(its side's forms, the opposite side's forms)], built once per table."""
+    key = id(pairs)
+    if key not in _PAIR_INDEX:
+        idx: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
+        for a, b in pairs:
+            fa, fb = _forms(a), _forms(b)
+            for w in fa:
+                idx.setdefault(w, []).append((fa, fb))
+            for w in fb:
+                idx.setdefault(w, []).append((fb, fa))
+        _PAIR_INDEX[key] = idx
+    return _PAIR_INDEX[key]
+
+
+def _opposite(
+    claim: str, evidence: str, pairs: tuple[tuple[str, str], ...]
+) -> tuple[str, str] | None:
+    """A claim word whose opposite the evidence uses instead (and the claim does not)."""
+    cw = _word_set(claim)
+    ew = _word_set(evidence)
+    idx = _pair_index(pairs)
+    for w in sorted(cw & idx.keys()):
+        for fx, fy in idx[w]:
+            if not (cw & fy) and (ew & fy) and not (ew & fx):
+                return w, sorted(ew & fy)[0]
+    return None
+
+
+# zero-width so that "river is longer than" does not hide "longer than"
+_THAN_RE = re.compile(r"(?=\b(\w+er|more|less|fewer)\b((?:\s+\w+){0,2}?\s+than)\b)", re.IGNORECASE)
+_NOT_COMP = frozenset({"other", "rather", "whether", "under", "over", "after", "number"})
+
+
+def _than_end(m: re.Match[str]) -> int:
+    return m.start(1) + len(m.group(1)) + len(m.group(2))
+
+
+def _sides(text: str, m: re.Match[str]) -> tuple[set[str], set[str]]:
+    """Content stems just before a comparative and just after its 'than'."""
+    return (
+        set(content_stems(text[: m.start()])[-3:]),
+        set(content_stems(text[_than_end(m) :])[:3]),
+    )
+
+
+def _comparisons(text: str) -> list[re.Match[str]]:
+    return [m for m in _THAN_RE.finditer(text) if m.group(1).lower() not in _NOT_COMP]
+
+
+def check_comparatives(claim: str, evidence: str) -> CheckResult:
+    """Comparatives: a swapped direction (older/younger) or swapped operands fail.
+
+    Swapping both ("B is shorter than A" for "A is longer than B") is a paraphrase and passes.
+    """
+    c_cmp = _comparisons(claim)
+    e_cmp = _comparisons(evidence)
+    flip = _opposite(claim, evidence, COMPARATIVES)
+    if flip is not None:
+        a, b = flip
+        for cm in c_cmp:
+            if cm.group(1).lower() != a:
+                continue
+            cx, cy = _sides(claim, cm)
+            for em in e_cmp:
+                ex, ey = _sides(evidence, em)
+                if em.group(1).lower() == b and cx & ey and cy & ex and not cx & ex:
+                    return CheckResult(
+                        check="comparative",
+                        status="pass",
+                        reason=f"'{a}' with its sides swapped says the same as '{b}'",
+                    )
+        return CheckResult(
+            check="comparative",
+            status="fail",
+            reason=f"the claim says '{a}' but the evidence says '{b}'",
+            claim_value=a,
+            evidence_value=b,
+        )
+    if not c_cmp:
+        if _has_any(claim, COMPARATIVES):
+            return CheckResult(check="comparative", status="pass", reason="comparatives agree")
+        return _na("comparative", "the claim compares nothing")
+    cm = c_cmp[0]
+    word = cm.group(1).lower()
+    cx, cy = _sides(claim, cm)
+    for em in e_cmp:
+        if em.group(1).lower() != word:
+            continue
+        ex, ey = _sides(evidence, em)
+        if cx & ey and cy & ex and not (cx & ex):
+            return CheckResult(
+                check="comparative",
+                status="fail",
+                reason=f"the claim compares the other way round ('{word} than' with sides swapped)",
+                claim_value=claim[cm.start() : _than_end(cm)],
+                evidence_value=evidence[em.start() : _than_end(em)],
+            )
+    return CheckResult(check="comparative", status="pass", reason="comparatives agree")
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(sentence_spans(text))
+
+
+@lru_cache(maxsize=8192)
+def local_evidence(claim: str, evidence: str, max_sentences: int = 2) -> str:
+    """The window of up to ``max_sentences`` consecutive evidence sentences closest to the claim.
+
+    Polarity and comparatives are judged on this window so that a negation elsewhere in a long
+    passage does not count against the claim.
+    """
+    spans = _spans(evidence)
+    if len(spans) <= max_sentences:
+        return evidence
+    cs = _stem_set(claim)
+    best = (-1.0, 0, 0)
+    sent_stems = [_stem_set(evidence[a:b]) for a, b in spans]
+    for i in range(len(spans)):
+        for n in range(1, max_sentences + 1):
+            if i + n > len(spans):
+                break
+            st: set[str] = set().union(*sent_stems[i : i + n])
+            cov = len(cs & st) / max(len(cs), 1) - 0.01 * (n - 1)
+            if cov > best[0]:
+                best = (cov, i, i + n)
+    _, i, j = best
+    return evidence[spans[i][0] : spans[j - 1][1]]
+
+
+def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
+    """Run every typed check between a claim and its evidence.
+
+    Numbers, units, dates and names are looked up in the whole evidence; polarity and
+    comparatives in the evidence window closest to the claim.
+
+    Args:
+        claim_text: the claim.
+        evidence_text: the evidence passage (a sentence window or a whole chunk).
+
+    Returns:
+        One :class:`CheckResult` per check, in the order of :data:`CHECK_NAMES`.
+
+    Example:
+        >>> r = run_checks("Revenue was 95 billion dollars.", "Revenue reached $95B in 2023.")
+        >>> {x.check: x.status for x in r}["number"]
+        'pass'
+    """
+    c_dates = _dates(claim_text)
+    e_dates = _dates(evidence_text)
+    c_q = _quantities(claim_text)
+    e_q = _quantities(evidence_text)
+    # a year in the claim that the evidence writes as a plain number still counts as stated
+    numbers, units = check_numbers(c_q, e_q)
+    dates = check_dates(c_dates, e_dates)
+    entity = check_entities(claim_text, evidence_text)
+    window = local_evidence(claim_text, evidence_text)
+    polarity = check_polarity(claim_text, window)
+    comparative = check_comparatives(claim_text, window)
+    return [numbers, units, dates, entity, polarity, comparative]
+
+
+def failed(results: Iterable[CheckResult]) -> list[CheckResult]:
+    """The failing results."""
+    return [r for r in results if r.status == "fail"]
+
+
+def _na(check: CheckName, reason: str) -> CheckResult:
+    return CheckResult(check=check, status="not_applicable", reason=reason)

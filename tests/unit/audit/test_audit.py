@@ -1,0 +1,252 @@
+"""The audit API: supported/unsupported claims, report, policy, modes and bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import date
+
+import pytest
+
+import affidavit
+from affidavit.audit import Auditor
+from affidavit.core.errors import ConfigError, EnforcementError, InputError
+from affidavit.core.report import AuditReport
+from affidavit.core.settings import AuditSettings, load_settings
+from affidavit.core.types import Chunk, Claim, Verdict
+
+CHUNKS = [
+    {
+        "text": "The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall.",
+        "url": "https://en.wikipedia.org/wiki/Eiffel_Tower",
+        "metadata": {"published_at": "2025-06-01"},
+    },
+    {
+        "text": "Apple reported revenue of $95B in 2023. Its headquarters are in Cupertino.",
+        "url": "https://example.com/apple",
+        "metadata": {"year": 2019},
+    },
+    {"text": "The Louvre is the most visited museum in the world.", "url": "https://louvre.fr/"},
+]
+
+
+def test_grounded_answer_passes_with_provenance() -> None:
+    r = affidavit.audit(
+        "Tell me about the Eiffel Tower",
+        CHUNKS,
+        "The Eiffel Tower was completed in 1889. Apple's revenue was 95 billion dollars in 2023.",
+    )
+    assert [c.supported for c in r.claims] == [True, True]
+    assert r.compliance_rate == 1.0 and r.passed and r.trust_passed
+    assert r.provenance == {
+        "The Eiffel Tower was completed in 1889.": "https://en.wikipedia.org/wiki/Eiffel_Tower",
+        "Apple's revenue was 95 billion dollars in 2023.": "https://example.com/apple",
+    }
+    c = r.claims[0]
+    assert c.evidence is not None
+    assert c.evidence.text == "The Eiffel Tower in Paris was completed in 1889."
+    assert CHUNKS[0]["text"][c.evidence.start : c.evidence.end] == c.evidence.text
+    assert r.response[c.start : c.end] == "The Eiffel Tower was completed in 1889."
+
+
+@pytest.mark.parametrize(
+    ("answer", "check"),
+    [
+        ("The Eiffel Tower was not completed in 1889.", "polarity"),
+        ("The Eiffel Tower was completed in 1925.", "date"),
+        ("The Eiffel Tower is 330 feet tall.", "unit"),
+        ("Apple reported revenue of $59B in 2023.", "number"),
+        ("The Eiffel Tower in London was completed in 1889.", "entity"),
+    ],
+)
+def test_lexically_close_falsehoods_are_not_supported(answer: str, check: str) -> None:
+    r = affidavit.audit("q", CHUNKS, answer)
+    (claim,) = r.claims
+    assert not claim.supported
+    assert claim.confidence >= 0.5  # the words match: only the typed check catches it
+    assert check in {f.check for f in claim.failed_checks}
+    assert r.violations[0].kind == "contradicted"
+    assert not r.trust_passed
+
+
+def test_unrelated_claim_is_unsupported_with_low_confidence() -> None:
+    r = affidavit.audit("q", CHUNKS, "Bananas are rich in potassium and grow in Ecuador.")
+    assert not any(c.supported for c in r.claims)
+    assert all(c.confidence < 0.5 for c in r.claims)
+    assert r.compliance_rate == 0.0 and not r.passed
+
+
+def test_report_round_trips_as_json() -> None:
+    r = affidavit.audit("q", CHUNKS, "The Eiffel Tower was completed in 1925. It is in Paris.")
+    again = AuditReport.model_validate_json(r.model_dump_json())
+    assert again == r
+
+
+def test_allowlist_blocks_before_matching() -> None:
+    cfg = {"allowlist": ["wikipedia.org"]}
+    r = affidavit.audit("q", CHUNKS, "Apple reported revenue of $95B in 2023.", cfg)
+    assert {b.reason for b in r.blocked_sources} == {"not_allowlisted"}
+    assert {b.url for b in r.blocked_sources} == {"https://example.com/apple", "https://louvre.fr/"}
+    assert not r.claims[0].supported  # its only source was blocked
+    kept = affidavit.filter(CHUNKS, cfg)
+    assert [c.url for c in kept] == ["https://en.wikipedia.org/wiki/Eiffel_Tower"]
+    assert all(isinstance(c, Chunk) for c in kept)
+
+
+def test_freshness_stale_warn_and_fail() -> None:
+    answer = "Apple reported revenue of $95B in 2023. The Eiffel Tower was completed in 1889."
+    warn = Auditor({"max_age_days": 365}, today=date(2026, 1, 1)).audit("q", CHUNKS, answer)
+    assert [c.freshness for c in warn.claims] == ["supported_stale", "supported_fresh"]
+    assert warn.claims[0].source_date == "2019-01-01"  # year only -> 1 January
+    assert warn.trust_passed
+    fail = Auditor({"max_age_days": 365, "stale_action": "fail"}, today=date(2026, 1, 1))
+    r = fail.audit("q", CHUNKS, answer)
+    assert r.passed and not r.trust_passed
+    assert [v.kind for v in r.violations] == ["stale_source"]
+
+
+def test_odd_dates_become_policy_issues_not_crashes() -> None:
+    chunks = [
+        {
+            "text": "The bridge opened in 1932.",
+            "url": "https://b.org",
+            "metadata": {"date": "sometime in spring"},
+        }
+    ]
+    r = affidavit.audit("q", chunks, "The bridge opened in 1932.", {"max_age_days": 30})
+    assert "unparseable_date" in {i.kind for i in r.policy_issues}
+    assert r.claims[0].freshness == "supported_stale"  # unknown age counts as stale (fail closed)
+
+
+def test_guardrail_withholds_failing_claims() -> None:
+    answer = "The Eiffel Tower was completed in 1889. The Eiffel Tower is 500 metres tall."
+    r = affidavit.audit("q", CHUNKS, answer, {"mode": "guardrail"})
+    assert r.guarded_response is not None
+    assert "completed in 1889" in r.guarded_response
+    assert "500" not in r.guarded_response
+    assert "[withheld" in r.guarded_response
+
+
+def test_enforce_raises_with_the_report() -> None:
+    with pytest.raises(EnforcementError) as ei:
+        affidavit.audit("q", CHUNKS, "The Eiffel Tower was completed in 1925.", {"mode": "enforce"})
+    assert isinstance(ei.value.report, AuditReport)
+    assert not ei.value.report.claims[0].supported
+    ok = affidavit.audit(
+        "q", CHUNKS, "The Eiffel Tower was completed in 1889.", {"mode": "enforce"}
+    )
+    assert ok.trust_passed
+
+
+def test_min_compliance() -> None:
+    answer = "The Eiffel Tower was completed in 1889. The Eiffel Tower was completed in 1925."
+    assert not affidavit.audit("q", CHUNKS, answer).passed
+    assert affidavit.audit("q", CHUNKS, answer, {"min_compliance": 0.5}).passed
+
+
+def test_config_forms() -> None:
+    s = load_settings(overrides={"audit": {"support_threshold": 0.9}})
+    for cfg in (s, s.audit, {"support_threshold": 0.9}, {"audit": {"support_threshold": 0.9}}):
+        assert Auditor(cfg).settings.support_threshold == 0.9
+    with pytest.raises(ConfigError, match="unknown setting"):
+        Auditor({"suport_threshold": 0.9})
+    with pytest.raises(ConfigError):
+        Auditor({"mode": "block"})
+    with pytest.raises(ConfigError):
+        Auditor(42)  # type: ignore[arg-type]
+
+
+def test_empty_inputs_fail_closed() -> None:
+    r = affidavit.audit("q", [], "The Eiffel Tower was completed in 1889.")
+    assert not r.claims[0].supported and not r.trust_passed
+    assert "no_chunks" in {i.kind for i in r.policy_issues}
+    r = affidavit.audit("q", CHUNKS, "")
+    assert r.claims == () and r.compliance_rate == 0.0 and not r.trust_passed
+    assert "empty_response" in {i.kind for i in r.policy_issues}
+    r = affidavit.audit("q", CHUNKS, "Hello! How can I help you today?")
+    assert not r.trust_passed and "no_claims" in {i.kind for i in r.policy_issues}
+
+
+def test_chunks_without_text() -> None:
+    with pytest.raises(InputError, match=r"chunks\[1\]\.text"):
+        affidavit.audit("q", [CHUNKS[0], {"url": "https://x.org"}], "x")
+    with pytest.raises(InputError, match=r"chunks\[0\]"):
+        affidavit.audit("q", ["just a string"], "x")  # type: ignore[list-item]
+    r = affidavit.audit("q", [{"text": "   ", "url": "https://x.org"}], "Rome is in Italy.")
+    assert "empty_chunk" in {i.kind for i in r.policy_issues}
+    assert not r.trust_passed
+
+
+def test_wrong_types_are_input_errors() -> None:
+    with pytest.raises(InputError):
+        affidavit.audit("q", CHUNKS, None)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        affidavit.audit("q", "not a list", "x")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="metadata"):
+        affidavit.audit("q", [{"text": "a", "metadata": "x"}], "x")
+
+
+def test_invalid_urls_are_blocked_as_malformed() -> None:
+    chunks = [{"text": "The bridge opened in 1932.", "url": "http//broken url"}]
+    r = affidavit.audit("q", chunks, "The bridge opened in 1932.")
+    assert [b.reason for b in r.blocked_sources] == ["malformed_url"]
+    assert not r.trust_passed
+
+
+def test_large_answer_is_audited_without_crashing() -> None:
+    sentence = "The Eiffel Tower was completed in 1889. "
+    answer = sentence * (5_000_000 // len(sentence))
+    t = time.perf_counter()
+    r = affidavit.audit("q", CHUNKS, answer)
+    assert time.perf_counter() - t < 60
+    assert "response_truncated" in {i.kind for i in r.policy_issues}
+    assert r.claims[0].supported  # the audited part is fine...
+    assert not r.claims[-1].supported  # ...the unchecked rest is not shown as supported
+    assert not r.trust_passed
+
+
+async def test_aaudit_does_not_block_the_loop() -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    answer = " ".join(f"The Eiffel Tower was completed in {1800 + i}." for i in range(300))
+    r = await affidavit.aaudit("q", CHUNKS, answer)
+    task.cancel()
+    assert len(r.claims) > 1
+    assert ticks > 1
+
+
+class _FakeVerifier:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.calls = 0
+
+    def verify(self, claim: Claim, chunks: object) -> Verdict:
+        self.calls += 1
+        return Verdict(
+            claim_id=claim.id,
+            label=self.label,  # type: ignore[arg-type]
+            p_entail=0.9 if self.label == "supported" else 0.1,
+            p_neutral=0.05,
+            p_contradict=0.05 if self.label == "supported" else 0.85,
+            reason="fake",
+        )
+
+
+def test_verifier_hook_can_only_take_support_away() -> None:
+    cfg = AuditSettings(use_verifier=True)
+    answer = "The Eiffel Tower was completed in 1889."
+    no = _FakeVerifier("contradicted")
+    r = Auditor(cfg, verifier=no).audit("q", CHUNKS, answer)
+    assert no.calls == 1 and not r.claims[0].supported
+    assert r.claims[0].verdict is not None
+    yes = _FakeVerifier("supported")
+    assert Auditor(cfg, verifier=yes).audit("q", CHUNKS, answer).claims[0].supported
+    with pytest.raises(ConfigError, match="verifier"):
+        Auditor(cfg)

@@ -1,0 +1,101 @@
+"""Source policy: allowlist, URL validity and freshness."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from affidavit.core.settings import AuditSettings
+from affidavit.core.types import Chunk
+from affidavit.policy.sources import (
+    apply_allowlist,
+    assess_freshness,
+    parse_source_date,
+    url_domain,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "domain"),
+    [
+        ("https://www.Example.org/a", "example.org"),
+        ("http://docs.example.org:8080/x?y=1", "docs.example.org"),
+        ("https://localhost/x", "localhost"),
+        ("htp:/broken", None),
+        ("https://", None),
+        ("https://exa mple.org/", None),
+        ("https://example.org:notaport/", None),
+        ("ftp://example.org/file", None),
+        ("not a url", None),
+    ],
+)
+def test_url_domain(url: str, domain: str | None) -> None:
+    assert url_domain(url) == domain
+
+
+def test_allowlist_suffix_match_on_label_boundaries() -> None:
+    s = AuditSettings(allowlist=["example.org"], require_url=True)
+    chunks = [
+        Chunk(text="a", url="https://docs.example.org/1"),
+        Chunk(text="b", url="https://badexample.org/2"),
+        Chunk(text="c", url="https://example.org/3"),
+        Chunk(text="d", url="htp:/oops"),
+        Chunk(text="e"),
+    ]
+    kept, blocked = apply_allowlist(chunks, s)
+    assert [c.text for c in kept] == ["a", "c"]
+    assert [(b.url, b.reason) for b in blocked] == [
+        ("https://badexample.org/2", "not_allowlisted"),
+        ("htp:/oops", "malformed_url"),
+        (None, "missing_url"),
+    ]
+
+
+def test_empty_allowlist_keeps_local_paths_but_blocks_malformed_web_urls() -> None:
+    s = AuditSettings()
+    kept, blocked = apply_allowlist(
+        [Chunk(text="a", url="docs/a.pdf"), Chunk(text="b", url="https:/x y"), Chunk(text="c")], s
+    )
+    assert [c.text for c in kept] == ["a", "c"]
+    assert [b.reason for b in blocked] == ["malformed_url"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024", date(2024, 1, 1)),
+        (2024, date(2024, 1, 1)),
+        ("2024-05-06", date(2024, 5, 6)),
+        ("2024-05-06T10:00:00Z", date(2024, 5, 6)),
+        ("May 6, 2024", date(2024, 5, 6)),
+        ("6th May 2024", date(2024, 5, 6)),
+        ("2024-05", date(2024, 5, 1)),
+        ("Mon, 06 May 2024 10:00:00 GMT", date(2024, 5, 6)),
+        (1714989600, date(2024, 5, 6)),
+        ("next Tuesday", None),
+        ("", None),
+        (None, None),
+        (True, None),
+        ("2024-13-45", None),
+        ([2024], None),
+    ],
+)
+def test_parse_source_date_never_raises(value: object, expected: date | None) -> None:
+    got, _note = parse_source_date(value)
+    assert got == expected
+
+
+def test_freshness_verdicts() -> None:
+    s = AuditSettings(max_age_days=365, date_key="updated")
+    today = date(2026, 1, 1)
+    fresh = assess_freshness(Chunk(text="a", metadata={"updated": "2025-06-01"}), s, today)
+    stale = assess_freshness(Chunk(text="b", metadata={"year": 2020}), s, today)
+    odd = assess_freshness(Chunk(text="c", metadata={"date": "sometime"}), s, today)
+    none = assess_freshness(Chunk(text="d"), s, today)
+    assert (fresh.status, fresh.age_days, fresh.metadata_key) == ("fresh", 214, "updated")
+    assert (stale.status, stale.source_date) == ("stale", "2020-01-01")
+    assert odd.status == "unknown" and odd.note.startswith("unparseable")
+    assert none.status == "unknown"
+    off = assess_freshness(Chunk(text="e", metadata={"year": 2020}), AuditSettings(), today)
+    assert off.status == "not_applicable"

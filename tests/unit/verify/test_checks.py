@@ -1,0 +1,123 @@
+"""Typed consistency checks: each check catches its perturbation and lets paraphrases pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from affidavit.verify.checks import CHECK_NAMES, failed, run_checks
+from affidavit.verify.numbers import find_dates, find_quantities
+
+EVIDENCE = (
+    "The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall and attracts about "
+    "7 million visitors a year. Apple reported revenue of $95B in 2023, an increase of 3.5%. "
+    "The Seine is longer than the Marne. Gustave Eiffel's company was founded on 12 March 1868."
+)
+
+
+def failing(claim: str, evidence: str = EVIDENCE) -> dict[str, str]:
+    return {r.check: r.reason for r in failed(run_checks(claim, evidence))}
+
+
+@pytest.mark.parametrize(
+    ("claim", "check", "reason_part"),
+    [
+        ("The Eiffel Tower was completed in 1925.", "date", "1925 disagrees with 1889"),
+        ("The Eiffel Tower was not completed in 1889.", "polarity", "'not'"),
+        ("The Eiffel Tower was never completed.", "polarity", "'never'"),
+        ("The Eiffel Tower in London was completed in 1889.", "entity", "'London'"),
+        ("The Eiffel Tower is 330 feet tall.", "unit", "330 feet"),
+        ("The Eiffel Tower attracts about 70 million visitors a year.", "number", "70 million"),
+        ("Apple reported revenue of $59B in 2023.", "number", "$59B"),
+        ("Apple reported a revenue increase of 35%.", "number", "35%"),
+        ("Apple reported a decrease of 3.5% in revenue in 2023.", "polarity", "'decrease'"),
+        ("The Marne is longer than the Seine.", "comparative", "other way round"),
+        ("The Seine is shorter than the Marne.", "comparative", "'shorter'"),
+        ("Gustave Eiffel's company was founded on 12 May 1868.", "date", "12 May 1868"),
+        ("Gustave Eiffel's company was founded in March 1869.", "date", "March 1869"),
+    ],
+)
+def test_each_perturbation_fails_with_a_plain_reason(
+    claim: str, check: str, reason_part: str
+) -> None:
+    got = failing(claim)
+    assert check in got, got
+    assert reason_part in got[check]
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The Eiffel Tower was completed in 1889.",
+        "Completed in 1889, the Eiffel Tower stands in Paris.",
+        "The tower in Paris is 1083 feet tall.",  # 330 m converted
+        "Roughly seven million people visit the Eiffel Tower each year.",
+        "Apple's revenue was 95 billion dollars in 2023.",
+        "Apple's revenue in 2023 was 95,000 million dollars.",
+        "In 2023 Apple's revenue rose by 3.5 percent.",
+        "The Marne is shorter than the Seine.",
+        "Gustave Eiffel's company was founded in March 1868.",
+        "Gustave Eiffel's company was founded in the 1860s.",
+        "Rather than the Marne, the Seine is the longer river.",
+        "Notably, the Eiffel Tower was completed in 1889.",
+    ],
+)
+def test_paraphrases_pass(claim: str) -> None:
+    assert failing(claim) == {}
+
+
+def test_every_check_reports_in_a_fixed_order() -> None:
+    results = run_checks("Paris is big.", "Paris is big.")
+    assert tuple(r.check for r in results) == CHECK_NAMES
+    assert all(r.status == "not_applicable" for r in results if r.check != "entity")
+
+
+def test_number_absent_from_evidence_fails() -> None:
+    got = failing("The bridge has 12 arches.", "The bridge has many arches.")
+    assert "does not appear" in got["number"]
+
+
+def test_unrelated_negation_elsewhere_does_not_fail() -> None:
+    ev = "Although not widely known at first, the band released its debut album in 1994."
+    assert failing("The band released its debut album in 1994.", ev) == {}
+
+
+def test_negation_in_evidence_is_caught() -> None:
+    ev = "The treaty was not ratified by the Senate in 1920."
+    assert "polarity" in failing("The treaty was ratified by the Senate in 1920.", ev)
+
+
+def test_sentence_initial_swapped_name_fails() -> None:
+    ev = "The Oberoi Group is a hotel company with its head office in Delhi."
+    assert "entity" in failing("Mumbai is the head office of the Oberoi Group.", ev)
+    assert failing("Its head office is in Delhi.", ev) == {}
+
+
+def test_scale_words_and_currency() -> None:
+    a = find_quantities("$95B")[0]
+    b = find_quantities("95 billion dollars")[0]
+    c = find_quantities("95,000 million")[0]
+    assert a.value == b.value == c.value == 95e9
+    assert a.dimension == b.dimension == "currency_usd"
+    assert a.matches(c)
+
+
+def test_spelled_numbers_and_dozen() -> None:
+    q = find_quantities("a dozen eggs and fifteen cats")
+    assert [x.value for x in q] == [12.0, 15.0]
+
+
+def test_dates_in_many_formats_are_equal() -> None:
+    forms = ["March 2, 1991", "2 March 1991", "1991-03-02", "2nd of March, 1991", "03/02/1991"]
+    for f in forms:
+        (d,) = find_dates(f"born on {f} in Ohio")
+        assert (d.year, d.month, d.day) == (1991, 3, 2), f
+
+
+def test_rounded_claim_matches_precise_source() -> None:
+    assert failing("Revenue was about $95 billion.", "Revenue was $95.3 billion.") == {}
+    assert "number" in failing("Revenue was $95.3 billion.", "Revenue was $96 billion.")
+
+
+def test_temperature_conversion() -> None:
+    assert failing("It melts at 32 °F.", "It melts at 0 °C.") == {}
+    assert "number" in failing("It melts at 50 °F.", "It melts at 0 °C.")
