@@ -76,6 +76,11 @@ class AuditSettings(Section):
     use_verifier: bool = Field(
         default=False, description="Also run the entailment verifier (needs affidavit[models])."
     )
+    max_response_chars: int = Field(
+        default=200_000,
+        ge=1,
+        description="Longer answers are audited up to here; the rest counts as unsupported.",
+    )
 
 
 class ClaimsSettings(Section):
