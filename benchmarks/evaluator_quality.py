@@ -95,6 +95,14 @@ def main() -> None:
     ap.add_argument("--llm-chunks", type=int, default=40)
     ap.add_argument("--write-calibration", action="store_true")
     ap.add_argument(
+        "--crag",
+        type=int,
+        default=0,
+        metavar="N",
+        help="CRAG decisions on N held-out questions with BM25 top-5 (as retrieved, and with "
+        "the gold passage removed), written to evaluator_quality_crag.json",
+    )
+    ap.add_argument(
         "--llm-only",
         action="store_true",
         help="only the LLM evaluator (and the model evaluator on the same passages), "
@@ -112,6 +120,9 @@ def main() -> None:
     rng.shuffle(pairs)
     half = len(pairs) // 2
     calib, held = pairs[:half], pairs[half:]
+    if args.crag:
+        run_crag(data, held, args.crag, Path(args.out).with_name("evaluator_quality_crag.json"))
+        return
     if args.llm_only:
         out = Path(args.out).with_name("evaluator_quality_llm.json")
         run_llm_only(held, args.llm_chunks, out)
@@ -259,6 +270,119 @@ def run_llm(
         "ms_per_chunk_median": statistics.median(ms),
         "model_balanced_accuracy_same_sample": balanced_accuracy(same, yh[: 2 * n_q], 5.0),
     }
+
+
+def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
+    """Classification and refinement quality of the whole CRAG stage (model evaluator, no web).
+
+    Retrieval is BM25 (bm25s) top-5 over all 8000 knowledge passages. Scenario "retrieved": the
+    hits as they are; scenario "gold removed": the question's own passage taken out (a retrieval
+    miss). Answer recall: the dataset's right_answer appears (case-insensitive) in the context.
+    """
+    import bm25s
+
+    from affidavit.core.types import Chunk
+    from affidavit.correct import CorrectiveRetrieval
+
+    rows = [json.loads(line) for line in (data / "halueval" / "qa_dev.jsonl").open()]
+    corpus = [r["knowledge"] for r in rows]
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+    )
+    crag = CorrectiveRetrieval(ModelRelevanceEvaluator(threads=1))
+    items = held[:n]
+    res, _ = retriever.retrieve(
+        bm25s.tokenize([it["question"] for it in items], stopwords="en", show_progress=False),
+        k=6,
+        show_progress=False,
+    )
+    per: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for it, hits in zip(items, res, strict=True):
+        answer = rows[it["row"]]["right_answer"].lower()
+        gold = corpus[it["row"]]
+        ranked = [corpus[int(h)] for h in hits]
+        for scenario, texts in (
+            ("retrieved", ranked[:5]),
+            ("gold_removed", [t for t in ranked if t != gold][:5]),
+        ):
+            s = time.perf_counter()
+            r = crag.run(it["question"], [Chunk(text=t) for t in texts])
+            ctx = " ".join(c.text for c in r.chunks)
+            per.append(
+                {
+                    "row": it["row"],
+                    "scenario": scenario,
+                    "gold_in_hits": gold in texts,
+                    "kind": r.classification.kind,
+                    "max_score": r.classification.max_score,
+                    "answer_in_hits": any(answer in t.lower() for t in texts),
+                    "answer_in_context": answer in ctx.lower(),
+                    "hits_chars": sum(len(t) for t in texts),
+                    "context_chars": len(ctx),
+                    "ms": (time.perf_counter() - s) * 1000,
+                }
+            )
+
+    def summary(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        if not sel:
+            return {"n": 0}
+        kinds = {
+            k: sum(x["kind"] == k for x in sel) / len(sel)
+            for k in ("correct", "ambiguous", "incorrect")
+        }
+        with_ans = [x for x in sel if x["answer_in_hits"]]
+        return {
+            "n": len(sel),
+            "kind_share": kinds,
+            "answer_recall_hits": sum(x["answer_in_hits"] for x in sel) / len(sel),
+            "answer_recall_context": sum(x["answer_in_context"] for x in sel) / len(sel),
+            "answer_kept_when_in_hits": (
+                sum(x["answer_in_context"] for x in with_ans) / len(with_ans) if with_ans else None
+            ),
+            "context_chars_ratio_median": statistics.median(
+                x["context_chars"] / x["hits_chars"] for x in sel
+            ),
+            "ms_per_question_median": statistics.median(x["ms"] for x in sel),
+        }
+
+    ret = [x for x in per if x["scenario"] == "retrieved"]
+    result = {
+        "benchmark": "evaluator_quality_crag",
+        "data": "halueval/qa_dev.jsonl (held-out half only)",
+        "questions": len(items),
+        "retrieval": "bm25s top-5 over 8000 knowledge passages",
+        "evaluator": crag.evaluator.name,
+        "thresholds": {"upper": 8.0, "lower": 3.0, "strip": 5.0},
+        "retrieved": summary(ret),
+        "retrieved_gold_in_top5": summary([x for x in ret if x["gold_in_hits"]]),
+        "retrieved_gold_not_in_top5": summary([x for x in ret if not x["gold_in_hits"]]),
+        "gold_removed": summary([x for x in per if x["scenario"] == "gold_removed"]),
+        "seconds": time.perf_counter() - t0,
+        "rows": per,
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"{'scenario':28s} {'n':>4s} {'correct':>8s} {'ambig':>6s} {'incorr':>7s} "
+        f"{'ans@hits':>8s} {'ans@ctx':>8s} {'ctx/hits':>8s}"
+    )
+    for key in (
+        "retrieved",
+        "retrieved_gold_in_top5",
+        "retrieved_gold_not_in_top5",
+        "gold_removed",
+    ):
+        m = result[key]
+        if not m.get("n"):
+            continue
+        k = m["kind_share"]
+        print(
+            f"{key:28s} {m['n']:4d} {k['correct']:8.2f} {k['ambiguous']:6.2f} "
+            f"{k['incorrect']:7.2f} {m['answer_recall_hits']:8.2f} "
+            f"{m['answer_recall_context']:8.2f} {m['context_chars_ratio_median']:8.2f}"
+        )
+    print(f"wrote {out}")
 
 
 def run_llm_only(held: list[dict[str, Any]], n_chunks: int, out: Path) -> None:
