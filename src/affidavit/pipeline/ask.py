@@ -283,7 +283,10 @@ class AskPipeline:
         if not context:
             # nothing to ground an answer in: do not ask the model to improvise
             clock.skipped("generate", "no passages to answer from")
-            skipped.append("generate: no passages retrieved; answered insufficient")
+            skipped.append(
+                "generate: no passages to answer from (none retrieved, or all judged "
+                "irrelevant); answered insufficient without calling the model"
+            )
             raw = INSUFFICIENT_ANSWER
             if on_token is not None:
                 on_token(raw)

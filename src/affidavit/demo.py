@@ -1,0 +1,168 @@
+"""``python -m affidavit.demo`` (``make demo``): the whole job on a bundled sample corpus.
+
+Ingests the sample corpus into a temporary store, then asks questions the documents answer and
+one they do not, with the embedded LLM (no network). Each answer streams as it is generated,
+then the verified rendering replaces it: badges per claim, sources, corrections.
+
+Options: ``--corpus DIR`` (default: ``sample_corpus/`` at the repository root), ``--mode``
+(default ``mixed`` so withheld sentences are visible with their badges), ``--question Q``
+(repeatable; replaces the built-in questions), ``--store DIR`` (keep the store there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from affidavit.core.types import DisplayMode
+
+log = logging.getLogger(__name__)
+
+# questions the sample corpus answers, and one it does not (the last)
+SAMPLE_QUESTIONS = (
+    "When did the Forth Bridge open?",
+    "Who built the Bell Rock Lighthouse?",
+    "How far away can the Bell Rock light be seen?",
+    "Who won the 1998 football World Cup?",
+)
+
+# a fallback corpus, used only when sample_corpus/ is missing (e.g. an installed wheel)
+_FALLBACK_DOCS = {
+    "forth_bridge.txt": (
+        "The Forth Bridge is a cantilever railway bridge across the Firth of Forth in the east "
+        "of Scotland, 14 kilometres west of central Edinburgh. The Forth Bridge opened on "
+        "4 March 1890. It was designed by the English engineers Sir John Fowler and Sir "
+        "Benjamin Baker. The bridge spans 2,467 metres. It became a UNESCO World Heritage Site "
+        "in 2015."
+    ),
+    "bell_rock.txt": (
+        "The Bell Rock Lighthouse, off the coast of Angus, Scotland, is the world's oldest "
+        "surviving sea-washed lighthouse. The Bell Rock Lighthouse was built between 1807 and "
+        "1810 by Robert Stevenson. The tower is 35 metres tall. Its light can be seen from 35 "
+        "nautical miles inland."
+    ),
+}
+
+
+def default_corpus() -> Path | None:
+    """``sample_corpus/`` at the repository root, when running from a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    candidate = root / "sample_corpus"
+    return candidate if candidate.is_dir() else None
+
+
+def _fallback_corpus(where: Path) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    for name, text in _FALLBACK_DOCS.items():
+        (where / name).write_text(text + "\n", encoding="utf-8")
+    return where
+
+
+def _ingest(corpus: Path, store_dir: Path) -> None:
+    from rich.console import Console
+
+    from affidavit.core.settings import load_settings
+    from affidavit.ingest.pipeline import Ingestor
+    from affidavit.retrieve.embedders import make_embedder
+    from affidavit.store.factory import make_store
+
+    settings = load_settings()
+    store = make_store(settings.store, path=store_dir)
+    report = Ingestor(store, make_embedder(settings.embed), settings.ingest).ingest([corpus])
+    console = Console()
+    counts = ", ".join(f"{k} {v}" for k, v in report.counts().items() if v)
+    console.print(
+        f"ingested {corpus} -> {store_dir}: {counts}; {report.chunks_total} chunks "
+        f"({report.seconds:.1f}s)",
+        markup=False,
+        highlight=False,
+    )
+    for outcome in report.failed:
+        console.print(f"  failed {outcome.source}: {outcome.reason}", markup=False)
+
+
+def run(
+    corpus: Path | None,
+    questions: Sequence[str],
+    *,
+    mode: str = "mixed",
+    store_dir: Path | None = None,
+) -> int:
+    """Ingest ``corpus`` and ask each question; returns the process exit code."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.rule import Rule
+    from rich.text import Text
+
+    from affidavit.cli.ask import print_result
+    from affidavit.core.errors import AffidavitError
+    from affidavit.core.settings import load_settings
+    from affidavit.pipeline.build import build_pipeline
+
+    display = cast("DisplayMode", mode)
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="affidavit-demo-") as tmp:
+        if corpus is None:
+            corpus = _fallback_corpus(Path(tmp) / "corpus")
+            console.print("sample_corpus/ not found: using the built-in two-document corpus")
+        where = store_dir or Path(tmp) / "store"
+        _ingest(corpus, where)
+        settings = load_settings()
+        try:
+            pipe = build_pipeline(settings, store_path=where)
+        except AffidavitError as exc:
+            console.print(f"error: {exc.message}", markup=False)
+            return 2
+        with console.status("loading the embedded LLM (first run assembles it, ~1 GB)..."):
+            load = getattr(pipe.generator, "load", None)
+            try:
+                if callable(load):
+                    load()
+            except AffidavitError as exc:
+                console.print(f"error: {exc.message}", markup=False)
+                return 1
+        for question in questions:
+            console.print(Rule(question))
+            provisional = Text(style="dim")
+            try:
+                with Live(provisional, console=console, transient=True) as live:
+
+                    def show(piece: str, live: Live = live, text: Text = provisional) -> None:
+                        text.append(piece)
+                        live.update(text)
+
+                    result = pipe.ask(question, mode=display, on_token=show)
+            except AffidavitError as exc:
+                console.print(f"error: {exc.message}", markup=False)
+                return 1
+            if result.trace.raw_answer and result.trace.raw_answer != result.answer:
+                console.print(Text("model wrote: " + result.trace.raw_answer, style="dim"))
+            print_result(console, result)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m affidavit.demo", description=__doc__)
+    parser.add_argument("--corpus", type=Path, default=None, help="folder of documents")
+    parser.add_argument("--store", type=Path, default=None, help="keep the store in this folder")
+    parser.add_argument("--mode", choices=("strict", "mixed", "debug"), default="mixed")
+    parser.add_argument("--question", action="append", default=None, help="ask this instead")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs index builds at DEBUG
+    corpus = args.corpus or default_corpus()
+    if corpus is not None and not corpus.is_dir():
+        print(f"error: no such folder: {corpus}", file=sys.stderr)
+        return 2
+    return run(corpus, args.question or SAMPLE_QUESTIONS, mode=args.mode, store_dir=args.store)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
