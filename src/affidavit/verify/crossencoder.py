@@ -295,6 +295,8 @@ class OnnxCrossEncoder:
         labels: override of the config's label order (a user's model, ``external_labels``).
         graph_opt: ONNX Runtime graph optimisation level.
         stage: stage name written into each StageScore.
+        spin: let ORT worker threads busy-wait between ops (faster on idle dedicated cores; off by
+            default because on a shared CPU spinning burns the cores other jobs need).
 
     Raises:
         ModelError: missing files, sha256 mismatch, or a model ONNX Runtime cannot load.
@@ -310,6 +312,7 @@ class OnnxCrossEncoder:
         labels: Sequence[str] | None = None,
         graph_opt: GraphOpt = "all",
         stage: str = "cross_encoder",
+        spin: bool = False,
     ) -> None:
         t0 = time.perf_counter()
         self.model_dir = Path(model_dir)
@@ -339,7 +342,7 @@ class OnnxCrossEncoder:
         if self.config.tokenizer_sha256 and file_sha256(tok_path) != self.config.tokenizer_sha256:
             raise ModelError("verifier tokenizer sha256 mismatch", source=str(tok_path))
         self.tokenizer = PairTokenizer(tok_path, self.max_len)
-        self.session = _make_session(onnx_path, threads, graph_opt)
+        self.session = _make_session(onnx_path, threads, graph_opt, spin)
         self.input_names = {i.name for i in self.session.get_inputs()}
         n_out = self.session.get_outputs()[0].shape[-1]
         if isinstance(n_out, int) and n_out != len(self.labels):
@@ -427,7 +430,7 @@ class OnnxCrossEncoder:
         )
 
 
-def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt) -> Any:
+def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt, spin: bool) -> Any:
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - part of the models extra
@@ -436,6 +439,8 @@ def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt) -> Any:
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = threads
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     opts.graph_optimization_level = {
         "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
         "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
