@@ -131,3 +131,19 @@ def test_bad_queries_file(env: Path, tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 2 and "q.jsonl:1" in r.output
+
+
+def test_qdrant_backend_via_settings(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("qdrant_client")
+    monkeypatch.setenv("AFFIDAVIT_STORE__BACKEND", "qdrant")
+    (env / "sample.jsonl").unlink()
+    r = CliRunner().invoke(app, ["ingest", str(env), "--store", str(tmp_path / "qs")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "qs" / "qdrant").is_dir()
+    r = CliRunner().invoke(
+        app, ["search", "Gettysburg", "--store", str(tmp_path / "qs"), "--json", "-k", "1"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "Gettysburg" in json.loads(r.stdout)[0]["text"]

@@ -151,8 +151,14 @@ class StoreRetriever:
     def _hybrid(
         self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
     ) -> list[Hit]:
-        if self.native_hybrid and isinstance(self.store, HybridStore):
-            fused = self.store.search_hybrid(query, vector, k, filters, candidates=n)
+        if (
+            self.native_hybrid
+            and self.weights == (1.0, 1.0)
+            and isinstance(self.store, HybridStore)
+        ):
+            fused = self.store.search_hybrid(
+                query, vector, k, filters, candidates=n, rrf_k=self.rrf_k
+            )
             return self._hits(fused, "hybrid", "rrf")
         lexical = self.store.search_lexical(query, n, filters)
         dense = self.store.search_dense(vector, n, filters)

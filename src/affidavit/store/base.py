@@ -112,6 +112,7 @@ class HybridStore(Store, Protocol):
         k: int,
         filters: SearchFilters | None = None,
         candidates: int = 50,
+        rrf_k: int = 60,
     ) -> list[ScoredChunk]:
-        """Reciprocal-rank-fused ranking computed by the engine."""
+        """Reciprocal-rank-fused ranking (``sum 1/(rrf_k + rank)``) computed by the engine."""
         ...
