@@ -76,6 +76,8 @@ class CorrectiveRetrieval:
             local context only, and the trace says why).
         rewriter: rewrites the question into a search query (None: the question is sent as is).
         fetcher: fetches result pages that came without text (None: snippets are used).
+        sentence_evaluator: scores sentences during refinement (default: ``evaluator``). With
+            a slow LLM evaluator, the model evaluator here keeps refinement affordable.
         settings: the ``correct`` section (thresholds, top-k, allowlist).
         max_web_chars: web page text is cut to this many characters before refinement.
 
@@ -94,6 +96,7 @@ class CorrectiveRetrieval:
         settings: CorrectSettings | None = None,
         *,
         fetcher: Fetcher | None = None,
+        sentence_evaluator: RelevanceEvaluator | None = None,
         max_web_chars: int = 4000,
     ) -> None:
         self.settings = settings if settings is not None else CorrectSettings()
@@ -110,6 +113,7 @@ class CorrectiveRetrieval:
         self.web = web
         self.rewriter = rewriter
         self.fetcher = fetcher
+        self.sentence_evaluator = sentence_evaluator or evaluator
         self.max_web_chars = max_web_chars
 
     def config(self) -> dict[str, object]:
@@ -117,6 +121,7 @@ class CorrectiveRetrieval:
         return {
             **self.settings.model_dump(mode="json", exclude={"tavily_api_key", "brave_api_key"}),
             "evaluator_name": self.evaluator.name,
+            "sentence_evaluator_name": self.sentence_evaluator.name,
             "web": self.web.name if self.web is not None else "none",
             "rewriter": type(self.rewriter).__name__ if self.rewriter is not None else None,
             "fetcher": type(self.fetcher).__name__ if self.fetcher is not None else None,
@@ -198,7 +203,7 @@ class CorrectiveRetrieval:
         local, why = refine_many(
             question,
             selected,
-            evaluator=self.evaluator,
+            evaluator=self.sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="local",
@@ -312,7 +317,7 @@ class CorrectiveRetrieval:
         refined, dropped = refine_many(
             question,
             [(c, sc.score) for (_, c), sc in zip(usable, scores, strict=True)],
-            evaluator=self.evaluator,
+            evaluator=self.sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="web",
@@ -355,10 +360,17 @@ def build_corrective_retrieval(
 
     c = settings.correct
     evaluator: RelevanceEvaluator
+    sentence_evaluator: RelevanceEvaluator | None = None
     if c.evaluator == "llm":
         if generator is None:
             raise ConfigError("correct.evaluator = 'llm' needs a generator", stage="correct")
         evaluator = LLMRelevanceEvaluator(generator)
+        # one LLM call per sentence is minutes per question on a CPU: sentences go to the model
+        # evaluator when it can load (recorded in config() as sentence_evaluator_name)
+        try:
+            sentence_evaluator = ModelRelevanceEvaluator(threads=settings.embed.threads)
+        except AffidavitError as exc:
+            log.warning("model evaluator unavailable, the LLM scores sentences too: %s", exc)
     else:
         evaluator = ModelRelevanceEvaluator(threads=settings.embed.threads)
 
@@ -366,20 +378,24 @@ def build_corrective_retrieval(
     if c.web_provider == "tavily":
         if c.tavily_api_key is None:
             raise ConfigError("web_provider 'tavily' needs correct.tavily_api_key")
-        web = TavilySearch(c.tavily_api_key.get_secret_value())
+        web = TavilySearch(c.tavily_api_key.get_secret_value(), timeout_s=c.web_timeout_s)
     elif c.web_provider == "brave":
         if c.brave_api_key is None:
             raise ConfigError("web_provider 'brave' needs correct.brave_api_key")
-        web = BraveSearch(c.brave_api_key.get_secret_value())
+        web = BraveSearch(c.brave_api_key.get_secret_value(), timeout_s=c.web_timeout_s)
     elif c.web_provider == "searxng":
         if not c.searxng_url:
             raise ConfigError("web_provider 'searxng' needs correct.searxng_url")
-        web = SearxngSearch(c.searxng_url)
+        web = SearxngSearch(c.searxng_url, timeout_s=c.web_timeout_s)
     elif c.web_provider == "store":
         web = StoreFallbackSearch.from_settings(settings)
 
     fetcher = (
-        SafeFetcher(allowlist=c.web_allowlist, allow_private_addresses=c.allow_private_addresses)
+        SafeFetcher(
+            allowlist=c.web_allowlist,
+            allow_private_addresses=c.allow_private_addresses,
+            timeout_s=c.web_timeout_s,
+        )
         if web is not None and c.web_provider != "store"
         else None
     )
@@ -388,4 +404,6 @@ def build_corrective_retrieval(
         if generator is not None and c.rewrite_query and web is not None
         else None
     )
-    return CorrectiveRetrieval(evaluator, web, rewriter, c, fetcher=fetcher)
+    return CorrectiveRetrieval(
+        evaluator, web, rewriter, c, fetcher=fetcher, sentence_evaluator=sentence_evaluator
+    )

@@ -273,3 +273,29 @@ def test_build_from_settings_wires_providers() -> None:
     s2 = load_settings(overrides={"correct": {"evaluator": "llm", "web_provider": "tavily"}})
     with pytest.raises(ConfigError):
         build_corrective_retrieval(s2, generator=ScriptedGenerator([]))  # no key
+
+
+def test_sentence_evaluator_scores_refinement() -> None:
+    chunk_ev = KeywordEvaluator(fixed={HIGH.text: 9.0})
+    sent_ev = KeywordEvaluator(fixed={"Alpha fact one.": 1.0, "Alpha fact two.": 6.0})
+    r = CorrectiveRetrieval(chunk_ev, sentence_evaluator=sent_ev).run("q", [HIGH])
+    assert r.chunks[0].text == "Alpha fact two."
+    assert sent_ev.calls[0][1] == ["Alpha fact one.", "Alpha fact two."]
+    assert chunk_ev.calls == [("q", [HIGH.text])]  # the chunk evaluator grades chunks only
+
+
+def test_build_passes_web_timeout_and_store_needs_a_path() -> None:
+    s = load_settings(
+        overrides={
+            "correct": {
+                "web_provider": "brave",
+                "brave_api_key": "k",
+                "web_timeout_s": 2.5,
+            }
+        }
+    )
+    crag = build_corrective_retrieval(s, generator=ScriptedGenerator([]))
+    assert crag.web is not None and getattr(crag.web, "timeout_s", None) == 2.5
+    assert crag.fetcher is not None and getattr(crag.fetcher, "timeout_s", None) == 2.5
+    with pytest.raises(ConfigError):
+        build_corrective_retrieval(load_settings(overrides={"correct": {"web_provider": "store"}}))
