@@ -1,10 +1,176 @@
-"""CLI commands of the audit group (placeholder until the stage lands)."""
+"""``affidavit audit FILE|-``: the runtime provenance audit from the command line.
+
+Input is JSON: ``{"query": "...", "chunks": [{"text": ..., "url": ..., "metadata": {...}}],
+"response": "..."}`` (``query`` may be omitted). Settings come from ``--config``, else an
+``affidavit.toml`` beside FILE, else in the working directory, then ``AFFIDAVIT_*``.
+
+Exit codes: 0 trust passed; 1 policy or trust failed (also ``--mode enforce``); 2 usage or input
+error, with a one-line reason (malformed JSON with line and column, missing field, wrong type,
+non-UTF-8 input, unknown or invalid setting).
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from affidavit.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    cli_settings,
+    fail_usage,
+    read_text_arg,
+    usage_errors,
+)
+
+if TYPE_CHECKING:
+    from affidavit.core.report import AuditReport
+
+_FIELDS = {"query": str, "chunks": list, "response": str}
+_REQUIRED = ("chunks", "response")
+
+
+def parse_input(text: str, source: str = "input") -> dict[str, Any]:
+    """Parse and shape-check the audit input JSON; one-line InputError on any problem.
+
+    Example:
+        >>> parse_input('{"chunks": [], "response": "Hi."}')["query"]
+        ''
+    """
+    from affidavit.core.errors import InputError
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            source=source,
+        ) from None
+    except RecursionError:
+        raise InputError(f"{source}: JSON nested too deeply", source=source) from None
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{source}: expected a JSON object with query, chunks, response; got "
+            f"{type(data).__name__}",
+            source=source,
+        )
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise InputError(
+            f"{source}: unknown field(s) {', '.join(unknown)} (expected query, chunks, response)",
+            source=source,
+        )
+    for name in _REQUIRED:
+        if name not in data:
+            raise InputError(f"{source}: missing field '{name}'", source=source)
+    data.setdefault("query", "")
+    if data["query"] is None:
+        data["query"] = ""
+    for name, kind in _FIELDS.items():
+        if not isinstance(data[name], kind):
+            raise InputError(
+                f"{source}: field '{name}' must be {'a string' if kind is str else 'a list'}, "
+                f"not {_json_type(data[name])}",
+                source=source,
+            )
+    return data
+
+
+def _json_type(value: Any) -> str:
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
+
+
+def _print_report(report: AuditReport, no_color: bool) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    ok = report.trust_passed
+    head = "[bold green]TRUST PASSED[/]" if ok else "[bold red]TRUST FAILED[/]"
+    n_ok = sum(c.supported for c in report.claims)
+    console.print(
+        f"{head}  compliance {report.compliance_rate:.0%} "
+        f"({n_ok}/{len(report.claims)} claims supported), mode {report.mode}, "
+        f"{report.n_chunks_used}/{report.n_chunks} chunks used"
+    )
+    for c in report.claims:
+        if c.supported:
+            mark = "[green]✓ supported[/]"
+            if c.freshness == "supported_stale":
+                mark = "[yellow]✓ supported (stale source)[/]"
+            where = escape(c.source_url or c.chunk_id or "")
+            console.print(f"{mark} {escape(c.text)}  [dim]({c.confidence:.2f}, {where})[/]")
+        else:
+            console.print(f"[red]✗ unsupported[/] {escape(c.text)}  [dim]({c.confidence:.2f})[/]")
+            console.print(f"    [red]{escape(c.reason)}[/]")
+    for b in report.blocked_sources:
+        console.print(
+            f"[yellow]blocked source[/] {escape(b.url or b.chunk_id)}: {b.reason} "
+            f"[dim]({escape(b.detail)})[/]"
+        )
+    shown = {"unsupported_claims", "contradicted_claims", "blocked_sources"}
+    for i in report.policy_issues:
+        if i.kind not in shown:
+            console.print(f"[yellow]policy issue[/] {i.kind}: {escape(i.message)}")
+    if report.guarded_response is not None:
+        console.print("[bold]guarded response:[/]")
+        console.print(escape(report.guarded_response))
+
+
+def audit(
+    file: Annotated[str, typer.Argument(help="Input JSON file, or - for stdin.", metavar="FILE|-")],
+    config: Annotated[Path | None, typer.Option("--config", help="affidavit.toml to use.")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="audit | guardrail | enforce (overrides audit.mode)."),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the full report as JSON.")
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="Plain output without colour.", envvar="NO_COLOR")
+    ] = False,
+) -> None:
+    """Audit an answer against the chunks it was generated from.
+
+    Exit 0 when trust passed, 1 when policy or trust failed, 2 on usage or input errors.
+    """
+    from affidavit.audit import Auditor
+    from affidavit.core.errors import EnforcementError
+
+    beside = None if file == "-" else Path(file)
+    overrides = {"audit": {"mode": mode}} if mode is not None else None
+    settings = cli_settings(config, beside=beside, overrides=overrides)
+    with usage_errors():
+        data = parse_input(read_text_arg(file), "stdin" if file == "-" else file)
+        auditor = Auditor(settings)
+        try:
+            report = auditor.audit(data["query"], data["chunks"], data["response"])
+        except EnforcementError as exc:
+            report = exc.report
+    if json_out:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _print_report(report, no_color)
+    if not report.trust_passed:
+        raise typer.Exit(EXIT_FAIL)
+    raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
-    del app
+    """Add ``affidavit audit`` to the app."""
+    app.command("audit")(audit)
+
+
+__all__ = ["audit", "fail_usage", "parse_input", "register"]

@@ -115,7 +115,11 @@ def _looks_like_web(url: str) -> bool:
     low = url.strip().lower()
     if low.startswith("file:"):
         return False
-    return low.startswith(("http", "www.")) or bool(re.match(r"^[a-z][a-z0-9+.-]*:", low))
+    return (
+        low.startswith(("http", "htp", "www."))
+        or "//" in low
+        or bool(re.match(r"^[a-z][a-z0-9+.-]*:", low))
+    )
 
 
 def apply_allowlist(
