@@ -1,0 +1,344 @@
+"""``affidavit ask`` vs plain RAG on HaluEval qa (dev), in one run, with the embedded LLM.
+
+Corpus: every distinct ``knowledge`` passage of ``halueval/qa_dev.jsonl`` (one store, hybrid
+retrieval). For a seeded sample of questions:
+
+- **generated**: both systems answer with the same retriever and LLM. Plain RAG shows the model's
+  text as is; ``ask`` adds corrective retrieval, citation clean-up, verification and the strict
+  policy. Measured: retrieval hit rate (the question's own passage in the top-k), context hit
+  rate (still in what the LLM saw), answer accuracy (the right answer appears in the shown
+  text), abstention, wrong-shown rate (something shown, right answer absent), and the share of
+  generated sentences that verify (for plain RAG: its sentences run through the same verifier,
+  since it shows them all).
+- **fed**: the dataset's ``hallucinated_answer`` is fed as if the LLM had written it (a scripted
+  generator in the same pipeline): the rate at which any of its claims is shown as verified in
+  strict mode (plain RAG shows every one). The ``right_answer`` is fed the same way as a contrast.
+
+    python benchmarks/ask_halueval.py [--data ../shared/data] [--sample 20] [--fed-sample 60]
+
+Writes ``benchmarks/results/ask_halueval.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def norm(text: str) -> str:
+    """Lower-case, drop punctuation and articles (SQuAD-style answer matching)."""
+    text = re.sub(r"[^\w\s]", " ", text.lower())
+    return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
+
+
+def contains_answer(shown: str, right: str) -> bool:
+    """The right answer appears in the shown text (normalised)."""
+    r = norm(right)
+    return bool(r) and f" {r} " in f" {norm(shown)} "
+
+
+def pid(text: str) -> str:
+    """The passage id (same scheme as benchmarks/retrieval_quality.py)."""
+    return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build_store(path: Path, passages: dict[str, str], settings: Any) -> Any:
+    from affidavit.ingest.pipeline import Ingestor
+    from affidavit.retrieve.embedders import make_embedder
+    from affidavit.store.local import LocalStore
+
+    path.mkdir(parents=True, exist_ok=True)
+    src = path / "corpus.jsonl"
+    body = "\n".join(json.dumps({"id": i, "text": t}) for i, t in passages.items()) + "\n"
+    if not src.exists() or src.read_text(encoding="utf-8") != body:
+        src.write_text(body, encoding="utf-8")
+    store = LocalStore(path / "store")
+    t0 = time.perf_counter()
+    report = Ingestor(store, make_embedder(settings.embed), settings.ingest).ingest([src])
+    print(
+        f"ingest: {report.counts()} chunks={report.chunks_total} "
+        f"in {time.perf_counter() - t0:.1f}s",
+        flush=True,
+    )
+    return store
+
+
+def sentences_verified(result: Any) -> tuple[int, int]:
+    """(sentences shown in strict mode, sentences in the draft) of an AskResult."""
+    from affidavit.policy.render import render, split_sentences
+
+    decisions = {c.claim.id: c.decision for c in result.claims}
+    claims = [c.claim for c in result.claims]
+    draft = result.draft
+    if not draft.strip() or result.insufficient:
+        return 0, 0
+    from affidavit.core.policy import ClaimDecision
+
+    rendered = render(
+        draft,
+        claims,
+        [ClaimDecision(claim_id=k, decision=v, reason="") for k, v in decisions.items()],
+        "strict",
+    )
+    return sum(s.shown for s in rendered.sentences), len(split_sentences(draft))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--sample", type=int, default=20, help="questions answered by the LLM")
+    ap.add_argument("--fed-sample", type=int, default=60, help="answers fed as if generated")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument(
+        "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "affidavit-bench"
+    )
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ask_halueval.json")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    from affidavit.claims.extractor import RuleBasedExtractor
+    from affidavit.core.settings import load_settings
+    from affidavit.generate.factory import make_generator
+    from affidavit.pipeline.ask import AskPipeline
+    from affidavit.pipeline.baseline import plain_rag
+    from affidavit.pipeline.build import default_corrector
+    from affidavit.retrieve.embedders import make_embedder
+    from affidavit.retrieve.retriever import StoreRetriever
+    from affidavit.testing.fake_llm import FakeGenerator
+    from affidavit.verify.cascade import ClaimCascade
+
+    rows = [
+        json.loads(line)
+        for line in (args.data / "halueval" / "qa_dev.jsonl").open(encoding="utf-8")
+    ]
+    passages: dict[str, str] = {}
+    for r in rows:
+        passages.setdefault(pid(r["knowledge"]), r["knowledge"])
+    settings = load_settings(overrides={"generate": {"max_tokens": args.max_tokens}})
+    store = build_store(args.cache / "halueval_qa_ask", passages, settings)
+    retriever = StoreRetriever.from_settings(
+        store, make_embedder(settings.embed), settings.retrieve
+    )
+    llm = make_generator(settings.generate, cache_dir=settings.resolved_home() / "models")
+    t0 = time.perf_counter()
+    getattr(llm, "load", lambda: None)()
+    load_s = time.perf_counter() - t0
+    verifier = ClaimCascade(settings.verify, settings.policy)
+    extractor = RuleBasedExtractor(settings.claims)
+    corrector = default_corrector(settings, llm)
+
+    def pipeline(generator: Any, *, correct: bool = True) -> AskPipeline:
+        return AskPipeline(
+            retriever=retriever,
+            generator=generator,
+            extractor=extractor,
+            verifier=verifier,
+            settings=settings,
+            corrector=corrector if correct else None,
+        )
+
+    ours = pipeline(llm)
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(rows))
+    gen_idx = [int(i) for i in order[: args.sample]]
+    fed_idx = [int(i) for i in order[: args.fed_sample]]
+    k = settings.correct.top_k_documents
+
+    per_q: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for n, i in enumerate(gen_idx, start=1):
+        row = rows[i]
+        gold = pid(row["knowledge"])
+        q = row["question"]
+        ta = time.perf_counter()
+        a = ours.ask(q, mode="strict")
+        ours_s = time.perf_counter() - ta
+        tb = time.perf_counter()
+        b = plain_rag(q, retriever, llm, settings)
+        plain_s = time.perf_counter() - tb
+        # plain RAG shows everything: run its answer through the same verifier to see how much holds
+        b_checked = pipeline(FakeGenerator([b.answer or " "]), correct=False).ask(q, mode="strict")
+        a_shown, a_total = sentences_verified(a)
+        b_shown, b_total = sentences_verified(b_checked)
+        gold_in_context = any(c.doc_id == gold for c in a.trace.context) or any(
+            gold in (c.doc_id or "") for c in a.trace.context
+        )
+        per_q.append(
+            {
+                "index": i,
+                "question": q,
+                "right_answer": row["right_answer"],
+                "retrieval_hit": any(h.chunk.doc_id == gold for h in a.trace.retrieval_hits[:k]),
+                "ours": {
+                    "answer": a.answer,
+                    "raw": a.trace.raw_answer,
+                    "classification": a.trace.classification,
+                    "context_hit": gold_in_context,
+                    "correct": contains_answer(a.answer, row["right_answer"]),
+                    "abstained": a.insufficient or a_shown == 0,
+                    "shown_sentences": a_shown,
+                    "generated_sentences": a_total,
+                    "seconds": ours_s,
+                    "ttft": a.trace.time_to_first_token_s,
+                    "timings": a.timings,
+                },
+                "plain": {
+                    "answer": b.answer,
+                    "context_hit": any(c.doc_id == gold for c in b.context),
+                    "correct": contains_answer(b.answer, row["right_answer"]),
+                    "abstained": "enough information" in b.answer.lower() or not b.answer.strip(),
+                    "verified_sentences": b_shown,
+                    "generated_sentences": b_total,
+                    "seconds": plain_s,
+                    "ttft": b.time_to_first_token_s,
+                },
+            }
+        )
+        print(
+            f"[{n}/{len(gen_idx)}] ours={'Y' if per_q[-1]['ours']['correct'] else '-'} "
+            f"plain={'Y' if per_q[-1]['plain']['correct'] else '-'} "
+            f"({ours_s:.0f}s/{plain_s:.0f}s) {q[:60]}",
+            flush=True,
+        )
+    gen_seconds = time.perf_counter() - started
+
+    fed: list[dict[str, Any]] = []
+    tf = time.perf_counter()
+    for i in fed_idx:
+        row = rows[i]
+        out: dict[str, Any] = {"index": i}
+        for key in ("hallucinated_answer", "right_answer"):
+            r = pipeline(FakeGenerator([row[key]])).ask(row["question"], mode="strict")
+            out[key] = {
+                "claims": len(r.claims),
+                "any_verified": any(c.decision == "verified" for c in r.claims),
+                "any_blocked": any(c.decision == "blocked" for c in r.claims),
+                "shown": r.answer if any(c.decision == "verified" for c in r.claims) else "",
+            }
+        fed.append(out)
+    fed_seconds = time.perf_counter() - tf
+
+    def rate(values: list[bool]) -> float:
+        return round(sum(values) / len(values), 4) if values else 0.0
+
+    def share(num: int, den: int) -> float | None:
+        return round(num / den, 4) if den else None
+
+    summary = {
+        "questions": len(per_q),
+        "retrieval_hit_rate": rate([p["retrieval_hit"] for p in per_q]),
+        "ours": {
+            "context_hit_rate": rate([p["ours"]["context_hit"] for p in per_q]),
+            "answer_accuracy": rate([p["ours"]["correct"] for p in per_q]),
+            "abstention_rate": rate([p["ours"]["abstained"] for p in per_q]),
+            "wrong_shown_rate": rate(
+                [not p["ours"]["correct"] and not p["ours"]["abstained"] for p in per_q]
+            ),
+            "generated_sentences_verified": share(
+                sum(p["ours"]["shown_sentences"] for p in per_q),
+                sum(p["ours"]["generated_sentences"] for p in per_q),
+            ),
+            "shown_sentences_verified": 1.0,  # strict mode shows verified sentences only
+            "median_seconds": statistics.median(p["ours"]["seconds"] for p in per_q)
+            if per_q
+            else None,
+        },
+        "plain_rag": {
+            "context_hit_rate": rate([p["plain"]["context_hit"] for p in per_q]),
+            "answer_accuracy": rate([p["plain"]["correct"] for p in per_q]),
+            "abstention_rate": rate([p["plain"]["abstained"] for p in per_q]),
+            "wrong_shown_rate": rate(
+                [not p["plain"]["correct"] and not p["plain"]["abstained"] for p in per_q]
+            ),
+            "generated_sentences_verified": share(
+                sum(p["plain"]["verified_sentences"] for p in per_q),
+                sum(p["plain"]["generated_sentences"] for p in per_q),
+            ),
+            "shown_sentences_verified": share(
+                sum(p["plain"]["verified_sentences"] for p in per_q),
+                sum(p["plain"]["generated_sentences"] for p in per_q),
+            ),
+            "median_seconds": statistics.median(p["plain"]["seconds"] for p in per_q)
+            if per_q
+            else None,
+        },
+        "fed": {
+            "answers": len(fed),
+            "hallucinated_any_claim_shown_verified": rate(
+                [f["hallucinated_answer"]["any_verified"] for f in fed]
+            ),
+            "hallucinated_any_claim_blocked": rate(
+                [f["hallucinated_answer"]["any_blocked"] for f in fed]
+            ),
+            "hallucinated_with_claims": rate([f["hallucinated_answer"]["claims"] > 0 for f in fed]),
+            "right_any_claim_shown_verified": rate(
+                [f["right_answer"]["any_verified"] for f in fed]
+            ),
+            "right_with_claims": rate([f["right_answer"]["claims"] > 0 for f in fed]),
+            "plain_rag_hallucinated_shown": 1.0,  # plain RAG shows whatever the model wrote
+        },
+        "seconds": {"model_load": load_s, "generated": gen_seconds, "fed": fed_seconds},
+    }
+    print()
+    print(
+        f"HaluEval qa dev: {len(per_q)} generated questions, {len(fed)} fed answers, "
+        f"seed {args.seed}"
+    )
+    print(f"retrieval hit rate (top-{k}): {summary['retrieval_hit_rate']:.2f}")
+    cols = [
+        "context_hit_rate",
+        "answer_accuracy",
+        "abstention_rate",
+        "wrong_shown_rate",
+        "generated_sentences_verified",
+        "shown_sentences_verified",
+        "median_seconds",
+    ]
+    print(f"{'metric':32} {'ask':>10} {'plain RAG':>10}")
+    for c in cols:
+        a_val, b_val = summary["ours"][c], summary["plain_rag"][c]
+
+        def fmt(v: Any) -> str:
+            return "-" if v is None else f"{v:.2f}"
+
+        print(f"{c:32} {fmt(a_val):>10} {fmt(b_val):>10}")
+    f = summary["fed"]
+    print(
+        "hallucinated answer fed: any claim shown verified "
+        f"{f['hallucinated_any_claim_shown_verified']:.2f} "
+        f"(plain RAG shows it: 1.00); blocked {f['hallucinated_any_claim_blocked']:.2f}; "
+        f"right answer fed: verified {f['right_any_claim_shown_verified']:.2f}"
+    )
+    result = {
+        "benchmark": "ask_halueval",
+        "command": "python " + " ".join(sys.argv),
+        "data": str(args.data / "halueval" / "qa_dev.jsonl"),
+        "corpus_passages": len(passages),
+        "seed": args.seed,
+        "settings": settings.effective(),
+        "pipeline": ours.config(),
+        "summary": summary,
+        "per_question": per_q,
+        "fed": fed,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
