@@ -192,6 +192,11 @@ class VerifySettings(Section):
     max_combination: int = Field(
         default=3, ge=1, le=4, description="Largest span set tried for minimal evidence (1: off)."
     )
+    calibration_path: Path | None = Field(
+        default=None,
+        description="Isotonic map of p_entail fitted on dev data (python -m "
+        "affidavit.verify.calibration); None: the model's temperature only.",
+    )
 
 
 class PolicySettings(Section):
@@ -261,9 +266,6 @@ class CorrectSettings(Section):
         default=False, description="Let the fetcher reach private/loopback addresses (SSRF guard)."
     )
     rewrite_query: bool = Field(default=True, description="Rewrite the web query with the LLM.")
-    web_timeout_s: float = Field(
-        default=15.0, gt=0, description="Timeout of each web search request and page fetch."
-    )
 
     @field_validator("lower_threshold")
     @classmethod

@@ -7,7 +7,11 @@
 * :func:`preset_thresholds`: tau_entail / tau_contradict for the policy presets; the packaged
   model's ``config.json`` may carry dev-tuned values, which then replace the defaults.
 
-Fit these on a dev split (``training/data/dev.jsonl`` or your own), never on the rows you report.
+Fit these on a dev split (``training/data/dev.jsonl`` or your own), never on the rows you report::
+
+    python -m affidavit.verify.calibration --dev training/data/dev.jsonl --out calibration.json
+
+then set ``verify.calibration_path`` to the file: the cross-encoder maps p_entail through it.
 
 Example:
     >>> import numpy as np
@@ -18,13 +22,16 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from affidavit.core.errors import ConfigError, VerificationError
-from affidavit.verify.crossencoder import softmax
+from affidavit.core.errors import ConfigError, ModelError, VerificationError
+from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir, softmax
 
 Preset = Literal["default", "strict", "mixed"]
 
@@ -149,3 +156,99 @@ class IsotonicCalibrator:
     def to_dict(self) -> dict[str, list[float]]:
         """JSON-safe fitted map."""
         return {"x": self.x.tolist(), "y": self.y.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IsotonicCalibrator:
+        """Rebuild a fitted map from :meth:`to_dict` output.
+
+        Raises:
+            ModelError: the map is malformed (lengths differ, not monotone, outside [0, 1]).
+        """
+        x = np.asarray(data.get("x", []), dtype=np.float64)
+        y = np.asarray(data.get("y", []), dtype=np.float64)
+        if len(x) == 0 or len(x) != len(y):
+            raise ModelError("isotonic map needs equal-length non-empty x and y")
+        if np.any(np.diff(x) < 0) or np.any(np.diff(y) < -1e-12) or y.min() < 0 or y.max() > 1:
+            raise ModelError("isotonic map must be non-decreasing within [0, 1]")
+        iso = cls()
+        iso.x, iso.y = x, y
+        return iso
+
+
+def load_isotonic(path: Path) -> IsotonicCalibrator:
+    """Read a calibration file written by :func:`fit_on_dev`.
+
+    Raises:
+        ModelError: missing or malformed file.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelError(f"cannot read calibration {path}: {exc}", source=str(path)) from exc
+    return IsotonicCalibrator.from_dict(data.get("isotonic", {}))
+
+
+def apply_isotonic(probs: np.ndarray, iso: IsotonicCalibrator) -> np.ndarray:
+    """Map column 0 (p_entail) through ``iso``; neutral/contradict rescaled to fill the rest."""
+    pe = iso.transform(probs[:, 0])
+    rest = probs[:, 1:].sum(axis=1, keepdims=True)
+    share = np.where(rest > 0, probs[:, 1:] / np.where(rest > 0, rest, 1.0), 0.5)
+    out: np.ndarray = np.concatenate([pe[:, None], share * (1.0 - pe)[:, None]], axis=1)
+    return out
+
+
+def fit_on_dev(
+    model: OnnxCrossEncoder, rows: Sequence[Mapping[str, Any]], *, source: str = ""
+) -> dict[str, Any]:
+    """Fit temperature and isotonic maps on dev rows ``{"claim", "evidence", "label"}``.
+
+    The model's own temperature is ignored while fitting (raw logits), so the result is a full
+    replacement: ``temperature`` for 3-way scores and ``isotonic`` for p_entail after it.
+    """
+    pairs = [(str(r["claim"]), str(r["evidence"])) for r in rows]
+    labels = [LABEL_IDS[str(r["label"])] for r in rows]
+    chunks = [
+        model.logits(pairs[s : s + model.batch_size])[0]
+        for s in range(0, len(pairs), model.batch_size)
+    ]
+    logits = np.concatenate(chunks)
+    scaler = TemperatureScaler().fit(logits, labels)
+    p = softmax(logits, scaler.temperature)
+    y = np.array([lab == 0 for lab in labels], dtype=np.float64)
+    iso = IsotonicCalibrator().fit(p[:, 0], y)
+    return {
+        "method": "temperature + isotonic(p_entail)",
+        "temperature": scaler.temperature,
+        "nll_before": nll(logits, labels, model.temperature),
+        "nll_after": nll(logits, labels, scaler.temperature),
+        "isotonic": iso.to_dict(),
+        "dev_rows": len(rows),
+        "dev_source": source,
+        "model_sha256": model.sha256,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m affidavit.verify.calibration``: fit on dev JSONL, write the calibration."""
+    ap = argparse.ArgumentParser(description="Fit verifier calibration on dev data only.")
+    ap.add_argument("--dev", type=Path, required=True, help="dev JSONL: claim, evidence, label")
+    ap.add_argument("--model-dir", type=Path, default=packaged_model_dir())
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--limit", type=int, default=None, help="first N dev rows")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    rows = []
+    with args.dev.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+            if args.limit and len(rows) >= args.limit:
+                break
+    model = OnnxCrossEncoder(args.model_dir, threads=args.threads)
+    result = fit_on_dev(model, rows, source=str(args.dev))
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "isotonic"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

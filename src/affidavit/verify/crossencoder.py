@@ -295,6 +295,8 @@ class OnnxCrossEncoder:
         labels: override of the config's label order (a user's model, ``external_labels``).
         graph_opt: ONNX Runtime graph optimisation level.
         stage: stage name written into each StageScore.
+        calibration: an optional fitted IsotonicCalibrator applied to p_entail after the
+            temperature (``verify.calibration_path``).
         spin: let ORT worker threads busy-wait between ops (faster on idle dedicated cores; off by
             default because on a shared CPU spinning burns the cores other jobs need).
 
@@ -313,6 +315,7 @@ class OnnxCrossEncoder:
         graph_opt: GraphOpt = "all",
         stage: str = "cross_encoder",
         spin: bool = False,
+        calibration: Any = None,
     ) -> None:
         t0 = time.perf_counter()
         self.model_dir = Path(model_dir)
@@ -351,6 +354,7 @@ class OnnxCrossEncoder:
                 source=str(onnx_path),
             )
         self.threads = threads
+        self.calibration = calibration
         self.load_seconds = time.perf_counter() - t0
         log.info(
             "loaded verifier model",
@@ -366,6 +370,7 @@ class OnnxCrossEncoder:
             "labels": list(self.labels),
             "max_len": self.max_len,
             "temperature": self.temperature,
+            "isotonic": self.calibration is not None,
             "threads": self.threads,
             "batch_size": self.batch_size,
         }
@@ -384,8 +389,14 @@ class OnnxCrossEncoder:
         """Calibrated (p_entail, p_neutral, p_contradict) rows from raw logits."""
         if logits.shape[1] == 1:  # a single-logit model scores entailment with a sigmoid
             p = 1.0 / (1.0 + np.exp(-logits[:, 0] / self.temperature))
-            return np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
-        return collapse(softmax(logits, self.temperature), self.labels)
+            probs = np.stack([p, 1.0 - p, np.zeros_like(p)], axis=1)
+        else:
+            probs = collapse(softmax(logits, self.temperature), self.labels)
+        if self.calibration is not None:
+            from affidavit.verify.calibration import apply_isotonic
+
+            probs = apply_isotonic(probs, self.calibration)
+        return probs
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[StageScore]:
         """Score (claim, evidence) pairs in input order; a pair that cannot be scored gets an
@@ -418,6 +429,8 @@ class OnnxCrossEncoder:
     def _to_score(self, p: np.ndarray, cut: int) -> StageScore:
         pe, pn, pc = (float(min(1.0, max(0.0, x))) for x in p)
         detail = f"{self.config.name} T={self.temperature:g}"
+        if self.calibration is not None:
+            detail += " +isotonic"
         if cut:
             detail = f"truncated: {cut} evidence tokens not seen; {detail}"
         return StageScore(
@@ -457,7 +470,7 @@ def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt, spin: bool
         ) from exc
 
 
-_CACHE: dict[tuple[str, int, int], OnnxCrossEncoder] = {}
+_CACHE: dict[tuple[str, int, int, str], OnnxCrossEncoder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -468,10 +481,19 @@ def load_cross_encoder(settings: VerifySettings) -> OnnxCrossEncoder:
         ModelError: the model is missing, altered (sha256) or unloadable.
     """
     model_dir = (settings.model_path or packaged_model_dir()).expanduser().resolve()
-    key = (str(model_dir), settings.threads, settings.batch_size)
+    cal = settings.calibration_path
+    key = (str(model_dir), settings.threads, settings.batch_size, str(cal or ""))
     with _CACHE_LOCK:
         if key not in _CACHE:
+            iso = None
+            if cal is not None:
+                from affidavit.verify.calibration import load_isotonic
+
+                iso = load_isotonic(cal.expanduser())
             _CACHE[key] = OnnxCrossEncoder(
-                model_dir, threads=settings.threads, batch_size=settings.batch_size
+                model_dir,
+                threads=settings.threads,
+                batch_size=settings.batch_size,
+                calibration=iso,
             )
         return _CACHE[key]
