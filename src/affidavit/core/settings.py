@@ -266,6 +266,9 @@ class CorrectSettings(Section):
         default=False, description="Let the fetcher reach private/loopback addresses (SSRF guard)."
     )
     rewrite_query: bool = Field(default=True, description="Rewrite the web query with the LLM.")
+    web_timeout_s: float = Field(
+        default=15.0, gt=0, description="Timeout of each web search request and page fetch."
+    )
 
     @field_validator("lower_threshold")
     @classmethod
