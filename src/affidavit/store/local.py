@@ -44,8 +44,15 @@ from affidavit.retrieve.text import Analyzer
 from affidavit.store.base import DocRecord, DocumentBatchItem, ScoredChunk
 
 logger = logging.getLogger(__name__)
-# bm25s sets its own logger to DEBUG, which floods any application that logs at INFO
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def _bm25s() -> Any:
+    import bm25s
+
+    # bm25s sets its own logger to DEBUG on import, which floods any application's log
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
 
 SCHEMA_VERSION = "1"
 
@@ -450,17 +457,14 @@ class LocalStore:
             vectors = np.load(d / "vectors.npy", mmap_mode="r")
             bm25 = None
             if len(rowids):
-                import bm25s
-
-                bm25 = bm25s.BM25.load(str(d / "bm25"), show_progress=False)
+                bm25 = _bm25s().BM25.load(str(d / "bm25"), show_progress=False)
         except (OSError, ValueError, KeyError) as exc:
             logger.warning("index %s unreadable, rebuilding: %s", d, exc)
             return None
         return _Index(gen, rowids, vectors, bm25)
 
     def _build_index(self, gen: int) -> _Index:
-        import bm25s
-
+        bm25s = _bm25s()
         t0 = time.perf_counter()
         rowids: list[int] = []
         vecs: list[bytes] = []
