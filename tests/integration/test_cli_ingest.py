@@ -147,3 +147,13 @@ def test_qdrant_backend_via_settings(
     )
     assert r.exit_code == 0, r.output
     assert "Gettysburg" in json.loads(r.stdout)[0]["text"]
+
+
+def test_prune_via_cli(env: Path, tmp_path: Path) -> None:
+    st = str(tmp_path / "st")
+    (env / "sample.jsonl").unlink()
+    assert CliRunner().invoke(app, ["ingest", str(env), "--store", st]).exit_code == 0
+    (env / "sample.md").unlink()
+    r = CliRunner().invoke(app, ["ingest", str(env), "--store", st, "--prune", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["counts"]["pruned"] == 1
