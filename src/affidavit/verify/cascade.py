@@ -3,8 +3,10 @@
 Stages (``settings.verify.cascade``, in order):
 
 * ``checks``: the typed consistency checks (numbers, dates, entities, polarity...) on the best
-  evidence window; a failed check decides *contradicted*. Passing checks decide nothing; the stage
-  reports the lexical coverage of the claim as its p_entail (the lexical-only matcher).
+  evidence window, confirmed against all selected windows; a conflicting value or flipped polarity
+  decides *contradicted*, a number, date or name no selected window mentions decides
+  *unsupported*. Passing checks decide nothing; the stage reports the lexical coverage of the
+  claim as its p_entail (the lexical-only matcher).
 * ``cross_encoder``: the project's ONNX model on every selected window; decides when p_entail is
   outside ``[uncertain_low, uncertain_high]`` or a window contradicts with high confidence.
 * ``external``: a user's own model (same role), only while undecided.
@@ -63,6 +65,8 @@ CheckFn = Callable[[str, str], list[CheckResult]]
 
 # checks whose failure is a contradiction (a wrong figure, date, name or a flipped polarity)
 CONTRADICTING_CHECKS = frozenset({"number", "date", "entity", "polarity", "comparative", "unit"})
+# of those, the ones whose failure without an evidence value means "not mentioned"
+ABSENCE_CHECKS = frozenset({"number", "date", "entity"})
 MODEL_STAGES = ("cross_encoder", "external")
 # sentences tried when looking for smaller or combined evidence
 MIN_EVIDENCE_POOL = 4
@@ -285,13 +289,28 @@ class ClaimCascade:
         assert self.check_fn is not None  # guarded by stage_errors
         best = run.windows[0].span
         results = list(self.check_fn(run.claim.text, best.text))
-        run.checks = results
         failed = [r for r in results if r.status == "fail" and r.check in CONTRADICTING_CHECKS]
-        if failed:
-            why = "; ".join(f"{r.check}: {r.reason or r.evidence_value}" for r in failed)
+        if failed and len(run.windows) > 1:
+            # a value the best window lacks or contradicts may be stated in another selected
+            # window: a failure counts only if it also fails against all of them together
+            joined = " ".join(w.span.text for w in run.windows)
+            still = {r.check for r in self.check_fn(run.claim.text, joined) if r.status == "fail"}
+            failed = [r for r in failed if r.check in still]
+        run.checks = results
+        conflicts = [r for r in failed if not _absence(r)]
+        missing = [r for r in failed if _absence(r)]
+        run.best_spans = (best,)
+        if conflicts:
+            why = "; ".join(f"{r.check}: {r.reason or r.evidence_value}" for r in conflicts)
             score = _score("checks", (0.02, 0.03, 0.95), "contradicted", True, f"failed {why}")
-            run.contra = (best,)
-            run.support = ()
+            run.contra, run.support = (best,), ()
+            run.decided = True
+        elif missing:
+            # the claim states a number, date or name no selected evidence mentions: it cannot be
+            # entailed as written (fail closed: unsupported, not contradicted)
+            why = "; ".join(f"{r.check}: {r.reason or r.claim_value}" for r in missing)
+            score = _score("checks", (0.05, 0.9, 0.05), "unsupported", True, f"missing {why}")
+            run.contra, run.support = (), ()
             run.decided = True
         else:
             cov = overlap(run.claim.text, best.text)
@@ -305,7 +324,6 @@ class ClaimCascade:
             )
             if cov >= self.policy.tau_entail:
                 run.support = (best,)
-        run.best_spans = (best,)
         run.stages.append(score)
         run.final = score
 
@@ -519,6 +537,11 @@ class ClaimCascade:
             errors=tuple(run.errors),
             reason=reason,
         )
+
+
+def _absence(r: CheckResult) -> bool:
+    """A failed check that found nothing to compare in the evidence (vs. a conflicting value)."""
+    return r.check in ABSENCE_CHECKS and r.evidence_value is None
 
 
 def _inside_one(combo: Sequence[Candidate], windows: Sequence[Candidate]) -> bool:

@@ -63,7 +63,9 @@ def test_supported_with_minimal_single_sentence_evidence() -> None:
 
 def test_failed_typed_check_decides_contradiction_before_the_model() -> None:
     def failing(claim: str, evidence: str) -> list[CheckResult]:
-        return [CheckResult(check="date", status="fail", reason="1904 vs 1903")]
+        return [
+            CheckResult(check="date", status="fail", reason="1904 vs 1903", evidence_value="1903")
+        ]
 
     ce = ScriptedScorer(default=(0.99, 0.005, 0.005))
     settings = VerifySettings(cascade=["checks", "cross_encoder"])
@@ -225,3 +227,52 @@ def test_no_recombination_when_one_window_held_all_the_evidence() -> None:
     verdict = v.verify(claim_from_text("Alice moved to Italy."), [chunk])
     assert verdict.label == "unsupported"
     assert len(ce.calls) == 1  # the single window; its sentences were already seen together
+
+
+def test_value_missing_from_the_evidence_decides_unsupported_not_contradicted() -> None:
+    def missing(claim: str, evidence: str) -> list[CheckResult]:
+        return [
+            CheckResult(
+                check="number",
+                status="fail",
+                claim_value="9",
+                reason="the number 9 does not appear in the evidence",
+            )
+        ]
+
+    ce = ScriptedScorer(default=(0.99, 0.005, 0.005))
+    v = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"]),
+        POLICY,
+        scorers={"cross_encoder": ce},
+        check_fn=missing,
+    )
+    verdict = v.verify(claim_from_text("Curie won 9 prizes."), CHUNKS)
+    assert verdict.label == "unsupported" and ce.calls == []
+    assert verdict.stages[0].decided and "missing" in verdict.stages[0].detail
+
+
+def test_a_check_failing_on_the_best_window_only_is_not_decisive() -> None:
+    # the year is wrong in the best window but stated in another selected window
+    def year_check(claim: str, evidence: str) -> list[CheckResult]:
+        ok = "1903" in evidence
+        return [
+            CheckResult(
+                check="date", status="pass" if ok else "fail", evidence_value=None if ok else "1904"
+            )
+        ]
+
+    chunks = [
+        Chunk(text="Curie won the Nobel Prize in Physics, as reported in 1904.", id="a"),
+        Chunk(text="The award was given in 1903.", id="b"),
+    ]
+    ce = ScriptedScorer(default=(0.95, 0.04, 0.01))
+    v = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"]),
+        POLICY,
+        scorers={"cross_encoder": ce},
+        check_fn=year_check,
+    )
+    verdict = v.verify(claim_from_text("Curie won the Nobel Prize in Physics in 1903."), chunks)
+    assert verdict.label == "supported"
+    assert ce.calls
