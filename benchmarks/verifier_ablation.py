@@ -10,6 +10,10 @@ Rows: held-out rows only (``training/splits.json``) plus the evaluation-only set
 Cross-encoder scores are cached by (claim, evidence) text, so the combined configuration re-uses
 the model calls of the model-only one (identical inputs give identical scores).
 
+Per configuration and set: balanced accuracy, F1, AUROC, ECE with bootstrap 95% intervals (the
+metrics of ``affidavit eval``), and a reliability plot of the default cascade
+(``verifier_ablation.png``).
+
 Usage:
     python benchmarks/verifier_ablation.py [--data ../shared/data] [--limit 100] [--sets a,b]
 """
@@ -37,7 +41,7 @@ from affidavit.core.types import StageScore  # noqa: E402
 from affidavit.verify.cascade import ClaimCascade  # noqa: E402
 from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir  # noqa: E402
 from affidavit.verify.datasets import ALL_SETS, load_set, read_splits, sample  # noqa: E402
-from affidavit.verify.eval import auroc, balanced_accuracy, run_set  # noqa: E402
+from affidavit.verify.eval import metrics_for, reliability_plot, run_set  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "verifier_ablation.json"
 
@@ -79,6 +83,7 @@ def main() -> None:
         default=None,
         help="default: the model config's dev-tuned tau_entail, else 0.5",
     )
+    ap.add_argument("--rounds", type=int, default=500, help="bootstrap resamples")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -103,6 +108,7 @@ def main() -> None:
         for k, v in configs.items()
     }
     table: dict[str, dict[str, Any]] = {}
+    curves: dict[str, Any] = {}
     t_all = time.perf_counter()
     for name in names:
         items = sample(load_set(name, args.data, splits), args.limit)
@@ -111,22 +117,26 @@ def main() -> None:
         for cfg, ver in verifiers.items():
             before = cached.model_pairs
             verdicts, secs = run_set(ver, items)
-            pred = np.array([v.label == "supported" for v in verdicts])
-            p = np.array([v.p_entail for v in verdicts])
+            m = metrics_for(name, items, verdicts, tau_e, rounds=args.rounds, seconds=secs)
             table[name][cfg] = {
-                "balanced_accuracy": round(balanced_accuracy(y, pred), 4),
-                "auroc": None if (a := auroc(y, p)) is None else round(a, 4),
+                **m.model_dump(mode="json", exclude={"name", "n", "n_positive", "threshold"}),
                 "contradicted": sum(v.label == "contradicted" for v in verdicts),
-                "incomplete": sum(not v.complete for v in verdicts),
-                "seconds": round(secs, 2),
+                "decided_by_checks": sum(
+                    bool(v.stages) and v.stages[0].stage == "checks" and v.stages[0].decided
+                    for v in verdicts
+                ),
                 "new_model_pairs": cached.model_pairs - before,
             }
+            if cfg == "checks+cross_encoder":
+                curves[name] = (y, np.array([v.p_entail for v in verdicts]))
         row = table[name]
         print(
             f"{name:24s} n={row['n']:4d}  "
             + "  ".join(f"{c}={row[c]['balanced_accuracy']:.3f}" for c in configs),
             flush=True,
         )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"partial": True, "sets": table}, indent=1) + "\n")
     binary = [n for n in names if not n.startswith("anli")]
     means = (
         {
@@ -149,7 +159,9 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
+    png = reliability_plot(curves, args.out.with_suffix(".png"), "checks + cross-encoder")
     print("mean balanced accuracy (binary sets):", means)
+    print(f"reliability plot: {png}")
     print(f"wrote {args.out} in {result['seconds_total']}s")
 
 
