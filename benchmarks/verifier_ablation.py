@@ -46,6 +46,29 @@ from affidavit.verify.eval import metrics_for, reliability_plot, run_set  # noqa
 OUT = ROOT / "benchmarks" / "results" / "verifier_ablation.json"
 
 
+# ../shared/REFERENCE.md: ANLI dev accuracy of RoBERTa-large (3-way), for scale
+ANLI_REFERENCE = {"anli_r1": 73.8, "anli_r2": 50.6, "anli_r3": 46.1}
+
+
+def leaderboard(data: Path) -> dict[str, dict[str, Any]]:
+    """LLM-AggreFact balanced accuracy (%) of reference checkers, WiCE and mean of 11 sets."""
+    try:
+        rows = json.loads((data / "llm_aggrefact_leaderboard.json").read_text())["rows"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    keep = {
+        "Bespoke-Minicheck-7B",
+        "MiniCheck-Flan-T5-L",
+        "MiniCheck-RoBERTa-L",
+        "HHEM-2.1-open",
+        "AlignScore",
+        "SummaC-ZS",
+    }
+    return {
+        r["model"]: {"WiCE": r.get("WiCE"), "Avg": r.get("Avg")} for r in rows if r["model"] in keep
+    }
+
+
 class CachedScorer:
     """Memoises a PairScorer by (claim, evidence)."""
 
@@ -152,6 +175,10 @@ def main() -> None:
         "sets": table,
         "mean_balanced_accuracy_binary": means,
         "model": model.describe(),
+        "reference": {
+            "llm_aggrefact_bacc_pct": leaderboard(args.data),
+            "anli_acc_pct_roberta_large": ANLI_REFERENCE,
+        },
         "seconds_total": round(time.perf_counter() - t_all, 1),
         "note": "rows capped per set (seeded sample of held-out/eval-only rows); binary = all but "
         "ANLI; prediction = label supported",
