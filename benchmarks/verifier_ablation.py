@@ -107,6 +107,7 @@ def main() -> None:
         help="default: the model config's dev-tuned tau_entail, else 0.5",
     )
     ap.add_argument("--rounds", type=int, default=500, help="bootstrap resamples")
+    ap.add_argument("--max-len", type=int, default=256, help="window length cap (tokens)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -124,7 +125,7 @@ def main() -> None:
     }
     verifiers = {
         k: ClaimCascade(
-            VerifySettings(cascade=v, threads=args.threads),  # type: ignore[arg-type]
+            VerifySettings(cascade=v, threads=args.threads, max_len=args.max_len),  # type: ignore[arg-type]
             policy,
             scorers={"cross_encoder": cached},
         )
@@ -171,6 +172,7 @@ def main() -> None:
     )
     result = {
         "limit_per_set": args.limit,
+        "max_len": args.max_len,
         "tau_entail": tau_e,
         "sets": table,
         "mean_balanced_accuracy_binary": means,
