@@ -30,7 +30,7 @@ _MARKDOWN = re.compile(r"\*\*|__|`")
 _DISCOURSE = re.compile(
     r"^(?:additionally|also|furthermore|moreover|in addition|in fact|in summary|in conclusion|"
     r"overall|finally|notably|importantly|interestingly|however|indeed|in short|to summari[sz]e|"
-    r"of course|sure|certainly|yes|well|absolutely)"
+    r"of course|sure|certainly|yes|well|absolutely|ultimately)"
     r",\s+",
     re.IGNORECASE,
 )

@@ -87,7 +87,8 @@ _META = re.compile(
     r"(?:good|great|excellent|interesting) question\b|in this (?:answer|response)\b|"
     r"(?:that'?s|that is|this is|what) an? (?:very |really )?(?:[\w-]+,? (?:and )?){0,3}"
     r"(?:question|topic)\b|these are (?:just )?(?:some|a few) (?:of|examples)\b|"
-    r"to answer your question\b|my (?:knowledge|training)\b)",
+    r"to answer your question\b|my (?:knowledge|training)\b|as you can see\b|"
+    r"(?:hello|hi),? this is\b|there (?:are|is) (?:much |many )?more\b.{0,60}\bnot covered\b)",
 )
 _META_ANYWHERE = re.compile(
     r"\b(?:as of my (?:last )?(?:knowledge|training)|my knowledge cutoff|i (?:can )?try to|"
@@ -128,7 +129,8 @@ _FILLER = re.compile(
     r"individual (?:circumstances|needs))\b",
 )
 _IMPERATIVE_VERBS = _wordset(
-    "add adjust aim avoid be begin build buy call celebrate check choose clean click "
+    "add adjust aim avoid be begin build buy call celebrate check choose clean click count "
+    "recognize recognise reward breathe drink "
     "compare consider create cut decide determine do drink eat embrace enjoy engage "
     "ensure enter establish evaluate exercise explore find focus follow get give go "
     "identify include install join keep learn let limit listen look maintain make open "
