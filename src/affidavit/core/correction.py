@@ -84,6 +84,11 @@ class WebResult(Frozen):
     blocked: str | None = Field(
         default=None, description="Why the result was refused (allowlist, SSRF guard), if it was."
     )
+    used: bool = Field(
+        default=False,
+        description="True when its text was graded and refined (False: refused, empty, or "
+        "beyond top_k_web_results).",
+    )
 
 
 class QueryRewrite(Frozen):

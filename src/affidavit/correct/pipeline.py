@@ -296,9 +296,11 @@ class CorrectiveRetrieval:
                 except AffidavitError as exc:  # e.g. trafilatura missing
                     r = r.model_copy(update={"fetch_error": exc.message})
             text = (r.content or r.snippet or "").strip()[: self.max_web_chars]
-            results.append(r)
             if not text:
+                results.append(r)
                 continue
+            r = r.model_copy(update={"used": True})
+            results.append(r)
             usable.append(
                 (
                     r,

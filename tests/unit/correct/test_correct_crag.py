@@ -230,6 +230,9 @@ def test_allowlist_blocks_results_and_refused_fetch_is_recorded() -> None:
     assert by_url["https://good.org/ok"].content == PAGE
     urls = [c.chunk.url for c in r.context]
     assert "https://good.org/ok" in urls and "https://evil.example/x" not in urls
+    used = {x.url for x in r.trace.web.results if x.used}
+    # the broken page still contributes its snippet; refused ones never do
+    assert used == {"https://docs.good.org/broken", "https://good.org/ok"}
 
 
 def test_top_k_web_results_caps_pages_used() -> None:
@@ -237,6 +240,8 @@ def test_top_k_web_results_caps_pages_used() -> None:
     settings = CorrectSettings(top_k_web_results=2)
     r = CorrectiveRetrieval(_ev(0, 0, 0), web=FakeWeb(results), settings=settings).run("q", [LOW])
     assert len([c for c in r.context if c.origin == "web"]) == 2
+    assert r.trace.web is not None
+    assert [x.used for x in r.trace.web.results] == [True, True, False, False]
 
 
 def test_invalid_settings_rejected() -> None:
