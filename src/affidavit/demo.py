@@ -26,35 +26,38 @@ log = logging.getLogger(__name__)
 
 # questions the sample corpus answers, and one it does not (the last)
 SAMPLE_QUESTIONS = (
-    "When did the Forth Bridge open?",
-    "Who built the Bell Rock Lighthouse?",
-    "How far away can the Bell Rock light be seen?",
+    "Which two elements did Marie Curie discover in 1898?",
+    "When was the Eiffel Tower completed?",
+    "Who flew the command module Columbia during Apollo 11?",
     "Who won the 1998 football World Cup?",
 )
 
 # a fallback corpus, used only when sample_corpus/ is missing (e.g. an installed wheel)
 _FALLBACK_DOCS = {
-    "forth_bridge.txt": (
-        "The Forth Bridge is a cantilever railway bridge across the Firth of Forth in the east "
-        "of Scotland, 14 kilometres west of central Edinburgh. The Forth Bridge opened on "
-        "4 March 1890. It was designed by the English engineers Sir John Fowler and Sir "
-        "Benjamin Baker. The bridge spans 2,467 metres. It became a UNESCO World Heritage Site "
-        "in 2015."
+    "marie_curie.txt": (
+        "Marie Curie was a Polish and naturalised-French physicist and chemist. In 1898, "
+        "working with her husband Pierre Curie, she announced the discovery of two new elements: "
+        "polonium, which she named after her native Poland, and radium."
     ),
-    "bell_rock.txt": (
-        "The Bell Rock Lighthouse, off the coast of Angus, Scotland, is the world's oldest "
-        "surviving sea-washed lighthouse. The Bell Rock Lighthouse was built between 1807 and "
-        "1810 by Robert Stevenson. The tower is 35 metres tall. Its light can be seen from 35 "
-        "nautical miles inland."
+    "eiffel_tower.txt": (
+        "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+        "Construction began in January 1887 and was completed in March 1889."
+    ),
+    "apollo_11.txt": (
+        "Apollo 11 was the American spaceflight that first landed humans on the Moon. Michael "
+        "Collins flew the command module Columbia alone in lunar orbit while Neil Armstrong and "
+        "Buzz Aldrin were on the surface."
     ),
 }
 
 
 def default_corpus() -> Path | None:
     """``sample_corpus/`` at the repository root, when running from a checkout."""
-    root = Path(__file__).resolve().parents[2]
-    candidate = root / "sample_corpus"
-    return candidate if candidate.is_dir() else None
+    root = Path(__file__).resolve().parents[2] / "sample_corpus"
+    for candidate in (root / "docs", root):
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def _fallback_corpus(where: Path) -> Path:
