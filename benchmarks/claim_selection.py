@@ -17,10 +17,11 @@ Selector: a sentence is selected when :class:`affidavit.claims.RuleBasedExtracto
 least one claim for it. Baseline: a plain sentence splitter that keeps every sentence
 (regex split on ``.!?`` + space and on newlines, for the claim-level comparison).
 
-Tuning: the rules were adjusted while looking at the even-numbered rows (``tune`` split) of
-each file; every metric is reported for ``tune``, ``test`` (odd rows) and ``all``. Caveat: all
-48 negative rows of factcheck_gpt were read once while writing the rules, so factcheck_gpt is
-not a clean held-out set; BingCheck's odd rows are (bar row 1).
+Tuning: on BingCheck the rules were adjusted while looking at the even-numbered answers (``tune``
+split) only; the odd ones (``test``) are held out (bar answer 1, read once). On factcheck_gpt the
+errors of every row were read while writing the rules, so its numbers are not held out. Every
+metric is reported for ``tune``, ``test`` and ``all``; BingCheck's test split also gets a paired
+bootstrap (over answers) of F1 and of the gain over the baseline, and a small ablation.
 
 Usage:
     python benchmarks/claim_selection.py [--data ../shared/data]
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import re
 import statistics
 import sys
@@ -43,6 +45,7 @@ from typing import Any
 import affidavit
 from affidavit.claims import RuleBasedExtractor, split_sentences
 from affidavit.claims.rules import strip_citations
+from affidavit.core.settings import ClaimsSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -221,11 +224,62 @@ def eval_bingcheck(rows: list[dict[str, Any]], extractor: RuleBasedExtractor) ->
                 "plain_splitter": claim_level["base"],
             },
         }
+    result["bootstrap_test"] = bootstrap(per_row, splits(len(rows))["test"])
     result["extract_ms_per_answer"] = {
         "median": round(statistics.median(times), 3),
         "p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 3),
     }
     return result
+
+
+def _f1(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def bootstrap(
+    per_row: list[dict[str, Any]], idx: list[int], reps: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Paired bootstrap over answers: 95% intervals of F1 and of the F1 gain over the baseline."""
+    rng = random.Random(seed)
+    sent: list[tuple[int, int, int, int, int, int]] = []
+    claim: list[tuple[int, int, int, int, int]] = []
+    for i in idx:
+        r = per_row[i]
+        g, o = r["gold"], r["ours"]
+        tp = sum(a and b for a, b in zip(g, o, strict=True))
+        fp = sum(b and not a for a, b in zip(g, o, strict=True))
+        fn = sum(a and not b for a, b in zip(g, o, strict=True))
+        pos, n = sum(g), len(g)
+        sent.append((tp, fp, fn, pos, n - pos, 0))
+        claim.append((r["m_ours"], r["n_ours"], r["m_base"], r["n_base"], r["n_gold"]))
+    out: dict[str, list[float]] = {
+        k: [] for k in ("sent_f1", "sent_gain", "claim_f1", "claim_gain")
+    }
+    for _ in range(reps):
+        pick = [rng.randrange(len(idx)) for _ in idx]
+        tp = sum(sent[k][0] for k in pick)
+        fp = sum(sent[k][1] for k in pick)
+        fn = sum(sent[k][2] for k in pick)
+        pos = sum(sent[k][3] for k in pick)
+        neg = sum(sent[k][4] for k in pick)
+        ours = _f1(tp, fp, fn)
+        base = _f1(pos, neg, 0)
+        out["sent_f1"].append(ours)
+        out["sent_gain"].append(ours - base)
+        mo = sum(claim[k][0] for k in pick)
+        no = sum(claim[k][1] for k in pick)
+        mb = sum(claim[k][2] for k in pick)
+        nb = sum(claim[k][3] for k in pick)
+        ng = sum(claim[k][4] for k in pick)
+        co = _f1(mo, no - mo, ng - mo)
+        out["claim_f1"].append(co)
+        out["claim_gain"].append(co - _f1(mb, nb - mb, ng - mb))
+
+    def ci(v: list[float]) -> list[float]:
+        v = sorted(v)
+        return [round(v[int(0.025 * len(v))], 4), round(v[int(0.975 * len(v)) - 1], 4)]
+
+    return {k + "_95ci": ci(v) for k, v in out.items()} | {"reps": reps, "unit": "answer"}
 
 
 def _row(name: str, m: dict[str, Any]) -> str:
@@ -246,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extractor = RuleBasedExtractor()
     t0 = time.perf_counter()
     sub = data / "factcheck_gpt" / "subtasks"
+    bing = read_jsonl(data / "bingcheck" / "bingcheck_compact.jsonl")
     results: dict[str, Any] = {
         "factcheck_gpt_sentences": eval_labelled(
             read_jsonl(sub / "subtask1_sentence_checkworthiness.jsonl"),
@@ -256,9 +311,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "factcheck_gpt_claims": eval_labelled(
             read_jsonl(sub / "subtask2_claim_checkworthiness.jsonl"), "claim", "factual", extractor
         ),
-        "bingcheck": eval_bingcheck(
-            read_jsonl(data / "bingcheck" / "bingcheck_compact.jsonl"), extractor
-        ),
+        "bingcheck": eval_bingcheck(bing, extractor),
+        "bingcheck_ablation": {
+            name: {
+                split: eval_bingcheck(bing, RuleBasedExtractor(cfg))[split]["claim_decomposition"][
+                    "affidavit"
+                ]
+                for split in ("test",)
+            }
+            for name, cfg in (
+                ("select_only", ClaimsSettings(decompose=False)),
+                ("decompose_only", ClaimsSettings(select=False)),
+                ("no_pronouns", ClaimsSettings(resolve_pronouns=False)),
+            )
+        },
     }
     out = {
         "benchmark": "claim_selection",
@@ -267,8 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": "python benchmarks/claim_selection.py " + " ".join(sys.argv[1:]),
         "seconds": round(time.perf_counter() - t0, 2),
         "extractor_config": extractor.config(),
-        "tuning": "rules adjusted on even rows (tune); odd rows (test) held out, except that all "
-        "factcheck_gpt negatives and BingCheck rows 0-2 were read while writing the rules",
+        "tuning": "BingCheck: rules adjusted on even rows (tune), odd rows (test) held out except "
+        "row 1. factcheck_gpt: the errors of all rows were read while writing the rules, so its "
+        "numbers are NOT held out (tune/test shown only for symmetry)",
         "reference": "Dokis claims F1 0.805 (P 0.742, R 0.881) on Claimify - different data, "
         "context only",
         "results": results,
@@ -290,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bingcheck claims vs gold subclaims [{split}]")
         print(_row("affidavit", b[split]["claim_decomposition"]["affidavit"]))
         print(_row("plain splitter", b[split]["claim_decomposition"]["plain_splitter"]))
+    print(f"bingcheck test, paired bootstrap over answers: {b['bootstrap_test']}")
+    for name, m in results["bingcheck_ablation"].items():
+        print(_row(f"ablation {name}", m["test"]))
     print(f"extract ms/answer (bingcheck): {b['extract_ms_per_answer']}")
     print(f"wrote {args.out}")
     return 0
