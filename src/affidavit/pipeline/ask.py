@@ -455,7 +455,7 @@ def _trace(
                 WebResultTrace(
                     url=r.url,
                     title=r.title or None,
-                    used=r.blocked is None,
+                    used=r.used and r.blocked is None,
                     note=r.blocked or r.fetch_error or "",
                 )
                 for r in t.web.results

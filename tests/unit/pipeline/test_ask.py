@@ -225,7 +225,12 @@ def _correction(question: str, hits: Sequence[Hit]) -> CorrectionResult:
         web=WebTrace(
             provider="store",
             query=QueryRewrite(original=question, query="louvre museum", rewritten=True),
-            results=(WebResult(url=WEB.url or "", title="Louvre", provider="store", rank=1),),
+            results=(
+                WebResult(url=WEB.url or "", title="Louvre", provider="store", rank=1, used=True),
+                WebResult(
+                    url="http://10.0.0.1/x", provider="store", rank=2, blocked="private address"
+                ),
+            ),
         ),
     )
     return CorrectionResult(context=(refined, web), trace=trace)
@@ -248,6 +253,10 @@ def test_corrective_stage_context_and_trace() -> None:
     result = pipe.ask("Which museum is most visited?")
     assert result.trace.classification == "ambiguous"
     assert result.trace.web_queries == ("louvre museum",)
+    assert [(w.used, w.note) for w in result.trace.web_results] == [
+        (True, ""),
+        (False, "private address"),
+    ]
     assert [s.origin for s in result.sources] == ["store", "web"]
     assert [round(s.score) for s in result.trace.evaluator_scores] == [4, 4]
     assert "[2] The Louvre" in llm.calls[0].messages[1].content
