@@ -41,13 +41,41 @@ CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polar
 # --------------------------------------------------------------------------- numbers and units
 
 
+def _comparable(a: Quantity, b: Quantity) -> bool:
+    """Two quantities that state the same kind of thing (same unit dimension, or both bare)."""
+    return a.dimension == b.dimension
+
+
+def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = frozenset()) -> bool:
+    """Is the claim quantity stated in the pool?
+
+    A quantity with a unit must agree with the pool's quantities of that dimension when there
+    are any ("5 hours" is not licensed by a bare "Five" in a name); a bare number may also match
+    a number with a unit written the same ("95 billion" / "$95B") or a year ("2,000" / "2000").
+    """
+    same = [e for e in pool if e.dimension == cq.dimension]
+    if any(cq.matches(e) for e in same):
+        return True
+    if cq.dimension and same:
+        return False
+    if any(cq.matches(e) for e in pool if e.dimension != cq.dimension):
+        return True
+    return not cq.dimension and cq.value in years
+
+
 def check_numbers(
-    claim_q: Sequence[Quantity], ev_q: Sequence[Quantity]
+    claim_q: Sequence[Quantity],
+    ev_q: Sequence[Quantity],
+    window_q: Sequence[Quantity] | None = None,
+    years: frozenset[int] = frozenset(),
 ) -> tuple[CheckResult, CheckResult]:
     """Number and unit checks: every claim quantity must equal an evidence quantity.
 
-    Equality is after scale and unit conversion, within the rounding of the less precise side.
-    A quantity whose number appears in the evidence with another unit fails the unit check.
+    Equality is after scale and unit conversion, within rounding (see ``Quantity.matches``).
+    The evidence window closest to the claim (``window_q``) is asked first: when it states a
+    comparable quantity that disagrees, the claim fails even if the same value happens to occur
+    elsewhere in a long passage. A quantity whose number appears with another unit fails the
+    unit check.
     """
     if not claim_q:
         na = "the claim states no number"
@@ -55,14 +83,19 @@ def check_numbers(
     num_fail: CheckResult | None = None
     unit_fail: CheckResult | None = None
     unit_seen = False
+    near = list(window_q) if window_q is not None else list(ev_q)
     for cq in claim_q:
         if cq.dimension and cq.dimension != "ordinal":
             unit_seen = True
-        if any(cq.matches(eq) for eq in ev_q):
+        if _found(cq, near, years):
             continue
+        near_comparable = [eq for eq in near if _comparable(cq, eq)]
+        if not near_comparable and _found(cq, ev_q, years):
+            continue
+        scope = near if near_comparable else ev_q
         same_number = [
             eq
-            for eq in ev_q
+            for eq in scope
             if (eq.dimension and cq.dimension and eq.dimension != cq.dimension)
             or (eq.dimension == cq.dimension and eq.unit != cq.unit and cq.dimension)
         ]
@@ -83,11 +116,10 @@ def check_numbers(
         if num_fail is None:
             comparable = [
                 eq
-                for eq in ev_q
+                for eq in scope
                 if not cq.dimension or not eq.dimension or eq.dimension == cq.dimension
             ]
             if comparable:
-                eq = min(comparable, key=lambda e: abs(e.start - 0))
                 # prefer the evidence value of the same dimension, then the closest in size
                 same_dim = [e for e in comparable if e.dimension == cq.dimension]
                 pool = same_dim or comparable
@@ -150,12 +182,22 @@ def _date_compatible(c: DateMention, e: DateMention) -> bool:
     return True
 
 
-def check_dates(claim_d: Sequence[DateMention], ev_d: Sequence[DateMention]) -> CheckResult:
-    """Every date, year, month or decade of the claim must be stated by the evidence."""
+def check_dates(
+    claim_d: Sequence[DateMention],
+    ev_d: Sequence[DateMention],
+    ev_q: Sequence[Quantity] = (),
+) -> CheckResult:
+    """Every date, year, month or decade of the claim must be stated by the evidence.
+
+    A bare year-like number in the claim also matches the same number in the evidence written
+    as a quantity ("more than 2000 species" / "2,000 species").
+    """
     if not claim_d:
         return _na("date", "the claim states no date")
     for cd in claim_d:
         if any(_date_compatible(cd, ed) for ed in ev_d):
+            continue
+        if cd.is_bare_year and any(not q.dimension and q.value == cd.year for q in ev_q):
             continue
         what = _date_kind(cd)
         # the most informative conflicting evidence date: same kind of statement first
@@ -393,6 +435,7 @@ class _EvidenceWords:
 def _evidence_words(evidence: str) -> _EvidenceWords:
     wl = _lower_words(evidence)
     ws = set(wl) | {w[:-2] for w in wl if w.endswith("'s")}
+    ws |= {part for w in wl if "'" in w for part in w.split("'") if part}  # "d'Assise"
     pl: dict[str, set[int]] = {}
     for w in ws:
         if len(w) >= 5:
@@ -581,7 +624,7 @@ def _negations(text: str) -> list[tuple[str, set[str]]]:
     return out
 
 
-def check_polarity(claim: str, evidence: str) -> CheckResult:
+def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> CheckResult:
     """Negation and antonyms: the claim must not flip what the evidence says.
 
     A negation counts only where it governs words the other side also uses, so "not widely known"
@@ -589,6 +632,9 @@ def check_polarity(claim: str, evidence: str) -> CheckResult:
     """
     c_neg = _negations(claim)
     e_neg = _negations(evidence)
+    # a negation the claim drops must sit in the evidence sentence that matches the claim best,
+    # not in a neighbouring sentence about something else
+    e_neg_strict = _negations(sentence) if sentence is not None else e_neg
     c_stems = _stem_set(claim)
     e_stems = _stem_set(evidence)
     for cue, heads in c_neg:
@@ -601,7 +647,7 @@ def check_polarity(claim: str, evidence: str) -> CheckResult:
                 reason=f"the claim says '{cue}' where the evidence states it without negation",
                 claim_value=f"{cue} … {word}",
             )
-    for cue, heads in e_neg:
+    for cue, heads in e_neg_strict:
         relevant = heads & c_stems
         if (
             relevant
@@ -614,6 +660,16 @@ def check_polarity(claim: str, evidence: str) -> CheckResult:
                 reason=f"the evidence says '{cue}' where the claim states it without negation",
                 evidence_value=cue,
             )
+    # one negation in the evidence cannot license two in the claim ("not made ... do not involve")
+    c_rel = [cue for cue, h in c_neg if h & e_stems]
+    e_rel = [cue for cue, h in e_neg if h & c_stems]
+    if len(c_rel) > len(e_rel):
+        return CheckResult(
+            check="polarity",
+            status="fail",
+            reason=f"the claim negates more ('{c_rel[-1]}') than the evidence does",
+            claim_value=", ".join(c_rel),
+        )
     flip = _opposite(claim, evidence, ANTONYMS)
     if flip is not None:
         a, b = flip
@@ -816,11 +872,12 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
     c_q = _quantities(claim_text)
     e_q = _quantities(evidence_text)
     # a year in the claim that the evidence writes as a plain number still counts as stated
-    numbers, units = check_numbers(c_q, e_q)
-    dates = check_dates(c_dates, e_dates)
-    entity = check_entities(claim_text, evidence_text)
     window = local_evidence(claim_text, evidence_text)
-    polarity = check_polarity(claim_text, window)
+    e_years = frozenset(d.year for d in e_dates if d.year is not None and not d.decade)
+    numbers, units = check_numbers(c_q, e_q, _quantities(window), e_years)
+    dates = check_dates(c_dates, e_dates, e_q)
+    entity = check_entities(claim_text, evidence_text)
+    polarity = check_polarity(claim_text, window, local_evidence(claim_text, evidence_text, 1))
     comparative = check_comparatives(claim_text, window)
     return [numbers, units, dates, entity, polarity, comparative]
 

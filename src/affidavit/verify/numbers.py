@@ -239,10 +239,22 @@ class Quantity:
 
     def matches(self, other: Quantity) -> bool:
         """Same dimension (or one side unit-less) and equal within either side's rounding."""
+        if ("ordinal" in (self.dimension, other.dimension)) and self.dimension != other.dimension:
+            return False  # "the third film" is not "three films"
         if self.dimension and other.dimension and self.dimension != other.dimension:
             return False
-        tol = max(self.tolerance, other.tolerance, 1e-9 * max(abs(self.value), 1.0))
-        return abs(self.value - other.value) <= tol + 1e-9
+        eps = 1e-9 * max(abs(self.value), 1.0)
+        if self.dimension != other.dimension:
+            # a bare number against one with a unit: the written numbers must agree exactly
+            return abs(self.magnitude - other.magnitude) <= eps
+        if self.unit == other.unit:
+            # same unit: a rounded side ("about 95 billion") matches a precise one ("95.3 billion")
+            tol = max(self.tolerance, other.tolerance)
+        else:
+            # a conversion ("10 miles" for "16 km") must hold within the finer rounding,
+            # so "1 mile" is not "1 km"
+            tol = min(self.tolerance, other.tolerance)
+        return abs(self.value - other.value) <= tol + eps
 
 
 @dataclass(frozen=True)
@@ -266,6 +278,11 @@ class DateMention:
     raw: str
     start: int
     end: int
+
+    @property
+    def is_bare_year(self) -> bool:
+        """A year alone (no month, day or decade)."""
+        return self.year is not None and self.month is None and self.day is None and not self.decade
 
     def describe(self) -> str:
         """Human form: '2 March 1991', 'March 1991', '1991', 'the 1990s', 'March'."""
@@ -374,7 +391,7 @@ def find_dates(text: str) -> list[DateMention]:
     return found
 
 
-_NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+_NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.·]\d+)?|\.\d+"  # "·": Lancet-style decimal point
 _CUR_PREFIX = r"(?:US\$|\$|€|£|¥|₹)"
 _SCALE_ALT = r"thousand|millions?|billions?|trillion|hundred|bn|mn|tn|mil|k|m|b"
 _QTY_RE = re.compile(
@@ -430,7 +447,7 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         a, b = m.start("num"), m.end("num")
         if not free(a, b):
             continue
-        num_s = m.group("num")
+        num_s = m.group("num").replace("·", ".")
         # a digit glued to letters ("COVID-19", "B2B", "F16") is a name, not a quantity
         if a > 0 and (
             text[a - 1].isalpha() or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
@@ -471,7 +488,7 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
                 u = um.group("unit").lower()
                 dim, factor = UNITS[u]
                 # short units only glued to the number, never as a word ("5 in Paris")
-                if um.group(0).startswith(" ") and u in ("in", "t", "h", "l", "g", "w", "ha"):
+                if um.group(0).startswith(" ") and u in ("in", "t", "h", "l", "w"):
                     dim, factor = "", 1.0
                 if dim:
                     unit = u
