@@ -70,13 +70,29 @@ def worst(decisions: Iterable[Decision]) -> Decision:
     return max(items, key=lambda d: _SEVERITY[d])
 
 
-def _where(span: EvidenceSpan) -> str:
+def _where(span: EvidenceSpan, focus: str | None = None) -> str:
+    """Where evidence is, in plain words: document, chunk, sentence, offsets and a short quote.
+
+    With ``focus`` (e.g. the conflicting value), the quote and offsets narrow to the sentence of
+    the span that holds it.
+    """
+    start, end, text = span.start, span.end, span.text
+    sentence = ""
+    if focus and focus in span.text:
+        at = span.text.index(focus)
+        for k, seg in enumerate(segment_sentences(span.text)):
+            if seg.start <= at < seg.end:
+                start, end, text = span.start + seg.start, span.start + seg.end, seg.text
+                sentence = f"sentence {k + 1}"
+                break
     parts = []
     if span.doc_id:
         parts.append(f"doc {span.doc_id}")
-    parts.append(f"chunk {span.chunk_id}")
-    parts.append(f"chars {span.start}-{span.end}")
-    quote = " ".join(span.text.split())
+    parts.append(span.chunk_id if span.chunk_id.startswith("chunk") else f"chunk {span.chunk_id}")
+    if sentence:
+        parts.append(sentence)
+    parts.append(f"chars {start}-{end}")
+    quote = " ".join(text.split())
     if len(quote) > 80:
         quote = quote[:77] + "..."
     return f'[{", ".join(parts)}: "{quote}"]'
@@ -94,17 +110,22 @@ def _span_for_check(check: CheckResult, evidence: Sequence[EvidenceSpan]) -> Evi
 
 def _check_reason(check: CheckResult, evidence: Sequence[EvidenceSpan]) -> str:
     span = _span_for_check(check, evidence)
-    where = f" in {_where(span)}" if span is not None else ""
+    where = _where(span, check.evidence_value) if span is not None else ""
+    if check.reason:
+        # the check's own words, with "the evidence" made precise when we know where it is
+        if not where:
+            return check.reason
+        if "in the evidence" in check.reason:
+            return check.reason.replace("in the evidence", f"in {where}", 1)
+        return f"{check.reason} (in {where})"
     if check.claim_value is not None and check.evidence_value is not None:
         noun = _CHECK_NOUN.get(check.check, check.check)
         if check.check == "date" and re.fullmatch(r"\d{4}", check.claim_value.strip()):
             noun = "the year"
-        text = f"{noun} {check.claim_value} disagrees with {check.evidence_value}{where}"
+        text = f"{noun} {check.claim_value} disagrees with {check.evidence_value}"
     else:
-        text = f"the {check.check} check failed{where}"
-    if check.reason:
-        text += f" ({check.reason})"
-    return text
+        text = f"the {check.check} check failed"
+    return f"{text} in {where}" if where else text
 
 
 def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, str]:

@@ -141,3 +141,23 @@ def test_contradiction_reason_names_evidence_and_scores() -> None:
     assert decision == "blocked"
     assert reason.startswith('contradicted by [doc 3, chunk k1, chars 0-35: "The tower was')
     assert reason.endswith("(p_contradict 0.90 >= 0.50)")
+
+
+def test_check_reason_names_the_sentence_of_the_conflicting_value() -> None:
+    chunk_text = "Work began in 1887. The tower was completed in 1889. It is 330 m tall."
+    span = EvidenceSpan(
+        chunk_id="k7", doc_id="3", start=100, end=100 + len(chunk_text), text=chunk_text
+    )
+    check = CheckResult(
+        check="date",
+        status="fail",
+        claim_value="1925",
+        evidence_value="1889",
+        reason="the year 1925 disagrees with 1889 in the evidence",
+    )
+    decision, reason = decide(verdict(checks=(check,), evidence=(span,)), POLICY)
+    assert decision == "blocked"
+    assert reason == (
+        "the year 1925 disagrees with 1889 in [doc 3, chunk k7, sentence 2, chars 120-152: "
+        '"The tower was completed in 1889."]'
+    )
