@@ -28,6 +28,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -138,6 +139,8 @@ class LocalStore:
         self.path = Path(path)
         self.analyzer = analyzer or Analyzer()
         self.read_only = read_only
+        # one connection shared by threads (check_same_thread=False): serialise its use
+        self._mutex = threading.RLock()
         self.bm25_params = {"method": bm25_method, "k1": k1, "b": b}
         db = self.path / "store.sqlite"
         if read_only and not db.exists():
@@ -181,7 +184,8 @@ class LocalStore:
 
     def _meta(self, key: str) -> str | None:
         try:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            with self._mutex:
+                row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         except sqlite3.OperationalError:
             return None
         return None if row is None else str(row[0])
@@ -209,24 +213,26 @@ class LocalStore:
     def _write(self) -> Iterator[None]:
         if self.read_only:
             raise StoreError("store is open read-only", source=str(self.path))
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._mutex:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
-        if self._db.in_transaction:
-            yield
-            return
-        self._db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._db.execute("COMMIT")
+        with self._mutex:
+            if self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
 
     def lock_for_writing(self) -> None:
         """Take the store's writer lock (one ingest at a time; readers are never blocked).
@@ -257,21 +263,23 @@ class LocalStore:
 
     def records(self) -> dict[str, DocRecord]:
         """Every stored document's record, by doc id."""
-        rows = self._db.execute(
-            "SELECT d.doc_id, d.content_hash, d.origin, "
-            "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d"
-        ).fetchall()
+        with self._snapshot():
+            rows = self._db.execute(
+                "SELECT d.doc_id, d.content_hash, d.origin, "
+                "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d"
+            ).fetchall()
         return {
             r[0]: DocRecord(doc_id=r[0], content_hash=r[1], origin=r[2], chunks=r[3]) for r in rows
         }
 
     def get_document(self, doc_id: str) -> Document | None:
         """A stored document, or None."""
-        row = self._db.execute(
-            "SELECT doc_id, text, source, title, mime, metadata, content_hash "
-            "FROM documents WHERE doc_id = ?",
-            (doc_id,),
-        ).fetchone()
+        with self._snapshot():
+            row = self._db.execute(
+                "SELECT doc_id, text, source, title, mime, metadata, content_hash "
+                "FROM documents WHERE doc_id = ?",
+                (doc_id,),
+            ).fetchone()
         if row is None:
             return None
         return Document(
@@ -308,11 +316,13 @@ class LocalStore:
         """Stored chunks by id, in the order given (unknown ids left out)."""
         found: dict[str, Chunk] = {}
         ids = list(dict.fromkeys(chunk_ids))
-        for b in range(0, len(ids), 500):
-            part = ids[b : b + 500]
-            q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})"
-            for row in self._db.execute(q, part):
-                found[row[1]] = self._row_chunk(row)
+        with self._snapshot():
+            for b in range(0, len(ids), 500):
+                part = ids[b : b + 500]
+                marks = ",".join("?" * len(part))
+                q = f"SELECT {_CHUNK_COLS} FROM chunks WHERE chunk_id IN ({marks})"
+                for row in self._db.execute(q, part):
+                    found[row[1]] = self._row_chunk(row)
         return [found[i] for i in ids if i in found]
 
     def _chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, Chunk]:

@@ -92,3 +92,20 @@ def test_analyzer_mismatch_refused(tmp_path: Path) -> None:
     _fill(tmp_path).close()
     with pytest.raises(StoreError, match="analyzer"):
         LocalStore(tmp_path, analyzer=Analyzer(stem=False))
+
+
+def test_threads_share_one_store(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = _fill(tmp_path)
+    c = StoreContract()
+    q = c.embedder.embed(["Marie Curie"])[0]
+
+    def work(i: int) -> str:
+        if i % 2:
+            return s.search_lexical("polonium", 1)[0].chunk.doc_id or ""
+        return s.search_dense(q, 1)[0].chunk.doc_id or ""
+
+    with ThreadPoolExecutor(4) as pool:
+        assert set(pool.map(work, range(40))) == {"curie"}
+    s.close()
