@@ -252,5 +252,9 @@ def trusted_keys(
             if pub.is_file():
                 keys.append(load_public_key(pub))
             elif own.is_file():
-                keys.append(load_signing_key(settings).public_key())
+                try:
+                    keys.append(load_signing_key(settings).public_key())
+                except SigningKeyError as exc:
+                    # one's own key is an optional trust source: unreadable, it is left out
+                    logger.warning("own signing key not trusted: %s", exc.message)
     return {key_id(k): k for k in keys}
