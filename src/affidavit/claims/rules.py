@@ -467,6 +467,7 @@ def resolve_pronoun(text: str, antecedent: str | None) -> str:
     return antecedent + rest
 
 
+MAX_SPLIT_CHARS = 1500
 _SPLIT_POINT = re.compile(r"(?:,?\s+(?:and|but|while|whereas)\s+|\s*;\s+)", re.IGNORECASE)
 
 
@@ -485,9 +486,12 @@ def split_clauses(text: str) -> list[tuple[int, int, bool]]:
     spans: list[tuple[int, int, bool]] = []
     pos = 0
     needs = False
+    if len(text) > MAX_SPLIT_CHARS:
+        # not a sentence a person wrote; kept whole (and keeps this linear in the answer)
+        return [(0, len(text), False)]
     for m in _SPLIT_POINT.finditer(text):
         left = text[pos : m.start()]
-        right = text[m.end() :]
+        right = text[m.end() : m.end() + 200]  # only its first few words matter
         left_tokens = _TOKEN.findall(left)
         right_tokens = _TOKEN.findall(right)
         if len(left_tokens) < 3 or len(right_tokens) < 2:
