@@ -224,7 +224,7 @@ class RuleBasedExtractor:
         for i, (a, b, needs_subject, antecedent) in enumerate(pieces):
             while a < b and raw[a].isspace():
                 a += 1
-            while b > a and raw[b - 1] in " ,;":
+            while b > a and (raw[b - 1] in ",;" or raw[b - 1].isspace()):
                 b -= 1
             if a >= b:
                 continue
