@@ -10,7 +10,13 @@ from affidavit.core.types import Message
 
 @runtime_checkable
 class Generator(Protocol):
-    """A chat model. Implementations raise ``GenerationError`` on failure, never return junk."""
+    """A chat model. Implementations raise ``GenerationError`` on failure, never return junk.
+
+    Optional, used when present: ``load()`` loads the model ahead of the first request (the ask
+    pipeline times it apart from generation), ``config()`` returns the effective configuration
+    (recorded in traces and certificates). Backends: ``affidavit.generate.llamacpp``,
+    ``affidavit.generate.openai_compat``, ``affidavit.testing.fake_llm``.
+    """
 
     name: str
 
