@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from affidavit.claims import extract_claims, split_sentences
+from affidavit.claims import RuleBasedExtractor, extract_claims, split_sentences
 
 _PIECES = st.sampled_from(
     [
@@ -64,3 +64,13 @@ def test_segments_are_ordered_exact_and_disjoint(answer: str) -> None:
         assert seg.start >= last_end
         assert seg.start < seg.end
         last_end = seg.end
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT)
+def test_every_sentence_is_claimed_or_recorded_as_skipped(answer: str) -> None:
+    result = RuleBasedExtractor().run(answer)
+    covered = {c.sentence_index for c in result.claims} | {s.sentence_index for s in result.skipped}
+    assert covered == {s.index for s in split_sentences(answer)}
+    for s in result.skipped:
+        assert answer[s.start : s.end] == s.text
