@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -51,6 +52,8 @@ ConfigLike = Settings | AuditSettings | Mapping[str, Any] | None
 
 # how many BM25 candidates get windows and checks, per claim
 TOP_K = 5
+# chunk sets whose index an Auditor keeps (keyed by chunk id, url and text)
+INDEX_CACHE_SIZE = 8
 # a second source counts as a contradiction witness when it covers the claim this well
 _CONTRA_MARGIN = 0.1
 # explicit contradictions from another source: numbers may legitimately differ between
@@ -157,6 +160,8 @@ class Auditor:
         self.extractor = extractor
         self.verifier = verifier
         self.today = today
+        self._indexes: dict[tuple[tuple[str, str, str], ...], EvidenceIndex] = {}
+        self._lock = threading.Lock()
         if self.settings.use_verifier and verifier is None:
             raise ConfigError(
                 "audit.use_verifier is set but no verifier was given: pass "
@@ -243,7 +248,7 @@ class Auditor:
                     PolicyIssue(kind="unknown_source_age", message=f.note, chunk_id=f.chunk_id)
                 )
 
-        index = EvidenceIndex(usable)
+        index = self._index(usable)
         audits = [self._audit_claim(c, index, fresh) for c in claims]
         if len(text) > limit and audits:
             last = audits[-1]
@@ -324,6 +329,21 @@ class Auditor:
                 report=report,
             )
         return report
+
+    def _index(self, chunks: list[Chunk]) -> EvidenceIndex:
+        """The evidence index for a chunk set; the last few are kept (chunk sets often repeat)."""
+        key = tuple((c.id, c.url or "", c.text) for c in chunks)
+        with self._lock:
+            hit = self._indexes.pop(key, None)
+            if hit is not None:
+                self._indexes[key] = hit  # most recently used last
+                return hit
+        index = EvidenceIndex(chunks)
+        with self._lock:
+            self._indexes[key] = index
+            while len(self._indexes) > INDEX_CACHE_SIZE:
+                self._indexes.pop(next(iter(self._indexes)))
+        return index
 
     def _audit_claim(
         self, claim: Claim, index: EvidenceIndex, fresh: Mapping[str, SourceFreshness]

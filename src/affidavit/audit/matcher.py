@@ -141,18 +141,35 @@ class EvidenceIndex:
     ) -> None:
         self.chunks = list(chunks)
         self.max_window_sentences = max_window_sentences
-        docs = [match_stems(c.text) for c in self.chunks]
-        use_bm25s = backend == "bm25s" or (backend == "auto" and len(docs) >= BM25S_MIN_CHUNKS)
+        use_bm25s = backend == "bm25s" or (
+            backend == "auto" and len(self.chunks) >= BM25S_MIN_CHUNKS
+        )
         self.backend = "bm25s" if use_bm25s else "exact"
-        self.bm25: ExactBM25 | Bm25sIndex = Bm25sIndex(docs) if use_bm25s else ExactBM25(docs)
+        self._sentences: dict[int, tuple[list[tuple[int, int]], list[list[str]]]] = {}
         self._windows: dict[int, list[Window]] = {}
+        if use_bm25s:
+            # many chunks: stem each whole chunk once; sentences only for the few candidates
+            docs = [match_stems(c.text) for c in self.chunks]
+        else:
+            # few chunks: every chunk is a candidate anyway, so stem sentence by sentence once
+            docs = []
+            for i in range(len(self.chunks)):
+                _spans, sent_stems = self._sentence_stems(i)
+                docs.append([t for st in sent_stems for t in st])
+        self.bm25: ExactBM25 | Bm25sIndex = Bm25sIndex(docs) if use_bm25s else ExactBM25(docs)
+
+    def _sentence_stems(self, i: int) -> tuple[list[tuple[int, int]], list[list[str]]]:
+        if i not in self._sentences:
+            text = self.chunks[i].text
+            spans = sentence_spans(text) or [(0, len(text))]
+            self._sentences[i] = (spans, [match_stems(text[a:b]) for a, b in spans])
+        return self._sentences[i]
 
     def windows(self, i: int) -> list[Window]:
         """Sentence windows of chunk ``i`` (computed lazily, cached)."""
         if i not in self._windows:
-            text = self.chunks[i].text
-            spans = sentence_spans(text) or [(0, len(text))]
-            stems = [frozenset(match_stems(text[a:b])) for a, b in spans]
+            spans, sent_stems = self._sentence_stems(i)
+            stems = [frozenset(st) for st in sent_stems]
             wins: list[Window] = []
             # single sentences first, so a tie in coverage keeps the shorter window
             for n in range(self.max_window_sentences):

@@ -20,12 +20,19 @@ Example:
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from affidavit.core.types import CheckName, CheckResult
-from affidavit.verify.lexical import STOPWORDS, content_stems, sentence_spans, stem, words
+from affidavit.verify.lexical import (
+    STOPWORDS,
+    WORD_RE,
+    content_stems,
+    sentence_spans,
+    stem,
+)
 from affidavit.verify.numbers import (
     MONTHS,
     DateMention,
@@ -589,7 +596,7 @@ COMPARATIVES: tuple[tuple[str, str], ...] = (
 
 @lru_cache(maxsize=8192)
 def _lower_words(text: str) -> tuple[str, ...]:
-    return tuple(w.lower().replace("’", "'") for w in words(text))
+    return tuple(WORD_RE.findall(text.lower().replace("’", "'")))
 
 
 @lru_cache(maxsize=8192)
@@ -615,6 +622,8 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 @lru_cache(maxsize=4096)
 def _negations(text: str) -> list[tuple[str, set[str]]]:
     """Negation cues with the content stems they govern (the next few words)."""
+    if not _NEG_RE.search(text):
+        return []
     masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
     out: list[tuple[str, set[str]]] = []
     for m in _NEG_RE.finditer(masked):
@@ -868,18 +877,37 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
         'pass'
     """
     c_dates = _dates(claim_text)
-    e_dates = _dates(evidence_text)
     c_q = _quantities(claim_text)
-    e_q = _quantities(evidence_text)
-    # a year in the claim that the evidence writes as a plain number still counts as stated
     window = local_evidence(claim_text, evidence_text)
-    e_years = frozenset(d.year for d in e_dates if d.year is not None and not d.decade)
-    numbers, units = check_numbers(c_q, e_q, _quantities(window), e_years)
-    dates = check_dates(c_dates, e_dates, e_q)
+    if c_q or c_dates:
+        # the evidence is parsed only when the claim states a number or a date: the window
+        # first, the whole passage only when the window does not settle it (same verdicts,
+        # since the window is part of the passage)
+        w_q = _quantities(window)
+        numbers, units, dates = _numbers_and_dates(c_q, c_dates, window, w_q)
+        if window != evidence_text and "fail" in (numbers.status, units.status, dates.status):
+            numbers, units, dates = _numbers_and_dates(c_q, c_dates, evidence_text, w_q)
+    else:
+        numbers, units = check_numbers((), ())
+        dates = check_dates((), ())
     entity = check_entities(claim_text, evidence_text)
     polarity = check_polarity(claim_text, window, local_evidence(claim_text, evidence_text, 1))
     comparative = check_comparatives(claim_text, window)
     return [numbers, units, dates, entity, polarity, comparative]
+
+
+def _numbers_and_dates(
+    c_q: Sequence[Quantity],
+    c_dates: Sequence[DateMention],
+    evidence: str,
+    window_q: Sequence[Quantity],
+) -> tuple[CheckResult, CheckResult, CheckResult]:
+    e_dates = _dates(evidence)
+    e_q = _quantities(evidence)
+    # a year in the claim that the evidence writes as a plain number still counts as stated
+    e_years = frozenset(d.year for d in e_dates if d.year is not None and not d.decade)
+    numbers, units = check_numbers(c_q, e_q, window_q, e_years)
+    return numbers, units, check_dates(c_dates, e_dates, e_q)
 
 
 def failed(results: Iterable[CheckResult]) -> list[CheckResult]:
@@ -887,5 +915,23 @@ def failed(results: Iterable[CheckResult]) -> list[CheckResult]:
     return [r for r in results if r.status == "fail"]
 
 
+@lru_cache(maxsize=64)
 def _na(check: CheckName, reason: str) -> CheckResult:
+    # frozen and immutable: one shared instance per (check, reason)
     return CheckResult(check=check, status="not_applicable", reason=reason)
+
+
+def clear_caches() -> None:
+    """Drop the per-text analysis caches (numbers, dates, stems...) of the checks.
+
+    The caches only speed up repeated texts (the same chunk checked for several claims); call
+    this to bound memory in a long-running process or to time cold audits. The word-level
+    stem cache is a vocabulary, not per-input state, and is kept.
+    """
+    import affidavit.verify.lexical as lexical_mod
+    import affidavit.verify.numbers as numbers_mod
+
+    for mod in (lexical_mod, numbers_mod, sys.modules[__name__]):
+        for obj in vars(mod).values():
+            if callable(obj) and hasattr(obj, "cache_clear") and obj is not lexical_mod.stem:
+                obj.cache_clear()

@@ -313,13 +313,20 @@ def words(text: str) -> list[str]:
 
 def content_stems(text: str) -> list[str]:
     """Stems of the content words (no stopwords, no fillers), in order."""
+    return list(_content_stems(text))
+
+
+_SKIP = STOPWORDS | FILLER
+
+
+@lru_cache(maxsize=16384)
+def _content_stems(text: str) -> tuple[str, ...]:
     out = []
-    for w in words(text):
-        lw = w.lower().replace("’", "'")
-        if lw in STOPWORDS or lw in FILLER or lw.endswith("n't"):
+    for lw in WORD_RE.findall(text.lower().replace("’", "'")):
+        if lw in _SKIP or (lw.endswith("n't") and "'" in lw):
             continue
         out.append(stem(lw))
-    return out
+    return tuple(out)
 
 
 _SENT_RE = re.compile(
@@ -334,6 +341,12 @@ _ABBREV = re.compile(
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """See :func:`_sentence_spans` (cached; a fresh list each call)."""
+    return list(_sentence_spans(text))
+
+
+@lru_cache(maxsize=8192)
+def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of the sentences of a text (abbreviations and initials kept together).
 
     Example:
@@ -345,14 +358,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     start = 0
     for m in _SENT_RE.finditer(text):
         head = text[start : m.start()]
-        if _ABBREV.search(head.rstrip("\"')] ")):
+        if _ABBREV.search(head[-16:].rstrip("\"')] ")):  # the tail is enough
             continue
         if head.strip():
             spans.append(_trim(text, start, m.start()))
         start = m.end()
     if text[start:].strip():
         spans.append(_trim(text, start, len(text)))
-    return spans
+    return tuple(spans)
 
 
 def _trim(text: str, a: int, b: int) -> tuple[int, int]:

@@ -213,6 +213,10 @@ MONTH_NAMES = [
 ]
 
 
+# how far (relative) a converted value may sit from its source: "2 miles (3 km)" is 7% off
+CONVERSION_SLACK = 0.1
+
+
 @dataclass(frozen=True)
 class Quantity:
     """A number found in text, normalised.
@@ -247,14 +251,16 @@ class Quantity:
         if self.dimension != other.dimension:
             # a bare number against one with a unit: the written numbers must agree exactly
             return abs(self.magnitude - other.magnitude) <= eps
-        if self.unit == other.unit:
-            # same unit: a rounded side ("about 95 billion") matches a precise one ("95.3 billion")
-            tol = max(self.tolerance, other.tolerance)
-        else:
-            # a conversion ("10 miles" for "16 km") must hold within the finer rounding,
-            # so "1 mile" is not "1 km"
-            tol = min(self.tolerance, other.tolerance)
-        return abs(self.value - other.value) <= tol + eps
+        # a rounded side ("about 95 billion") matches a precise one ("95.3 billion")
+        tol = max(self.tolerance, other.tolerance)
+        diff = abs(self.value - other.value)
+        if self.unit != other.unit:
+            # a conversion ("10 miles" for "16 km", "2.5 km" for "2,528.7 m") must also be
+            # close in relative terms, so the rounding of "1 mile" does not cover "1 km"
+            return diff <= tol + eps and diff <= CONVERSION_SLACK * max(
+                abs(self.value), abs(other.value)
+            )
+        return diff <= tol + eps
 
 
 @dataclass(frozen=True)
@@ -319,6 +325,12 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\d$€£.,])\b(1[0-9]{3}|20[0-9]{2})\b(?![.,]\d)(?!\s*(?:%|percent))"), "y"),
 ]
 _SCALE_AFTER = re.compile(r"\s?(?:thousand|million|billion|trillion|bn|mn)\b", re.IGNORECASE)
+_DATE_HINT = re.compile(
+    r"\d|January|February|March|April|May|June|July|August|September|October|November|December"
+)
+_MONTH_HINT = re.compile(_MONTH_ALT)
+_MONTH_KINDS = frozenset({"mdy", "dmy", "my", "md", "dm"})
+_NUMERIC_KINDS = frozenset({"ymd", "mdy_num", "dmy_num"})
 _BARE_MONTH = re.compile(
     r"\b(January|February|March|April|June|July|August|September|October|November|December)\b"
 )
@@ -337,13 +349,21 @@ def find_dates(text: str) -> list[DateMention]:
         >>> [d.describe() for d in find_dates("From 1844 to 1846, and on 3 May 2001.")]
         ['1844', '1846', '3 May 2001']
     """
+    if not _DATE_HINT.search(text):
+        return []  # no digit and no month name: nothing to find
     taken: list[tuple[int, int]] = []
     found: list[DateMention] = []
 
     def free(a: int, b: int) -> bool:
         return all(b <= x or a >= y for x, y in taken)
 
+    has_month = _MONTH_HINT.search(text) is not None
+    has_sep = "-" in text or "/" in text or "." in text
     for pat, kind in _DATE_PATTERNS:
+        if kind in _MONTH_KINDS and not has_month:
+            continue  # cheap gates: most passages have neither month names nor numeric dates
+        if kind in _NUMERIC_KINDS and not has_sep:
+            continue
         for m in pat.finditer(text):
             if not free(m.start(), m.end()):
                 continue
@@ -391,6 +411,7 @@ def find_dates(text: str) -> list[DateMention]:
     return found
 
 
+_DIGIT = re.compile(r"\d")
 _NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.·]\d+)?|\.\d+"  # "·": Lancet-style decimal point
 _CUR_PREFIX = r"(?:US\$|\$|€|£|¥|₹)"
 _SCALE_ALT = r"thousand|millions?|billions?|trillion|hundred|bn|mn|tn|mil|k|m|b"
@@ -416,6 +437,9 @@ _SPELLED_RE = re.compile(
 _SPELLED_ORD_RE = re.compile(
     r"\b(" + "|".join(sorted(SPELLED_ORDINAL, key=len, reverse=True)) + r")\b", re.IGNORECASE
 )
+# cheap pre-filters: the spelled-number regexes are slow and rarely match
+_LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+_SPELLED_WORDS = frozenset(w for k in SPELLED for w in k.split()) - {"a", "of", "half"}
 # single-letter scales/units are too ambiguous on their own ("5 m" could be metres)
 _AMBIGUOUS_SCALE = {"m", "b", "k"}
 
@@ -443,7 +467,8 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
     def free(a: int, b: int) -> bool:
         return all(b <= x or a >= y for x, y in taken)
 
-    for m in _QTY_RE.finditer(text):
+    has_digit = _DIGIT.search(text) is not None
+    for m in _QTY_RE.finditer(text) if has_digit else ():
         a, b = m.start("num"), m.end("num")
         if not free(a, b):
             continue
@@ -505,7 +530,10 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         start = m.start("cur") if cur else a
         out.append(Quantity(value, text[start:end], magnitude, dim, unit, tol, start, end))
         taken.append((start, end))
-    for m in _SPELLED_RE.finditer(text):
+    lowered = set(_LOWER_WORD.findall(text.lower()))
+    has_spelled = not lowered.isdisjoint(_SPELLED_WORDS)
+    has_ordinal = not lowered.isdisjoint(SPELLED_ORDINAL)
+    for m in _SPELLED_RE.finditer(text) if has_spelled else ():
         if not free(m.start(), m.end()):
             continue
         word = m.group(1).lower()
@@ -536,7 +564,7 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
             Quantity(value, text[m.start() : end], magnitude, dim, unit, tol, m.start(), end)
         )
         taken.append((m.start(), end))
-    for m in _SPELLED_ORD_RE.finditer(text):
+    for m in _SPELLED_ORD_RE.finditer(text) if has_ordinal else ():
         if not free(m.start(), m.end()):
             continue
         word = m.group(1).lower()
