@@ -144,7 +144,8 @@ def run(
             except AffidavitError as exc:
                 console.print(f"error: {exc.message}", markup=False)
                 return 1
-            if result.trace.raw_answer and result.trace.raw_answer != result.answer:
+            if result.trace.raw_answer and result.trace.raw_answer != result.draft:
+                # citations were removed or corrected: show what the model actually wrote
                 console.print(Text("model wrote: " + result.trace.raw_answer, style="dim"))
             print_result(console, result)
     return 0
