@@ -354,7 +354,7 @@ NUMFMT: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\$(\d+(?:\.\d+)?) billion"), lambda m: "$" + m.group(1) + "B"),
     (re.compile(r"(?<![\d.,·])(\d+) million\b"), lambda m: f"{int(m.group(1)):,}" + ",000,000"),
     (
-        re.compile(r"\b(two|three|four|five|six|seven|eight|nine) "),
+        re.compile(r"(?<![\w-])(two|three|four|five|six|seven|eight|nine) "),
         lambda m: str(SPELLED.index(m.group(1)) + 2) + " ",
     ),
 ]

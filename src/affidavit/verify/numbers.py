@@ -438,8 +438,9 @@ _SPELLED_ORD_RE = re.compile(
     r"\b(" + "|".join(sorted(SPELLED_ORDINAL, key=len, reverse=True)) + r")\b", re.IGNORECASE
 )
 # cheap pre-filters: the spelled-number regexes are slow and rarely match
-_LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+_LOWER_WORD = re.compile(r"[a-z]+")  # "six-star" -> "six", "star"
 _SPELLED_WORDS = frozenset(w for k in SPELLED for w in k.split()) - {"a", "of", "half"}
+_ORDINAL_WORDS = frozenset(w for k in SPELLED_ORDINAL for w in k.split("-"))
 # single-letter scales/units are too ambiguous on their own ("5 m" could be metres)
 _AMBIGUOUS_SCALE = {"m", "b", "k"}
 
@@ -532,7 +533,7 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         taken.append((start, end))
     lowered = set(_LOWER_WORD.findall(text.lower()))
     has_spelled = not lowered.isdisjoint(_SPELLED_WORDS)
-    has_ordinal = not lowered.isdisjoint(SPELLED_ORDINAL)
+    has_ordinal = not lowered.isdisjoint(_ORDINAL_WORDS)
     for m in _SPELLED_RE.finditer(text) if has_spelled else ():
         if not free(m.start(), m.end()):
             continue
