@@ -15,6 +15,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -290,7 +291,12 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
     retriever.index(
         bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
     )
-    crag = CorrectiveRetrieval(ModelRelevanceEvaluator(threads=1))
+    from affidavit.core.settings import CorrectSettings
+
+    ev = ModelRelevanceEvaluator(threads=1)
+    crags = {
+        w: CorrectiveRetrieval(ev, settings=CorrectSettings(sentence_window=w)) for w in (0, 1)
+    }
     items = held[:n]
     res, _ = retriever.retrieve(
         bm25s.tokenize([it["question"] for it in items], stopwords="en", show_progress=False),
@@ -303,9 +309,12 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
         answer = rows[it["row"]]["right_answer"].lower()
         gold = corpus[it["row"]]
         ranked = [corpus[int(h)] for h in hits]
-        for scenario, texts in (
-            ("retrieved", ranked[:5]),
-            ("gold_removed", [t for t in ranked if t != gold][:5]),
+        for (w, crag), (scenario, texts) in itertools.product(
+            crags.items(),
+            (
+                ("retrieved", ranked[:5]),
+                ("gold_removed", [t for t in ranked if t != gold][:5]),
+            ),
         ):
             s = time.perf_counter()
             r = crag.run(it["question"], [Chunk(text=t) for t in texts])
@@ -313,6 +322,7 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
             per.append(
                 {
                     "row": it["row"],
+                    "window": w,
                     "scenario": scenario,
                     "gold_in_hits": gold in texts,
                     "kind": r.classification.kind,
@@ -347,41 +357,44 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
             "ms_per_question_median": statistics.median(x["ms"] for x in sel),
         }
 
-    ret = [x for x in per if x["scenario"] == "retrieved"]
-    result = {
+    result: dict[str, Any] = {
         "benchmark": "evaluator_quality_crag",
         "data": "halueval/qa_dev.jsonl (held-out half only)",
         "questions": len(items),
         "retrieval": "bm25s top-5 over 8000 knowledge passages",
-        "evaluator": crag.evaluator.name,
+        "evaluator": ev.name,
         "thresholds": {"upper": 8.0, "lower": 3.0, "strip": 5.0},
-        "retrieved": summary(ret),
-        "retrieved_gold_in_top5": summary([x for x in ret if x["gold_in_hits"]]),
-        "retrieved_gold_not_in_top5": summary([x for x in ret if not x["gold_in_hits"]]),
-        "gold_removed": summary([x for x in per if x["scenario"] == "gold_removed"]),
-        "seconds": time.perf_counter() - t0,
-        "rows": per,
+        "answer_recall": "right_answer appears (case-insensitive) in the hits / refined context",
     }
+    keys = ("retrieved", "retrieved_gold_in_top5", "retrieved_gold_not_in_top5", "gold_removed")
+    for w in crags:
+        mine = [x for x in per if x["window"] == w]
+        ret = [x for x in mine if x["scenario"] == "retrieved"]
+        parts = (
+            summary(ret),
+            summary([x for x in ret if x["gold_in_hits"]]),
+            summary([x for x in ret if not x["gold_in_hits"]]),
+            summary([x for x in mine if x["scenario"] == "gold_removed"]),
+        )
+        result[f"sentence_window_{w}"] = dict(zip(keys, parts, strict=True))
+    result["seconds"] = time.perf_counter() - t0
+    result["rows"] = per
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(
-        f"{'scenario':28s} {'n':>4s} {'correct':>8s} {'ambig':>6s} {'incorr':>7s} "
-        f"{'ans@hits':>8s} {'ans@ctx':>8s} {'ctx/hits':>8s}"
+        f"{'window':>6s} {'scenario':28s} {'n':>4s} {'correct':>8s} {'ambig':>6s} "
+        f"{'incorr':>7s} {'ans@hits':>8s} {'ans@ctx':>8s} {'ctx/hits':>8s}"
     )
-    for key in (
-        "retrieved",
-        "retrieved_gold_in_top5",
-        "retrieved_gold_not_in_top5",
-        "gold_removed",
-    ):
-        m = result[key]
-        if not m.get("n"):
-            continue
-        k = m["kind_share"]
-        print(
-            f"{key:28s} {m['n']:4d} {k['correct']:8.2f} {k['ambiguous']:6.2f} "
-            f"{k['incorrect']:7.2f} {m['answer_recall_hits']:8.2f} "
-            f"{m['answer_recall_context']:8.2f} {m['context_chars_ratio_median']:8.2f}"
-        )
+    for w in crags:
+        for key in keys:
+            m = result[f"sentence_window_{w}"][key]
+            if not m.get("n"):
+                continue
+            k = m["kind_share"]
+            print(
+                f"{w:6d} {key:28s} {m['n']:4d} {k['correct']:8.2f} {k['ambiguous']:6.2f} "
+                f"{k['incorrect']:7.2f} {m['answer_recall_hits']:8.2f} "
+                f"{m['answer_recall_context']:8.2f} {m['context_chars_ratio_median']:8.2f}"
+            )
     print(f"wrote {out}")
 
 

@@ -61,7 +61,14 @@ class SentenceStrip(Frozen):
 
     start: int = Field(description="Start offset in the source passage text.")
     end: int = Field(description="End offset in the source passage text.")
-    score: float = Field(ge=0.0, le=10.0, description="Relevance of the sentence (0-10).")
+    score: float = Field(
+        ge=0.0, le=10.0, description="Relevance of the sentence (0-10), the one compared."
+    )
+    own_score: float | None = Field(
+        default=None,
+        description="The sentence's score alone, when it was also scored with the preceding "
+        "sentence(s) (sentence_window > 0) and the higher score was used.",
+    )
     kept: bool = Field(description="True if score >= strip_threshold (or the chunk is kept whole).")
     error: str | None = Field(default=None, description="Set when scoring the sentence failed.")
 

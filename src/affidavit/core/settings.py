@@ -269,6 +269,13 @@ class CorrectSettings(Section):
     web_timeout_s: float = Field(
         default=15.0, gt=0, description="Timeout of each web search request and page fetch."
     )
+    sentence_window: int = Field(
+        default=0,
+        ge=0,
+        le=3,
+        description="Refinement also scores each sentence joined with this many preceding "
+        "ones and keeps the higher score (0: sentences alone, as in CRAG).",
+    )
 
     @field_validator("lower_threshold")
     @classmethod

@@ -207,6 +207,7 @@ class CorrectiveRetrieval:
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="local",
+            window=s.sentence_window,
         )
         timings["refine"] = _ms(t0)
         dropped.extend(why)
@@ -323,6 +324,7 @@ class CorrectiveRetrieval:
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="web",
+            window=s.sentence_window,
         )
         timings["web_refine"] = _ms(t0)
         return (

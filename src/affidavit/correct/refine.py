@@ -80,6 +80,7 @@ def refine_chunk(
     strip_threshold: float,
     keep_whole_threshold: float,
     origin: str = "local",
+    window: int = 0,
 ) -> RefinedContext | None:
     """Refine one passage; ``None`` when nothing in it is relevant enough to keep.
 
@@ -92,10 +93,33 @@ def refine_chunk(
         keep_whole_threshold: when no sentence passes, the whole passage is kept if its grade is
             ``>=`` this.
         origin: ``"local"`` or ``"web"``.
+        window: also score each sentence joined with up to this many preceding sentences and
+            count the higher score (0: each sentence alone, as in CRAG). This keeps the second
+            hop of a multi-hop passage ("It was built in 1684."), whose own words rarely
+            match the question.
     """
+    if window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
     spans = split_sentences(chunk.text)
     sentences = [chunk.text[s:e] for s, e in spans]
-    scores: list[RelevanceScore] = evaluator.score(question, sentences) if sentences else []
+    joined = [
+        chunk.text[spans[max(0, i - window)][0] : spans[i][1]]
+        for i in range(1, len(spans))
+        if window > 0
+    ]
+    texts = sentences + joined
+    raw: list[RelevanceScore] = evaluator.score(question, texts) if texts else []
+    own: list[RelevanceScore] | None = None
+    if len(raw) == len(texts):
+        own = raw[: len(sentences)]
+        scores = list(own)
+        for i, jsc in enumerate(raw[len(sentences) :], start=1):
+            if jsc.score > scores[i].score:
+                scores[i] = RelevanceScore(
+                    score=jsc.score, reason=f"with previous: {jsc.reason}", error=jsc.error
+                )
+    else:
+        scores = raw
     if len(scores) != len(sentences):
         # a misbehaving evaluator: fail closed (nothing kept by score)
         log.warning(
@@ -117,10 +141,11 @@ def refine_chunk(
             start=s,
             end=e,
             score=sc.score,
+            own_score=own[i].score if own is not None else None,
             kept=kept_whole or sc.score >= strip_threshold,
             error=sc.error,
         )
-        for (s, e), sc in zip(spans, scores, strict=True)
+        for i, ((s, e), sc) in enumerate(zip(spans, scores, strict=True))
     )
     text = chunk.text if kept_whole else " ".join(chunk.text[s:e] for s, e in kept_spans)
     metadata = dict(chunk.metadata)
@@ -159,6 +184,7 @@ def refine_many(
     strip_threshold: float,
     keep_whole_threshold: float,
     origin: str = "local",
+    window: int = 0,
 ) -> tuple[list[RefinedContext], list[str]]:
     """Refine several passages; returns the refined contexts and why others were dropped."""
     out: list[RefinedContext] = []
@@ -172,6 +198,7 @@ def refine_many(
             strip_threshold=strip_threshold,
             keep_whole_threshold=keep_whole_threshold,
             origin=origin,
+            window=window,
         )
         if r is None:
             dropped.append(

@@ -142,3 +142,49 @@ def test_wrong_score_count_fails_closed() -> None:
         keep_whole_threshold=8.0,
     )
     assert r is None
+
+
+def test_window_keeps_a_second_hop_sentence() -> None:
+    text = "Smith died en route to York Factory. It was built in 1684."
+    joined = text  # the second sentence joined with the first
+    ev = _fixed(
+        {"Smith died en route to York Factory.": 6.0, "It was built in 1684.": 1.0, joined: 7.0}
+    )
+    alone = refine_chunk(
+        "q",
+        Chunk(text=text),
+        grade=6.0,
+        evaluator=ev,
+        strip_threshold=5.0,
+        keep_whole_threshold=8.0,
+    )
+    assert alone is not None and alone.chunk.text == "Smith died en route to York Factory."
+    ev.calls.clear()
+    win = refine_chunk(
+        "q",
+        Chunk(text=text),
+        grade=6.0,
+        evaluator=ev,
+        strip_threshold=5.0,
+        keep_whole_threshold=8.0,
+        window=1,
+    )
+    assert win is not None and win.chunk.text == text
+    assert ev.calls[0][1][-1] == joined  # scored in the same call
+    assert [(s.score, s.own_score) for s in win.strips] == [(6.0, 6.0), (7.0, 1.0)]
+
+
+def test_window_never_lowers_a_sentence() -> None:
+    text = "Alpha is key. Beta is key too."
+    ev = _fixed({"Alpha is key.": 2.0, "Beta is key too.": 9.0, text: 3.0})
+    r = refine_chunk(
+        "q",
+        Chunk(text=text),
+        grade=9.0,
+        evaluator=ev,
+        strip_threshold=5.0,
+        keep_whole_threshold=8.0,
+        window=1,
+    )
+    assert r is not None and r.chunk.text == "Beta is key too."
+    assert r.strips[1].score == 9.0
