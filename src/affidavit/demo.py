@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 SAMPLE_QUESTIONS = (
     "Which two elements did Marie Curie discover in 1898?",
     "When was the Eiffel Tower completed?",
-    "Who flew the command module Columbia during Apollo 11?",
+    "On what date did the Apollo 11 lunar module land on the Moon?",
     "Who won the 1998 football World Cup?",
 )
 
@@ -44,9 +44,8 @@ _FALLBACK_DOCS = {
         "Construction began in January 1887 and was completed in March 1889."
     ),
     "apollo_11.txt": (
-        "Apollo 11 was the American spaceflight that first landed humans on the Moon. Michael "
-        "Collins flew the command module Columbia alone in lunar orbit while Neil Armstrong and "
-        "Buzz Aldrin were on the surface."
+        "Apollo 11 was the American spaceflight that first landed humans on the Moon. Neil "
+        "Armstrong and Buzz Aldrin landed the lunar module Eagle on July 20, 1969."
     ),
 }
 
