@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from affidavit.core.errors import ConfigError, RetrievalError
 from affidavit.core.retrieval import SearchFilters
@@ -20,7 +20,7 @@ from affidavit.core.types import Chunk, Hit
 from affidavit.retrieve.base import SEARCH_MODES, Embedder, Reranker, SearchMode
 from affidavit.retrieve.fusion import rrf
 from affidavit.retrieve.rerank import IdentityReranker
-from affidavit.store.base import HybridStore, ScoredChunk, Store
+from affidavit.store.base import DocumentHybridStore, HybridStore, ScoredChunk, Store
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,10 @@ class StoreRetriever:
         weights: (bm25, dense) weights in the fusion.
         reranker: applied after retrieval (identity by default).
         native_hybrid: let a store that fuses itself (Qdrant) do the hybrid ranking.
+        granularity: ``"document"`` (default) fuses at the document level where the store
+            supports it (parent-document hybrid: documents ranked by RRF of whole-document BM25
+            and document vectors, each represented by its best chunks); ``"chunk"`` fuses the
+            chunk rankings directly. Stores without document support use chunk fusion.
     """
 
     def __init__(
@@ -49,6 +53,7 @@ class StoreRetriever:
         weights: tuple[float, float] = (1.0, 1.0),
         reranker: Reranker | None = None,
         native_hybrid: bool = True,
+        granularity: Literal["document", "chunk"] = "document",
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")
@@ -59,6 +64,9 @@ class StoreRetriever:
         self.weights = weights
         self.reranker = reranker or IdentityReranker()
         self.native_hybrid = native_hybrid
+        if granularity not in ("document", "chunk"):
+            raise ConfigError(f"granularity must be 'document' or 'chunk', got {granularity!r}")
+        self.granularity = granularity
         stored = store.embedder()
         if embedder is not None and stored is not None and stored != embedder.name:
             raise RetrievalError(
@@ -80,6 +88,7 @@ class StoreRetriever:
             "weights": list(self.weights),
             "reranker": self.reranker.name,
             "embedder": self.embedder.name if self.embedder else None,
+            "granularity": self.granularity,
         }
 
     def search(
@@ -144,13 +153,22 @@ class StoreRetriever:
     @staticmethod
     def _hits(scored: list[ScoredChunk], mode: SearchMode, key: str) -> list[Hit]:
         return [
-            Hit(chunk=s.chunk, score=s.score, rank=i, mode=mode, scores={key: s.score})
+            Hit(chunk=s.chunk, score=s.score, rank=i, mode=mode, scores={**s.scores, key: s.score})
             for i, s in enumerate(scored, start=1)
         ]
 
     def _hybrid(
         self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
     ) -> list[Hit]:
+        if (
+            self.granularity == "document"
+            and self.weights == (1.0, 1.0)
+            and isinstance(self.store, DocumentHybridStore)
+        ):
+            fused = self.store.search_documents(
+                query, vector, k, filters, candidates=n, rrf_k=self.rrf_k
+            )
+            return self._hits(fused, "hybrid", "hybrid")
         if (
             self.native_hybrid
             and self.weights == (1.0, 1.0)

@@ -31,6 +31,9 @@ class ScoredChunk(Frozen):
 
     chunk: Chunk = Field(description="The chunk.")
     score: float = Field(description="Score (BM25, cosine, or fused), higher is better.")
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="Component scores kept for the trace."
+    )
 
 
 class DocumentBatchItem(Frozen):
@@ -115,4 +118,21 @@ class HybridStore(Store, Protocol):
         rrf_k: int = 60,
     ) -> list[ScoredChunk]:
         """Reciprocal-rank-fused ranking (``sum 1/(rrf_k + rank)``) computed by the engine."""
+        ...
+
+
+@runtime_checkable
+class DocumentHybridStore(Store, Protocol):
+    """A store that can rank whole documents (parent-document hybrid retrieval)."""
+
+    def search_documents(
+        self,
+        query: str,
+        vector: Vectors,
+        k: int,
+        filters: SearchFilters | None = None,
+        candidates: int = 50,
+        rrf_k: int = 60,
+    ) -> list[ScoredChunk]:
+        """Documents ranked by RRF of document-level BM25 and dense; their best chunks first."""
         ...

@@ -56,6 +56,7 @@ def _bm25s() -> Any:
 
 
 SCHEMA_VERSION = "1"
+INDEX_LAYOUT = 2  # bump when the files under index/gen-<G>/ change
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -105,12 +106,28 @@ def chunk_date(meta: dict[str, Any]) -> str | None:
     return None
 
 
+def _rrf_scores(rankings: list[tuple[np.ndarray, bool]], n: int, k: int) -> np.ndarray:
+    """RRF over the top ``n`` of each score array (positive=True keeps only scores > 0)."""
+    out = np.zeros(len(rankings[0][0]), dtype=np.float64)
+    for scores, positive in rankings:
+        valid = np.flatnonzero(scores > 0 if positive else np.isfinite(scores))
+        if valid.size > n:
+            valid = valid[np.argpartition(-scores[valid], n - 1)[:n]]
+        top = valid[np.argsort(-scores[valid], kind="stable")]
+        out[top] += 1.0 / (k + np.arange(1, top.size + 1))
+    return out
+
+
 @dataclass
 class _Index:
     generation: int
     rowids: np.ndarray  # int64, sorted
     vectors: np.ndarray  # float32 (n, dim)
     bm25: Any  # bm25s.BM25 or None when empty
+    chunk_doc: np.ndarray  # int32 (n,): index into doc_ids of each chunk's document
+    doc_ids: list[str]
+    doc_vectors: np.ndarray  # float32 (docs, dim): normalised mean of the document's chunks
+    doc_bm25: Any  # bm25s.BM25 over whole-document terms, or None when empty
 
 
 class LocalStore:
@@ -463,15 +480,21 @@ class LocalStore:
             info = json.loads(ready.read_text())
             if info.get("analyzer") != self.analyzer.name or info.get("bm25") != self.bm25_params:
                 return None
+            if info.get("layout") != INDEX_LAYOUT:
+                return None
             rowids = np.load(d / "rowids.npy")
             vectors = np.load(d / "vectors.npy", mmap_mode="r")
-            bm25 = None
+            chunk_doc = np.load(d / "chunk_doc.npy")
+            doc_vectors = np.load(d / "doc_vectors.npy")
+            doc_ids = json.loads((d / "doc_ids.json").read_text())
+            bm25 = doc_bm25 = None
             if len(rowids):
                 bm25 = _bm25s().BM25.load(str(d / "bm25"), show_progress=False)
+                doc_bm25 = _bm25s().BM25.load(str(d / "doc_bm25"), show_progress=False)
         except (OSError, ValueError, KeyError) as exc:
             logger.warning("index %s unreadable, rebuilding: %s", d, exc)
             return None
-        return _Index(gen, rowids, vectors, bm25)
+        return _Index(gen, rowids, vectors, bm25, chunk_doc, doc_ids, doc_vectors, doc_bm25)
 
     def _build_index(self, gen: int) -> _Index:
         bm25s = _bm25s()
@@ -479,30 +502,55 @@ class LocalStore:
         rowids: list[int] = []
         vecs: list[bytes] = []
         terms: list[list[str]] = []
+        chunk_doc_ids: list[str] = []
+        doc_ids: list[str] = []
+        doc_terms: list[list[str]] = []
         with self._snapshot():
             # the generation may have moved on since we read it: stamp what we actually read
             gen = int(self._meta("generation") or 0)
-            for rid, t, v in self._db.execute(
-                "SELECT rowid, terms, vector FROM chunks ORDER BY rowid"
+            for rid, doc_id, t, v in self._db.execute(
+                "SELECT rowid, doc_id, terms, vector FROM chunks ORDER BY rowid"
             ):
                 rowids.append(int(rid))
+                chunk_doc_ids.append(doc_id)
                 terms.append(t.split())
                 vecs.append(v)
+            for doc_id, title, text in self._db.execute(
+                "SELECT doc_id, title, text FROM documents ORDER BY doc_id"
+            ):
+                doc_ids.append(doc_id)
+                doc_terms.append(self.analyzer.tokens(f"{title}\n{text}" if title else text))
         dim = int(self._meta("dim") or 0)
         vectors = (
             np.frombuffer(b"".join(vecs), dtype=np.float32).reshape(len(vecs), dim)
             if vecs
             else np.zeros((0, dim), dtype=np.float32)
         )
-        bm25 = None
+        position = {d: i for i, d in enumerate(doc_ids)}
+        chunk_doc = np.asarray([position[d] for d in chunk_doc_ids], dtype=np.int32)
+        doc_vectors = np.zeros((len(doc_ids), dim), dtype=np.float32)
+        np.add.at(doc_vectors, chunk_doc, vectors)
+        doc_vectors /= np.maximum(np.linalg.norm(doc_vectors, axis=1, keepdims=True), 1e-12)
+        bm25 = doc_bm25 = None
         if rowids:
             bm25 = bm25s.BM25(**self.bm25_params)
             # an empty doc would break bm25s; the "" token keeps every row present
             bm25.index([t or [""] for t in terms], show_progress=False)
+            doc_bm25 = bm25s.BM25(**self.bm25_params)
+            doc_bm25.index([t or [""] for t in doc_terms], show_progress=False)
         logger.info(
             "built index gen %d: %d chunks in %.2fs", gen, len(rowids), time.perf_counter() - t0
         )
-        return _Index(gen, np.asarray(rowids, dtype=np.int64), vectors, bm25)
+        return _Index(
+            gen,
+            np.asarray(rowids, dtype=np.int64),
+            vectors,
+            bm25,
+            chunk_doc,
+            doc_ids,
+            doc_vectors,
+            doc_bm25,
+        )
 
     def _persist_index(self, index: _Index) -> None:
         root = self.path / "index"
@@ -514,11 +562,17 @@ class LocalStore:
         try:
             np.save(tmp / "rowids.npy", index.rowids)
             np.save(tmp / "vectors.npy", np.asarray(index.vectors))
+            np.save(tmp / "chunk_doc.npy", index.chunk_doc)
+            np.save(tmp / "doc_vectors.npy", index.doc_vectors)
+            (tmp / "doc_ids.json").write_text(json.dumps(index.doc_ids))
             if index.bm25 is not None:
                 index.bm25.save(str(tmp / "bm25"), show_progress=False)
+            if index.doc_bm25 is not None:
+                index.doc_bm25.save(str(tmp / "doc_bm25"), show_progress=False)
             (tmp / "READY").write_text(
                 json.dumps(
                     {
+                        "layout": INDEX_LAYOUT,
                         "generation": index.generation,
                         "analyzer": self.analyzer.name,
                         "bm25": self.bm25_params,
@@ -626,6 +680,90 @@ class LocalStore:
             if mask is not None:
                 scores = np.where(mask, scores, -np.inf)
             return self._top(index, scores, k, positive=False)
+
+    def search_documents(
+        self,
+        query: str,
+        vector: Vectors,
+        k: int,
+        filters: SearchFilters | None = None,
+        candidates: int = 50,
+        rrf_k: int = 60,
+    ) -> list[ScoredChunk]:
+        """Parent-document hybrid: rank documents, then return their best chunks.
+
+        Documents are ranked by reciprocal rank fusion of whole-document BM25 and the cosine of
+        the document vector (normalised mean of its chunk vectors); chunks within a document by
+        RRF of chunk BM25 and chunk cosine. A document's n-th best chunk scores its fused
+        document score halved n - 1 times, so the list shows each top document's best chunk
+        before second chunks of the leaders.
+        """
+        with self._snapshot():
+            index = self._current_index()
+            if len(index.rowids) == 0 or k <= 0:
+                return []
+            q = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if q.shape[0] != index.vectors.shape[1]:
+                raise StoreError(
+                    f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
+                    source=str(self.path),
+                )
+            terms = [t for t in self.analyzer.tokens(query) if t]
+            n_docs = len(index.doc_ids)
+            mask = self._mask(index, filters)
+            c_lex = (
+                np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
+                if terms
+                else np.zeros(len(index.rowids), dtype=np.float32)
+            )
+            c_den = np.asarray(index.vectors @ q, dtype=np.float32)
+            d_lex = (
+                np.asarray(index.doc_bm25.get_scores(terms), dtype=np.float32)
+                if terms
+                else np.zeros(n_docs, dtype=np.float32)
+            )
+            d_den = np.asarray(index.doc_vectors @ q, dtype=np.float32)
+            if mask is not None:
+                c_lex = np.where(mask, c_lex, 0.0)
+                c_den = np.where(mask, c_den, -np.inf)
+                allowed = np.bincount(index.chunk_doc[mask], minlength=n_docs) > 0
+                d_lex = np.where(allowed, d_lex, 0.0)
+                d_den = np.where(allowed, d_den, -np.inf)
+            doc_rrf = _rrf_scores([(d_lex, True), (d_den, False)], candidates, rrf_k)
+            chunk_rrf = _rrf_scores([(c_lex, True), (c_den, False)], candidates, rrf_k)
+            order = [int(i) for i in np.argsort(-doc_rrf, kind="stable") if doc_rrf[i] > 0][:k]
+            picked: list[tuple[float, int, int, int]] = []  # (score, doc, round, row)
+            for d in order:
+                rows = np.flatnonzero(index.chunk_doc == d)
+                if mask is not None:
+                    rows = rows[mask[rows]]
+                rows = rows[np.lexsort((-c_den[rows], -chunk_rrf[rows]))][:k]
+                for r, pos in enumerate(rows.tolist()):
+                    picked.append((float(doc_rrf[d]) * 0.5**r, d, r, pos))
+            picked.sort(key=lambda p: (-p[0], p[2]))
+            picked = picked[:k]
+            chunks = self._chunks_by_rowid([int(index.rowids[p[3]]) for p in picked])
+            out = []
+            for score, d, _, pos in picked:
+                row = pos
+                rid = int(index.rowids[row])
+                if rid not in chunks:
+                    continue  # deleted by a writer since the index was built
+                out.append(
+                    ScoredChunk(
+                        chunk=chunks[rid],
+                        score=score,
+                        scores={
+                            "doc_rrf": float(doc_rrf[d]),
+                            "doc_bm25": float(d_lex[d]),
+                            "doc_dense": float(d_den[d]),
+                            "chunk_rrf": float(chunk_rrf[row]),
+                            "bm25": float(c_lex[row]),
+                            "dense": float(c_den[row]),
+                        },
+                    )
+                )
+            return out
 
     def check(self) -> list[str]:
         """Integrity problems found (empty when the store is consistent)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import date
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def retriever(tmp_path: Path) -> StoreRetriever:
     store = LocalStore(tmp_path / "s")
     c = StoreContract()
     store.upsert(c.items(), embedder=c.embedder.name)
-    return StoreRetriever(store, c.embedder)
+    return StoreRetriever(store, c.embedder, granularity="chunk")
 
 
 def test_modes_rank_and_label(retriever: StoreRetriever) -> None:
@@ -102,3 +103,58 @@ def test_search_many_matches_search(retriever: StoreRetriever) -> None:
 def test_filters_validate() -> None:
     with pytest.raises(ValueError):
         SearchFilters(date_from=date(2022, 1, 1), date_to=date(2021, 1, 1))
+
+
+def test_document_hybrid_ranks_documents_then_chunks(tmp_path: Path) -> None:
+    from affidavit.core.types import Document
+    from affidavit.ingest.chunking import SentenceChunker
+    from affidavit.store.base import DocumentBatchItem
+
+    emb = FakeEmbedder()
+    docs = [
+        Document(
+            id="long",
+            source="l",
+            text=(
+                "Radium glows in the dark. Radium was found in 1898. "
+                "Radium is radioactive. Polonium was found first."
+            ),
+        ),
+        Document(id="short", source="s", text="Radium paint was used on watch dials."),
+        Document(id="other", source="o", text="The Eiffel Tower is in Paris."),
+    ]
+    items = []
+    for d in docs:
+        chunks = SentenceChunker(chunk_size=30, overlap=0).chunk(d)
+        items.append(
+            DocumentBatchItem(
+                document=d,
+                chunks=tuple(chunks),
+                vectors=emb.embed([c.text for c in chunks]),
+                origin=d.source,
+            )
+        )
+    store = LocalStore(tmp_path / "s")
+    store.upsert(items, embedder=emb.name)
+    r = StoreRetriever(store, emb)  # granularity="document" by default
+    hits = r.search("radium", k=3, mode="hybrid")
+    # one chunk per document first (diversity), then the leader's second chunk
+    assert [h.chunk.doc_id for h in hits][:2] in (["long", "short"], ["short", "long"])
+    assert hits[2].chunk.doc_id in {"long", "short"}
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+    assert hits[2].score == pytest.approx(hits[0].score / 2) or hits[2].score < hits[1].score
+    top = hits[0].scores
+    assert {"doc_rrf", "doc_bm25", "doc_dense", "chunk_rrf", "bm25", "dense"} <= set(top)
+    # a document ranked first by both document rankings: 1/61 + 1/61
+    if top["doc_rrf"] > 0.0327:
+        assert top["doc_rrf"] == pytest.approx(2 / 61)
+    # document-level candidates respect filters
+    only = SearchFilters(doc_ids=("other",))
+    assert {h.chunk.doc_id for h in r.search("radium", k=5, mode="hybrid", filters=only)} == {
+        "other"
+    }
+    # the chunk-level fusion is still available
+    chunk_level = StoreRetriever(store, emb, granularity="chunk").search("radium", k=3)
+    assert "rrf" in chunk_level[0].scores
+    with pytest.raises(ConfigError):
+        StoreRetriever(store, emb, granularity="page")  # type: ignore[arg-type]
