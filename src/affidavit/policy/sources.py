@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_DATE_KEYS: tuple[str, ...] = ("published_at", "date", "year")
 _HOST_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
 _WEB_SCHEMES = {"http", "https"}
+_PLAIN_URL = re.compile(r"(?i)https?://([a-z0-9.-]+)(?::\d{1,5})?(?:[/?#][^\s]*)?$")
 
 
 def url_domain(url: str) -> str | None:
@@ -47,6 +48,14 @@ def url_domain(url: str) -> str | None:
         >>> url_domain("htp:/broken") is None
         True
     """
+    fast = _PLAIN_URL.match(url)
+    if fast is not None:
+        # the common case, without urlsplit: http(s)://host[:port][/...]
+        host = fast.group(1).lower().rstrip(".")
+        host = host.removeprefix("www.")
+        if _HOST_RE.match(host) and ("." in host or host == "localhost"):
+            return host
+        return None
     try:
         parts = urlsplit(url.strip())
         host = parts.hostname
