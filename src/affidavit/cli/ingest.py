@@ -81,7 +81,11 @@ def ingest(
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Load documents into the store (incremental: unchanged files are skipped)."""
+    """Load documents into the store (incremental: unchanged files are skipped).
+
+    Exit codes: 0 everything ingested or unchanged; 1 some inputs failed (each is listed with
+    its reason, the rest was ingested); 2 usage error.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from affidavit.core.errors import StoreError
@@ -185,7 +189,10 @@ def search(
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Search the store (one query, or a batch with --queries/--output)."""
+    """Search the store (one query, or a batch with --queries/--output).
+
+    Exit codes: 0 success (also with no hits); 2 usage or input error.
+    """
     from pydantic import ValidationError
 
     from affidavit.core.errors import AffidavitError
