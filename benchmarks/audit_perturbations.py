@@ -6,9 +6,10 @@ numbers and units). For each item, the grounded claim is one sentence of a passa
 sees that passage plus 4 distractor passages (5 chunks) and an answer that is one of:
 
 - ``grounded``: the sentence itself;
-- perturbations (should be flagged): ``negation`` ("was" -> "was not"), ``number`` (a count or
-  amount changed), ``date`` (a year shifted or a month swapped), ``entity`` (a multi-word name
-  swapped for a name from another passage), ``unit`` (km -> miles, years -> months, ...);
+- perturbations (should be flagged): ``absent`` (the sentence's own passage is not among the
+  chunks; one distractor shares a name with it when any does), ``negation`` ("was" ->
+  "was not"), ``number`` (a count or amount changed), ``date`` (a year shifted or a month
+  swapped), ``entity`` (a multi-word name swapped for a name from another passage), ``unit`` (km -> miles, years -> months, ...);
 - faithful paraphrases (should be accepted): ``clause_drop`` (a parenthetical, appositive or
   trailing coordinate clause removed), ``reorder`` (a leading/trailing time or place phrase
   moved), ``synonym`` (dictionary synonyms), ``number_format`` ("1,500" -> "1500",
@@ -46,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-PERTURBATIONS = ("negation", "number", "date", "entity", "unit")
+PERTURBATIONS = ("negation", "number", "date", "entity", "unit", "absent")
 PARAPHRASES = ("clause_drop", "reorder", "synonym", "number_format")
 KINDS = ("grounded", *PERTURBATIONS, *PARAPHRASES)
 
@@ -388,8 +389,13 @@ def build_suite(passages: list[Passage], per_type: int, seed: int) -> list[Item]
     rng.shuffle(order)
     half_of = {passages[i].pid: ("dev" if k % 2 == 0 else "test") for k, i in enumerate(order)}
     pool = sorted({m.group(1) for p in passages[:4000] for m in NAME.finditer(p.text)})
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for j, q in enumerate(passages):
+        for m in NAME.finditer(q.text):
+            by_name[m.group(1)].append(j)
     gens: dict[str, Callable[[str, Passage], str | None]] = {
         "grounded": lambda s, p: s,
+        "absent": lambda s, p: s,
         "negation": lambda s, p: negate(s, rng),
         "number": lambda s, p: change_number(s, p.text, rng),
         "date": lambda s, p: change_date(s, p.text, rng),
@@ -414,12 +420,26 @@ def build_suite(passages: list[Passage], per_type: int, seed: int) -> list[Item]
                 continue
             for s in sents:
                 ans = gen(s, p)
-                if ans is None or (ans == s and kind != "grounded"):
+                if ans is None or (ans == s and kind not in ("grounded", "absent")):
                     continue
-                others = rng.sample(range(len(passages)), 4)
+                others = [o for o in rng.sample(range(len(passages)), 6) if o != i]
+                if kind == "absent":
+                    # the source passage is left out; one distractor shares a name with the
+                    # sentence when any does, so the chunks are about the same thing
+                    near = [
+                        j
+                        for m in NAME.finditer(s)
+                        for j in by_name.get(m.group(1), ())
+                        if passages[j].text != p.text
+                    ]
+                    picked = ([rng.choice(near)] if near else []) + others
+                    # HaluEval repeats Wikipedia paragraphs across rows: no chunk may hold s
+                    idx = [j for j in dict.fromkeys(picked) if s not in passages[j].text][:5]
+                else:
+                    idx = [i, *others][:5]
                 chunks = [
                     {"text": passages[j].text, "url": f"https://corpus.example/{passages[j].pid}"}
-                    for j in [i, *[o for o in others if o != i]][:5]
+                    for j in idx
                 ]
                 rng.shuffle(chunks)
                 items.append(Item(kind, p.pid, half, ans, s, chunks, p.question))
