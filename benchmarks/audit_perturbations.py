@@ -9,7 +9,8 @@ sees that passage plus 4 distractor passages (5 chunks) and an answer that is on
 - perturbations (should be flagged): ``absent`` (the sentence's own passage is not among the
   chunks; one distractor shares a name with it when any does), ``negation`` ("was" ->
   "was not"), ``number`` (a count or amount changed), ``date`` (a year shifted or a month
-  swapped), ``entity`` (a multi-word name swapped for a name from another passage), ``unit`` (km -> miles, years -> months, ...);
+  swapped), ``entity`` (a multi-word name swapped for a name from another passage), ``unit``
+  (km -> miles, years -> months, ...);
 - faithful paraphrases (should be accepted): ``clause_drop`` (a parenthetical, appositive or
   trailing coordinate clause removed), ``reorder`` (a leading/trailing time or place phrase
   moved), ``synonym`` (dictionary synonyms), ``number_format`` ("1,500" -> "1500",
