@@ -774,6 +774,8 @@ def _sides(text: str, m: re.Match[str]) -> tuple[set[str], set[str]]:
 
 
 def _comparisons(text: str) -> list[re.Match[str]]:
+    if "than" not in text.lower():
+        return []  # the lookahead regex is slow; most texts compare nothing
     return [m for m in _THAN_RE.finditer(text) if m.group(1).lower() not in _NOT_COMP]
 
 
