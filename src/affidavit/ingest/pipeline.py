@@ -49,6 +49,7 @@ class _Run:
     records: dict[str, DocRecord]
     outcomes: list[FileOutcome] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
+    pending_chunks: int = 0
     seen_ids: dict[str, str] = field(default_factory=dict)
     failed_origins: set[str] = field(default_factory=set)
 
@@ -150,7 +151,7 @@ class Ingestor:
         for doc in docs:
             self._document(doc, origin, run)
             # flush inside the file too: a large JSONL commits in batches, not all at the end
-            if sum(len(p.chunks) for p in run.pending) >= self.batch_chunks:
+            if run.pending_chunks >= self.batch_chunks:
                 self._flush(run)
 
     def _load(self, path: Path, run: _Run) -> list[Document]:
@@ -247,13 +248,14 @@ class Ingestor:
             source=doc.source, status=status, doc_id=doc.id, chunks=len(chunks), mime=doc.mime
         )
         run.pending.append(_Pending(doc, chunks, origin, outcome))
+        run.pending_chunks += len(chunks)
 
     # -- batches --------------------------------------------------------------------------------
 
     def _flush(self, run: _Run) -> None:
         if not run.pending:
             return
-        batch, run.pending = run.pending, []
+        batch, run.pending, run.pending_chunks = run.pending, [], 0
         texts = [f"{c.title}\n{c.text}" if c.title else c.text for p in batch for c in p.chunks]
         try:
             vectors = self.embedder.embed(texts)
