@@ -534,12 +534,55 @@ def coverage_table(items: list[Item]) -> dict[str, Any]:
     return {"n_positive_claims": len(pos), "n_absent_claims": len(neg), "thresholds": rows}
 
 
+def natural_suite(data: Path, n: int, seed: int) -> list[Item]:
+    """Real hallucinations: HaluEval summarization, faithful vs hallucinated summary per article.
+
+    The article is cut into ~600-character chunks on sentence boundaries (all given to the
+    audit); the answer is the whole summary. Articles are shuffled with the seed and the test
+    half (odd positions) is used.
+    """
+    import gzip
+
+    rows = []
+    with gzip.open(data / "halueval" / "summarization_dev.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            rows.append(json.loads(line))
+    rng = random.Random(seed)
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    items: list[Item] = []
+    for k, i in enumerate(order):
+        if k % 2 == 0:
+            continue  # dev half: not used for the headline
+        r = rows[i]
+        chunks: list[dict[str, Any]] = []
+        buf = ""
+        for sent in _split_sentences(r["document"]):
+            if buf and len(buf) + len(sent) > 600:
+                chunks.append({"text": buf, "url": f"https://news.example/{i}/{len(chunks)}"})
+                buf = ""
+            buf = f"{buf} {sent}".strip()
+        if buf:
+            chunks.append({"text": buf, "url": f"https://news.example/{i}/{len(chunks)}"})
+        for kind, answer in (
+            ("faithful", r["right_summary"]),
+            ("hallucinated", r["hallucinated_summary"]),
+        ):
+            items.append(Item(kind, f"sum-{i}", "test", answer, answer, chunks, ""))
+        if len(items) >= 2 * n:
+            break
+    return items
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--per-type", type=int, default=300, help="items per type and half")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--examples", type=int, default=0, help="print N dev misses per system")
+    ap.add_argument(
+        "--natural", type=int, default=300, help="HaluEval summarization pairs (0: skip)"
+    )
     ap.add_argument(
         "--out", default=str(ROOT / "benchmarks" / "results" / "audit_perturbations.json")
     )
@@ -589,6 +632,27 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name in names
     }
+    natural: dict[str, Any] = {}
+    if args.natural:
+        nat = natural_suite(Path(args.data), args.natural, args.seed)
+        for name, sysfn in systems.items():
+            acc: dict[str, list[bool]] = defaultdict(list)
+            for it in nat:
+                acc[it.kind].append(sysfn(it)[0])
+            natural[name] = {
+                "faithful_accepted": round(sum(acc["faithful"]) / len(acc["faithful"]), 4),
+                "hallucinated_detected": round(
+                    1 - sum(acc["hallucinated"]) / len(acc["hallucinated"]), 4
+                ),
+                "n_pairs": len(acc["faithful"]),
+            }
+        print("\nHaluEval summarization (real hallucinations, whole summary must pass):")
+        print(f"{'system':<12}{'faithful accepted':>20}{'hallucinated detected':>24}")
+        for name, row in natural.items():
+            print(
+                f"{name:<12}{row['faithful_accepted'] * 100:>19.1f}%"
+                f"{row['hallucinated_detected'] * 100:>23.1f}%"
+            )
     cov = coverage_table(items)
     print("\ncoverage threshold alone (dev half): supported claims passing / absent passing")
     for th, row in cov["thresholds"].items():
@@ -599,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "audit_perturbations",
         "coverage_threshold_dev": cov,
+        "natural_halueval_summarization": natural,
         "command": "python benchmarks/audit_perturbations.py " + " ".join(argv or sys.argv[1:]),
         "data": ["halueval/qa_dev.jsonl (knowledge)", "citation_integrity/corpus.jsonl"],
         "seed": args.seed,

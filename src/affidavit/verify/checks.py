@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from affidavit.core.types import CheckName, CheckResult
 from affidavit.verify.lexical import (
+    FILLER,
     STOPWORDS,
     WORD_RE,
     content_stems,
@@ -49,8 +50,12 @@ CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polar
 
 
 def _comparable(a: Quantity, b: Quantity) -> bool:
-    """Two quantities that state the same kind of thing (same unit dimension, or both bare)."""
-    return a.dimension == b.dimension
+    """Two quantities that state the same kind of thing: the same unit dimension, or two bare
+    numbers counting the same word ("seven *children*" / "eight *children*"; an age "42," is
+    not comparable with "seven children")."""
+    if a.dimension or b.dimension:
+        return a.dimension == b.dimension
+    return a.context == b.context
 
 
 def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = frozenset()) -> bool:
@@ -522,6 +527,7 @@ _NOT_NEGATION = re.compile(
     re.IGNORECASE,
 )
 _HEAD_WINDOW = 4
+_SKIP_HEAD = STOPWORDS | FILLER
 
 ANTONYMS: tuple[tuple[str, str], ...] = (
     ("increase", "decrease"),
@@ -623,16 +629,20 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _negations(text: str) -> list[tuple[str, set[str]]]:
-    """Negation cues with the content stems they govern (the next few words)."""
+def _negations(text: str) -> list[tuple[str, set[str], str]]:
+    """Negation cues with the content stems they govern (the next few words) and the first one
+    (the negated word itself: "not *completed* in 1889")."""
     if not _NEG_RE.search(text):
         return []
     masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
-    out: list[tuple[str, set[str]]] = []
+    out: list[tuple[str, set[str], str]] = []
     for m in _NEG_RE.finditer(masked):
         after = _lower_words(masked[m.end() : m.end() + 80])[:_HEAD_WINDOW]
-        heads = {stem(w) for w in after if w not in STOPWORDS and not _NEG_RE.fullmatch(w)}
-        out.append((m.group(0).lower(), heads))
+        words_after = [w for w in after if w not in _SKIP_HEAD and not _NEG_RE.fullmatch(w)]
+        heads = [stem(w) for w in words_after]
+        # the negated word: the first that is not an adverb ("not *generally* acclaimed")
+        first = next((stem(w) for w in words_after if not w.endswith("ly")), "")
+        out.append((m.group(0).lower(), set(heads), first))
     return out
 
 
@@ -649,22 +659,22 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     e_neg_strict = _negations(sentence) if sentence is not None else e_neg
     c_stems = _stem_set(claim)
     e_stems = _stem_set(evidence)
-    for cue, heads in c_neg:
+    # a cue counts where the other side uses the very word it negates ("not *completed*")
+    for cue, heads, first in c_neg:
         relevant = heads & e_stems
-        if relevant and not any(h & (heads | relevant) for _, h in e_neg):
-            word = sorted(relevant)[0]
+        if first in e_stems and not any(h & (heads | relevant) for _, h, _f in e_neg):
             return CheckResult(
                 check="polarity",
                 status="fail",
                 reason=f"the claim says '{cue}' where the evidence states it without negation",
-                claim_value=f"{cue} … {word}",
+                claim_value=f"{cue} … {first}",
             )
-    for cue, heads in e_neg_strict:
+    for cue, heads, first in e_neg_strict:
         relevant = heads & c_stems
         if (
-            relevant
+            first in c_stems
             and len(relevant) >= min(2, len(heads))
-            and not any(h & (heads | relevant) for _, h in c_neg)
+            and not any(h & (heads | relevant) for _, h, _f in c_neg)
         ):
             return CheckResult(
                 check="polarity",
@@ -673,8 +683,8 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
                 evidence_value=cue,
             )
     # one negation in the evidence cannot license two in the claim ("not made ... do not involve")
-    c_rel = [cue for cue, h in c_neg if h & e_stems]
-    e_rel = [cue for cue, h in e_neg if h & c_stems]
+    c_rel = [cue for cue, _h, first in c_neg if first in e_stems]
+    e_rel = [cue for cue, h, _f in e_neg if h & c_stems]
     if len(c_rel) > len(e_rel):
         return CheckResult(
             check="polarity",
@@ -682,7 +692,8 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
             reason=f"the claim negates more ('{c_rel[-1]}') than the evidence does",
             claim_value=", ".join(c_rel),
         )
-    flip = _opposite(claim, evidence, ANTONYMS)
+    # antonyms are judged on the best-matching sentence: "before"/"after" are common connectives
+    flip = _opposite(claim, sentence if sentence is not None else evidence, ANTONYMS)
     if flip is not None:
         a, b = flip
         return CheckResult(

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SCALES = {
     "thousand": 1e3,
@@ -230,6 +230,7 @@ class Quantity:
         tolerance: half a unit of the last written digit, in base units (rounding allowance).
         start: offset in the text.
         end: end offset in the text.
+        context: the lower-cased word right after it ("seven *children*"), "" at the end.
     """
 
     value: float
@@ -240,6 +241,7 @@ class Quantity:
     tolerance: float
     start: int
     end: int
+    context: str = ""
 
     def matches(self, other: Quantity) -> bool:
         """Same dimension (or one side unit-less) and equal within either side's rounding."""
@@ -574,7 +576,18 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         n = float(SPELLED_ORDINAL[word])
         out.append(Quantity(n, m.group(0), n, "ordinal", "th", 0.5, m.start(), m.end()))
     out.sort(key=lambda q: q.start)
-    return out
+    return [_with_context(q, text) for q in out]
+
+
+_NEXT_WORD = re.compile(r"[\s,()-]*([A-Za-z]+)")
+
+
+def _with_context(q: Quantity, text: str) -> Quantity:
+    m = _NEXT_WORD.match(text, q.end)
+    if m is None:
+        return q
+    w = m.group(1).lower()
+    return replace(q, context=w[:5])
 
 
 def describe_quantity(q: Quantity) -> str:
