@@ -270,11 +270,12 @@ class CorrectSettings(Section):
         default=15.0, gt=0, description="Timeout of each web search request and page fetch."
     )
     sentence_window: int = Field(
-        default=0,
+        default=1,
         ge=0,
         le=3,
         description="Refinement also scores each sentence joined with this many preceding "
-        "ones and keeps the higher score (0: sentences alone, as in CRAG).",
+        "ones and keeps the higher score (0: sentences alone, as in CRAG; 1 keeps the answer "
+        "in 68% vs 40% of HaluEval questions, benchmarks/evaluator_quality.py --crag).",
     )
 
     @field_validator("lower_threshold")

@@ -21,7 +21,7 @@ Example:
     >>> from affidavit.core.settings import CorrectSettings
     >>> from affidavit.core.types import Chunk
     >>> from affidavit.correct.fakes import KeywordEvaluator
-    >>> crag = CorrectiveRetrieval(KeywordEvaluator(), settings=CorrectSettings())
+    >>> crag = CorrectiveRetrieval(KeywordEvaluator(), settings=CorrectSettings(sentence_window=0))
     >>> chunks = [Chunk(text="The Eiffel Tower is 330 metres tall. It opened in 1889."),
     ...           Chunk(text="Cats sleep a lot.")]
     >>> result = crag.run("How tall is the Eiffel Tower?", chunks)

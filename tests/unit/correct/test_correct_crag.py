@@ -69,11 +69,13 @@ def _web_result(url: str, rank: int = 1, content: str | None = None) -> WebResul
 
 
 PAGE = "Web page sentence about the answer. Web boilerplate."
+# CRAG's original refinement: each sentence scored alone
+ALONE = CorrectSettings(sentence_window=0)
 
 
 def test_correct_refines_only_top_chunks_and_never_searches() -> None:
     web = FakeWeb([_web_result("https://w.example/")])
-    crag = CorrectiveRetrieval(_ev(8.0, 6.0, 1.0), web=web)
+    crag = CorrectiveRetrieval(_ev(8.0, 6.0, 1.0), web=web, settings=ALONE)
     r = crag.run("q", [HIGH, MID, LOW])
     assert r.classification.kind == "correct"
     assert web.queries == []  # Correct never goes to the web
@@ -90,7 +92,7 @@ def test_ambiguous_refines_moderate_chunks_and_adds_web() -> None:
     fetcher = FakeFetcher({"https://w.example/p": PAGE})
     gen = ScriptedGenerator(["beta query"])
     crag = CorrectiveRetrieval(
-        _ev(7.9, 3.0, 2.9), web=web, rewriter=LLMQueryRewriter(gen), fetcher=fetcher
+        _ev(7.9, 3.0, 2.9), web=web, rewriter=LLMQueryRewriter(gen), fetcher=fetcher, settings=ALONE
     )
     r = crag.run("What about beta?", [HIGH, MID, LOW])
     assert r.classification.kind == "ambiguous"
@@ -283,7 +285,7 @@ def test_build_from_settings_wires_providers() -> None:
 def test_sentence_evaluator_scores_refinement() -> None:
     chunk_ev = KeywordEvaluator(fixed={HIGH.text: 9.0})
     sent_ev = KeywordEvaluator(fixed={"Alpha fact one.": 1.0, "Alpha fact two.": 6.0})
-    r = CorrectiveRetrieval(chunk_ev, sentence_evaluator=sent_ev).run("q", [HIGH])
+    r = CorrectiveRetrieval(chunk_ev, sentence_evaluator=sent_ev, settings=ALONE).run("q", [HIGH])
     assert r.chunks[0].text == "Alpha fact two."
     assert sent_ev.calls[0][1] == ["Alpha fact one.", "Alpha fact two."]
     assert chunk_ev.calls == [("q", [HIGH.text])]  # the chunk evaluator grades chunks only
@@ -304,3 +306,14 @@ def test_build_passes_web_timeout_and_store_needs_a_path() -> None:
     assert crag.fetcher is not None and getattr(crag.fetcher, "timeout_s", None) == 2.5
     with pytest.raises(ConfigError):
         build_corrective_retrieval(load_settings(overrides={"correct": {"web_provider": "store"}}))
+
+
+def test_default_window_scores_sentences_with_their_predecessor() -> None:
+    # "Alpha fact two." alone scores 2.0, but joined with its predecessor it is HIGH.text (9.0)
+    ev = _ev(9.0, 0.0, 0.0)
+    assert CorrectSettings().sentence_window == 1
+    r = CorrectiveRetrieval(ev).run("q", [HIGH])
+    assert r.chunks[0].text == HIGH.text
+    assert [(s.score, s.own_score) for s in r.context[0].strips] == [(9.0, 9.0), (9.0, 2.0)]
+    r0 = CorrectiveRetrieval(ev, settings=ALONE).run("q", [HIGH])
+    assert r0.chunks[0].text == "Alpha fact one."
