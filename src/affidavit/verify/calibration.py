@@ -206,12 +206,26 @@ def fit_on_dev(
     replacement: ``temperature`` for 3-way scores and ``isotonic`` for p_entail after it.
     """
     pairs = [(str(r["claim"]), str(r["evidence"])) for r in rows]
-    labels = [LABEL_IDS[str(r["label"])] for r in rows]
-    chunks = [
-        model.logits(pairs[s : s + model.batch_size])[0]
-        for s in range(0, len(pairs), model.batch_size)
-    ]
+    all_labels = [LABEL_IDS[str(r["label"])] for r in rows]
+    kept: list[int] = []
+    chunks: list[np.ndarray] = []
+    for s in range(0, len(pairs), model.batch_size):
+        idx = list(range(s, min(len(pairs), s + model.batch_size)))
+        try:
+            chunks.append(model.logits([pairs[i] for i in idx])[0])
+            kept += idx
+        except ValueError:
+            # a claim too long to check: score the batch pair by pair and leave it out (counted)
+            for i in idx:
+                try:
+                    chunks.append(model.logits([pairs[i]])[0])
+                    kept.append(i)
+                except ValueError:
+                    continue
+    if not kept:
+        raise VerificationError("no dev row could be scored")
     logits = np.concatenate(chunks)
+    labels = [all_labels[i] for i in kept]
     scaler = TemperatureScaler().fit(logits, labels)
     p = softmax(logits, scaler.temperature)
     y = np.array([lab == 0 for lab in labels], dtype=np.float64)
@@ -222,7 +236,8 @@ def fit_on_dev(
         "nll_before": nll(logits, labels, model.temperature),
         "nll_after": nll(logits, labels, scaler.temperature),
         "isotonic": iso.to_dict(),
-        "dev_rows": len(rows),
+        "dev_rows": len(kept),
+        "dev_rows_skipped": len(rows) - len(kept),
         "dev_source": source,
         "model_sha256": model.sha256,
     }
