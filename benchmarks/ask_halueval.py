@@ -189,6 +189,8 @@ def main() -> None:
                     "classification": a.trace.classification,
                     "context_hit": gold_in_context,
                     "correct": contains_answer(a.answer, row["right_answer"]),
+                    # before verification: what the corrective context let the model write
+                    "draft_correct": contains_answer(a.trace.raw_answer, row["right_answer"]),
                     "abstained": a.insufficient or a_shown == 0,
                     "shown_sentences": a_shown,
                     "generated_sentences": a_total,
@@ -244,6 +246,7 @@ def main() -> None:
         "ours": {
             "context_hit_rate": rate([p["ours"]["context_hit"] for p in per_q]),
             "answer_accuracy": rate([p["ours"]["correct"] for p in per_q]),
+            "draft_accuracy_before_verification": rate([p["ours"]["draft_correct"] for p in per_q]),
             "abstention_rate": rate([p["ours"]["abstained"] for p in per_q]),
             "wrong_shown_rate": rate(
                 [not p["ours"]["correct"] and not p["ours"]["abstained"] for p in per_q]
