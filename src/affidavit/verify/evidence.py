@@ -200,9 +200,16 @@ class Windower:
             return [(offs[0][0], offs[-1][1])]
         sent_ends = {e for _, e in sentence_spans(text)}
         stride = min(self.stride, budget)
+        n = len(offs)
+
+        def word_start(k: int) -> int:
+            # a sub-word token glued to the previous one is not a place to cut
+            while 0 < k < n and offs[k][0] == offs[k - 1][1] and not text[offs[k][0]].isspace():
+                k -= 1
+            return k
+
         out: list[tuple[int, int]] = []
         i = 0
-        n = len(offs)
         while i < n:
             j = min(n, i + budget)
             if j < n:
@@ -211,11 +218,19 @@ class Windower:
                     if offs[k - 1][1] in sent_ends:
                         j = k
                         break
+                else:
+                    j = max(i + 1, word_start(j))
+            # the text re-tokenised on its own can differ at the edges: shrink until it fits
+            while (
+                j > i + 1
+                and len(self.tokenizer.offsets(text[offs[i][0] : offs[j - 1][1]])) > budget
+            ):
+                j -= 1
             out.append((offs[i][0], offs[j - 1][1]))
             if j >= n:
                 break
-            # the next window starts stride tokens on, but never after this window's end
-            i = min(i + stride, j)
+            # the next window starts stride tokens on (on a word start), never after this one ends
+            i = max(i + 1, min(word_start(i + stride), j))
         return out
 
     def windows(self, claim: str, chunk: Chunk, budget: int | None = None) -> list[EvidenceSpan]:

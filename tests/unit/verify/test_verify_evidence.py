@@ -127,3 +127,37 @@ def test_combinations_in_document_order_and_fit() -> None:
     tiny = Windower(TOK, max_len=3 + 5 + 40, stride=8)
     big = [Candidate(s.span, 0, 0) for s in sents]
     assert combinations(big, 3, "Alice moved to Italy.", tiny) == []
+
+
+def test_subword_windows_never_cut_inside_a_word_and_fit_when_retokenised() -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {
+        "[UNK]": 0,
+        "the": 1,
+        "un": 2,
+        "##believ": 3,
+        "##able": 4,
+        "story": 5,
+        ".": 6,
+        "is": 7,
+        "##s": 8,
+    }
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+
+    class Offsets:
+        def offsets(self, text: str) -> list[tuple[int, int]]:
+            return list(tok.encode(text, add_special_tokens=False).offsets)
+
+    text = " ".join(["the unbelievable stories is unbelievable ."] * 30)
+    w = Windower(Offsets(), max_len=3 + 2 + 30, stride=11)
+    claim = "the story"
+    budget = w.budget(claim)
+    spans = w.windows(claim, Chunk(text=text))
+    assert len(spans) > 5
+    for s in spans:
+        assert len(Offsets().offsets(s.text)) <= budget
+        # a window starts and ends on whole words
+        assert s.start == 0 or text[s.start - 1] == " "
+        assert s.end == len(text) or text[s.end] == " "
