@@ -76,7 +76,7 @@ def idf_table() -> IdfTable:
     return t
 
 
-def train_sample(rows: list[dict], n: int, seed: int) -> list[dict]:
+def train_sample(rows: list[dict], n: int, seed: int, halu_weight: float = 2.0) -> list[dict]:
     """Stratified: small real sources up to their caps, the rest evenly over the big ones."""
     rng = random.Random(seed)
     by: dict[str, list[dict]] = defaultdict(list)
@@ -90,7 +90,7 @@ def train_sample(rows: list[dict], n: int, seed: int) -> list[dict]:
     rest = max(0, n - len(out))
     per = rest // max(len(by), 1)
     # halueval sources get a double share: they are the biggest real sets
-    weights = {s: (2.0 if s.startswith("halueval") else 1.0) for s in by}
+    weights = {s: (halu_weight if s.startswith("halueval") else 1.0) for s in by}
     tot = sum(weights.values())
     for src, got in sorted(by.items()):
         rng.shuffle(got)
@@ -108,6 +108,12 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--only", default="", help="comma list of source prefixes (train part)")
+    ap.add_argument("--name", default="", help="output prefix (default: the part)")
+    ap.add_argument("--halueval-weight", type=float, default=2.0)
+    ap.add_argument(
+        "--reverse", action="store_true", help="blocks last first (a second worker on one part)"
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     WORK.mkdir(parents=True, exist_ok=True)
@@ -117,7 +123,10 @@ def main() -> None:
     if args.part in ("train", "dev"):
         rows = read_rows(ROOT / "training" / "data" / f"{args.part}.jsonl")
         if args.part == "train":
-            rows = train_sample(rows, args.n, args.seed)
+            if args.only:
+                keep = tuple(args.only.split(","))
+                rows = [r for r in rows if r["source"].startswith(keep)]
+            rows = train_sample(rows, args.n, args.seed, args.halueval_weight)
         else:
             random.Random(args.seed).shuffle(rows)
             rows = rows[: args.n]
@@ -135,8 +144,9 @@ def main() -> None:
     log.info("%s: %d rows", args.part, len(items))
     cache: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
-    for b, s in enumerate(range(0, len(items), args.block)):
-        out = WORK / f"{args.part}_{b:03d}.npz"
+    blocks = list(enumerate(range(0, len(items), args.block)))
+    for b, s in reversed(blocks) if args.reverse else blocks:
+        out = WORK / f"{args.name or args.part}_{b:03d}.npz"
         if out.is_file():
             continue
         blk = items[s : s + args.block]
@@ -154,7 +164,8 @@ def main() -> None:
             labels=np.array([x[4] for x in blk]),
         )
         done = s + len(blk)
-        rate = done / (time.perf_counter() - t0)
+        rate = len(blk) / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
         log.info("%s block %d: %d/%d rows, %.1f rows/s", args.part, b, done, len(items), rate)
     sys.exit(0)
 
