@@ -199,10 +199,18 @@ def reliability_plot(
         raise MissingDependencyError("matplotlib", "dev", purpose="reliability plots") from exc
     fig, ax = plt.subplots(figsize=(6, 6))
     ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-    for name, (y, p) in curves.items():
+    colours = plt.get_cmap("tab20").colors
+    for k, (name, (y, p)) in enumerate(curves.items()):
         pts = reliability(y, p)
         if pts:
-            ax.plot([a for a, _, _ in pts], [b for _, b, _ in pts], marker="o", ms=3, label=name)
+            ax.plot(
+                [a for a, _, _ in pts],
+                [b for _, b, _ in pts],
+                marker="o",
+                ms=3,
+                label=name,
+                color=colours[k % len(colours)],
+            )
     ax.set_xlabel("predicted p_entail (bin mean)")
     ax.set_ylabel("observed fraction supported")
     ax.set_xlim(0, 1)
