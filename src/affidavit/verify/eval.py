@@ -199,7 +199,7 @@ def reliability_plot(
         raise MissingDependencyError("matplotlib", "dev", purpose="reliability plots") from exc
     fig, ax = plt.subplots(figsize=(6, 6))
     ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-    colours = plt.get_cmap("tab20").colors
+    colours = [plt.get_cmap("tab20")(i) for i in range(20)]
     for k, (name, (y, p)) in enumerate(curves.items()):
         pts = reliability(y, p)
         if pts:
