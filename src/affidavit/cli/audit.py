@@ -141,6 +141,17 @@ def audit(
     no_color: Annotated[
         bool, typer.Option("--no-color", help="Plain output without colour.", envvar="NO_COLOR")
     ] = False,
+    certify: Annotated[
+        Path | None,
+        typer.Option("--certify", help="Write a signed certificate of the audit to this path."),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify/--no-verify",
+            help="Also run the entailment verifier (sets audit.use_verifier).",
+        ),
+    ] = False,
 ) -> None:
     """Audit an answer against the chunks it was generated from.
 
@@ -150,11 +161,30 @@ def audit(
     from affidavit.core.errors import EnforcementError
 
     beside = None if file == "-" else Path(file)
-    overrides = {"audit": {"mode": mode}} if mode is not None else None
-    settings = cli_settings(config, beside=beside, overrides=overrides)
+    audit_over: dict[str, Any] = {}
+    if mode is not None:
+        audit_over["mode"] = mode
+    if verify:
+        audit_over["use_verifier"] = True
+    settings = cli_settings(
+        config, beside=beside, overrides={"audit": audit_over} if audit_over else None
+    )
+    models: list[dict[str, str]] = []
     with usage_errors():
+        if certify is not None:
+            from affidavit.certify.keys import load_signing_key
+
+            load_signing_key(settings)  # no key: exit before any work, never unsigned
         data = parse_input(read_text_arg(file), "stdin" if file == "-" else file)
-        auditor = Auditor(settings)
+        verifier = None
+        if settings.audit.use_verifier:
+            from affidavit.verify.cascade import ClaimCascade
+
+            verifier = ClaimCascade(settings.verify, settings.policy)
+            for name, desc in verifier.describe()["stages"].items():
+                if isinstance(desc, dict) and desc.get("sha256"):
+                    models.append({"name": str(desc.get("name", name)), "sha256": desc["sha256"]})
+        auditor = Auditor(settings, verifier=verifier)
         try:
             report = auditor.audit(data["query"], data["chunks"], data["response"])
         except EnforcementError as exc:
@@ -163,6 +193,12 @@ def audit(
         typer.echo(report.model_dump_json(indent=2))
     else:
         _print_report(report, no_color)
+    if certify is not None:
+        from affidavit.audit.certify import certify_report
+
+        with usage_errors():
+            certify_report(report, settings, certify, models)
+        typer.echo(f"certificate written to {certify}", err=True)
     if not report.trust_passed:
         raise typer.Exit(EXIT_FAIL)
     raise typer.Exit(EXIT_OK)

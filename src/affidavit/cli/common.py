@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from affidavit.core.errors import AffidavitError, ConfigError, InputError
+from affidavit.core.errors import AffidavitError, ConfigError, InputError, SigningKeyError
 from affidavit.core.settings import Settings, load_settings
 
 EXIT_OK = 0
@@ -30,7 +30,7 @@ def usage_errors() -> Iterator[None]:
     """Turn config and input errors into exit code 2 with a one-line reason, never a traceback."""
     try:
         yield
-    except (ConfigError, InputError) as exc:
+    except (ConfigError, InputError, SigningKeyError) as exc:
         raise fail_usage(exc.message) from None
     except AffidavitError as exc:
         typer.echo(f"error: {exc.message}", err=True)

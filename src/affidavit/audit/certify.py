@@ -1,0 +1,106 @@
+"""Signed certificates for audit reports (``affidavit audit FILE --certify CERT.json``).
+
+An audit decides support lexically plus typed checks; only the entailment verifier gives an
+entailment probability. So, failing closed, a claim of an audit certificate can be VERIFIED only
+when the verifier ran on it (``audit.use_verifier``); a claim whose typed check failed is
+BLOCKED; every other claim is UNVERIFIED with the audit's reason recorded.
+
+Example:
+    >>> from affidavit.core.settings import load_settings
+    >>> from affidavit.audit import audit
+    >>> report = audit("q", [{"text": "Paris is in France.", "url": "https://a.org"}],
+    ...                "Paris is in France.")
+    >>> [v.label for v in report_verdicts(report)]
+    ['unsupported']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from affidavit.core.report import AuditReport, ClaimAudit
+from affidavit.core.settings import Settings
+from affidavit.core.types import Claim, StageScore, Verdict
+
+_NO_VERIFIER = "entailment verifier not run (audit.use_verifier is false): lexical audit only"
+
+
+def report_claims(report: AuditReport) -> list[Claim]:
+    """The report's claims as Claim contracts (offsets into ``report.response``)."""
+    return [Claim(id=c.id, text=c.text, start=c.start, end=c.end) for c in report.claims]
+
+
+def _verdict(c: ClaimAudit) -> Verdict:
+    if c.verdict is not None and not c.failed_checks:
+        return c.verdict
+    evidence = (c.evidence,) if c.evidence is not None else ()
+    lexical = StageScore(
+        stage="lexical",
+        p_entail=0.0,
+        p_neutral=1.0,
+        p_contradict=0.0,
+        label="supported" if c.supported else "unsupported",
+        detail=f"BM25 match, word coverage {c.confidence:.3f} (not an entailment probability)",
+    )
+    if c.failed_checks:
+        return Verdict(
+            claim_id=c.id,
+            label="contradicted",
+            p_entail=0.0,
+            p_neutral=0.0,
+            p_contradict=1.0,
+            evidence=evidence,
+            checks=c.checks,
+            stages=(lexical,),
+            reason="; ".join(f.reason for f in c.failed_checks) or c.reason,
+        )
+    return Verdict(
+        claim_id=c.id,
+        label="unsupported",
+        p_entail=0.0,
+        p_neutral=1.0,
+        p_contradict=0.0,
+        evidence=evidence,
+        checks=c.checks,
+        stages=(lexical,),
+        complete=False,
+        errors=(_NO_VERIFIER,),
+        reason=c.reason or ("lexically supported" if c.supported else "not supported"),
+    )
+
+
+def report_verdicts(report: AuditReport) -> list[Verdict]:
+    """One conservative Verdict per audited claim (see the module docstring)."""
+    return [_verdict(c) for c in report.claims]
+
+
+def certify_report(
+    report: AuditReport,
+    settings: Settings,
+    path: Path | str,
+    models: list[dict[str, str]] | None = None,
+) -> Path:
+    """Sign a certificate for an audit report and write it to ``path``.
+
+    Args:
+        report: the audit report.
+        settings: the effective settings (recorded, secrets masked; key path from here).
+        path: where to write the signed certificate.
+        models: the models that ran, ``{"name", "sha256"}`` each (the verifier's, if used).
+
+    Raises:
+        SigningKeyError: no signing key configured (run ``affidavit keys generate``); nothing
+            is written.
+    """
+    from affidavit.certify.certificate import certify_answer
+
+    certify_answer(
+        report.query,
+        report.response,
+        report_claims(report),
+        report_verdicts(report),
+        settings,
+        models=models or [],
+        path=path,
+    )
+    return Path(path)
