@@ -75,3 +75,23 @@ def test_missing_model_exits_1_and_never_supports(
 def test_unreadable_input_is_a_usage_error(env: None, tmp_path: Path) -> None:
     res = runner.invoke(app, ["check", str(tmp_path / "nope.jsonl")])
     assert res.exit_code == 2 and "cannot read" in res.output
+
+
+def test_thresholds_default_to_the_models_dev_tuned_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from affidavit.cli.verify import effective_policy
+    from affidavit.core.settings import load_settings
+
+    d = build_tiny_model(tmp_path / "m")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["thresholds"] = {"tau_entail": 0.41, "tau_contradict": 0.9}
+    (d / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.delenv("AFFIDAVIT_POLICY__TAU_ENTAIL", raising=False)
+    s = load_settings(overrides={"verify": {"model_path": str(d)}})
+    pol = effective_policy(s)
+    assert (pol.tau_entail, pol.tau_contradict) == (0.41, 0.9)
+    explicit = load_settings(
+        overrides={"verify": {"model_path": str(d)}, "policy": {"tau_entail": 0.7}}
+    )
+    assert effective_policy(explicit).tau_entail == 0.7
