@@ -3,10 +3,11 @@
 Stages (``settings.verify.cascade``, in order):
 
 * ``checks``: the typed consistency checks (numbers, dates, entities, polarity...) on the best
-  evidence window, confirmed against all selected windows; a conflicting value or flipped polarity
-  decides *contradicted*, a number, date or name no selected window mentions decides
-  *unsupported*. Passing checks decide nothing; the stage reports the lexical coverage of the
-  claim as its p_entail (the lexical-only matcher).
+  evidence window, confirmed against all the evidence given; a conflicting value or flipped
+  polarity decides *contradicted*, a number or date the evidence never mentions decides
+  *unsupported* (a missing name is recorded but left to the model). Passing checks decide
+  nothing; the stage reports the lexical coverage of the claim as its p_entail (the lexical-only
+  matcher).
 * ``cross_encoder``: the project's ONNX model on every selected window; decides when p_entail is
   outside ``[uncertain_low, uncertain_high]`` or a window contradicts with high confidence.
 * ``external``: a user's own model (same role), only while undecided.
@@ -65,8 +66,11 @@ CheckFn = Callable[[str, str], list[CheckResult]]
 
 # checks whose failure is a contradiction (a wrong figure, date, name or a flipped polarity)
 CONTRADICTING_CHECKS = frozenset({"number", "date", "entity", "polarity", "comparative", "unit"})
-# of those, the ones whose failure without an evidence value means "not mentioned"
-ABSENCE_CHECKS = frozenset({"number", "date", "entity"})
+# of those, the ones whose failure without an evidence value means "not mentioned". A name the
+# evidence lacks is not decisive: abbreviations and paraphrased names make that check too noisy to
+# end the cascade (measured: benchmarks/results/verifier_ablation*.json); the model decides.
+ABSENCE_CHECKS = frozenset({"number", "date"})
+NON_DECISIVE = frozenset({"entity"})
 MODEL_STAGES = ("cross_encoder", "external")
 # sentences tried when looking for smaller or combined evidence
 MIN_EVIDENCE_POOL = 4
@@ -293,11 +297,17 @@ class ClaimCascade:
         assert self.check_fn is not None  # guarded by stage_errors
         best = run.windows[0].span
         results = list(self.check_fn(run.claim.text, best.text))
-        failed = [r for r in results if r.status == "fail" and r.check in CONTRADICTING_CHECKS]
-        if failed and len(run.windows) > 1:
-            # a value the best window lacks or contradicts may be stated in another selected
-            # window: a failure counts only if it also fails against all of them together
-            joined = " ".join(w.span.text for w in run.windows)
+        failed = [
+            r
+            for r in results
+            if r.status == "fail"
+            and r.check in CONTRADICTING_CHECKS
+            and not (r.check in NON_DECISIVE and r.evidence_value is None)
+        ]
+        if failed and (len(run.windows) > 1 or run.n_windows > 1):
+            # a value the best window lacks or contradicts may be stated elsewhere in the evidence
+            # given: a failure counts only if it also fails against all of it
+            joined = " ".join(c.text for c in run.chunks)
             still = {r.check for r in self.check_fn(run.claim.text, joined) if r.status == "fail"}
             failed = [r for r in failed if r.check in still]
         run.checks = results

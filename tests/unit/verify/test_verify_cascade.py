@@ -276,3 +276,19 @@ def test_a_check_failing_on_the_best_window_only_is_not_decisive() -> None:
     verdict = v.verify(claim_from_text("Curie won the Nobel Prize in Physics in 1903."), chunks)
     assert verdict.label == "supported"
     assert ce.calls
+
+
+def test_a_missing_name_is_left_to_the_model() -> None:
+    def no_name(claim: str, evidence: str) -> list[CheckResult]:
+        return [CheckResult(check="entity", status="fail", claim_value="Sklodowska")]
+
+    ce = ScriptedScorer(default=(0.95, 0.04, 0.01))
+    v = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"]),
+        POLICY,
+        scorers={"cross_encoder": ce},
+        check_fn=no_name,
+    )
+    verdict = v.verify(claim_from_text("Sklodowska won the Nobel Prize."), CHUNKS)
+    assert ce.calls and verdict.label == "supported"
+    assert verdict.checks[0].status == "fail"  # still recorded for the trace
