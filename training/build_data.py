@@ -1,7 +1,7 @@
 """Build train/dev JSONL for the claim verifier from ../shared/data (+ synthetic pairs).
 
 Usage (from the project root, in the training venv):
-    python training/build_data.py --data ../shared/data --out training/data --max-len 192
+    python training/build_data.py --data ../shared/data --out training/data --max-len 128
 
 Writes:
     training/splits.json        held-out eval row ids (never trained on), reproducible by eval_verifier.py
@@ -28,14 +28,48 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import DEFAULT_DATA, Windower, base_model_dir, content_words, load_tokenizer, split_sentences  # noqa: E402
-from sources import Item, make_splits, train_pool  # noqa: E402
+from common import (
+    DEFAULT_DATA,
+    Windower,
+    base_model_dir,
+    content_words,
+    load_tokenizer,
+    split_sentences,
+)
+from sources import Item, make_splits, train_pool
 
 # ----------------------------------------------------------------------------- perturbations
 AUX = r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must)\b"
-NEG_RE = re.compile(r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must) not\b|\bnever\b|n't\b")
-MONTHS = "January February March April May June July August September October November December".split()
-NUM_WORDS = "two three four five six seven eight nine ten eleven twelve".split()
+NEG_RE = re.compile(
+    r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must) not\b|\bnever\b|n't\b"
+)
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+NUM_WORDS = [
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
 ENT_RE = re.compile(r"(?<!^)(?<![.!?] )\b([A-Z][a-z]+(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][a-z]+)*)")
 YEAR_RE = re.compile(r"\b(1[6-9]\d\d|20\d\d)\b")
 NUM_RE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w,]*\d)")
@@ -75,7 +109,11 @@ def _base_form(v: str) -> str:
     if v.endswith("ed") and len(v) > 4 and v[-3] == v[-4]:
         return v[:-3]
     if v.endswith("ed"):
-        return v[:-1] if v[-3] in "aeiouv" or v.endswith(("ated", "ized", "ised", "uced", "ored")) else v[:-2]
+        return (
+            v[:-1]
+            if v[-3] in "aeiouv" or v.endswith(("ated", "ized", "ised", "uced", "ored"))
+            else v[:-2]
+        )
     return v
 
 
@@ -117,13 +155,22 @@ def change_date(s: str, rng: random.Random) -> str | None:
 
 
 def swap_entity(s: str, evidence: str, other_ents: list[str], rng: random.Random) -> str | None:
-    ents = [m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3 and m.group(1).split()[0] not in MONTHS]
+    ents = [
+        m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3 and m.group(1).split()[0] not in MONTHS
+    ]
     if not ents:
         return None
     m = rng.choice(ents)
     e = m.group(1)
     # prefer an entity from the same evidence (hard negative), else one from another row
-    pool = [x.group(1) for x in ENT_RE.finditer(evidence) if x.group(1).split()[0] not in MONTHS and x.group(1) != e and x.group(1) not in s and len(x.group(1)) > 3]
+    pool = [
+        x.group(1)
+        for x in ENT_RE.finditer(evidence)
+        if x.group(1).split()[0] not in MONTHS
+        and x.group(1) != e
+        and x.group(1) not in s
+        and len(x.group(1)) > 3
+    ]
     if not pool or rng.random() < 0.3:
         pool = [x for x in other_ents if x != e and x not in s]
     if not pool:
@@ -144,7 +191,13 @@ def drop_clause(s: str, rng: random.Random) -> str | None:
         if sep in s:
             head = s.split(sep)[0].rstrip(",;") + "."
             opts.append(head)
-    opts = [o.strip() for o in opts if len(o.split()) >= 5 and o.strip() != s.strip() and bool(NEG_RE.search(o)) == bool(NEG_RE.search(s))]
+    opts = [
+        o.strip()
+        for o in opts
+        if len(o.split()) >= 5
+        and o.strip() != s.strip()
+        and bool(NEG_RE.search(o)) == bool(NEG_RE.search(s))
+    ]
     if not opts:
         return None
     return rng.choice(opts)
@@ -155,7 +208,17 @@ def window_items(items: list[Item], win: Windower) -> list[dict]:
     out = []
     for it in items:
         ev, nwin = win.best_window(it.claim, it.evidence)
-        out.append({"id": it.id, "source": it.source, "group": it.group, "claim": it.claim, "evidence": ev, "label": it.label, "n_windows": nwin})
+        out.append(
+            {
+                "id": it.id,
+                "source": it.source,
+                "group": it.group,
+                "claim": it.claim,
+                "evidence": ev,
+                "label": it.label,
+                "n_windows": nwin,
+            }
+        )
     return out
 
 
@@ -198,7 +261,22 @@ def synthesize(rows: list[dict], rng: random.Random, n_target: int) -> list[dict
     perturb = {"negation": negate, "number": change_number, "date": change_date}
     anchors = rows[:]
     rng.shuffle(anchors)
-    kinds = ["negation", "number", "date", "entity", "neutral", "neutral", "extract", "clause", "negation", "entity"]
+    kinds = [
+        "negation",
+        "number",
+        "date",
+        "entity",
+        "neutral",
+        "neutral",
+        "extract",
+        "extract",
+        "extract",
+        "clause",
+        "clause",
+        "negation",
+        "entity",
+        "neutral",
+    ]
     i = 0
     while len(out) < n_target and i < len(anchors) * 3:
         r = anchors[i % len(anchors)]
@@ -225,21 +303,36 @@ def synthesize(rows: list[dict], rng: random.Random, n_target: int) -> list[dict
                 claim, label = base, "entail"
         elif kind == "clause":
             claim, label = drop_clause(base, rng), "entail"
-        if not claim or claim.strip() == base.strip() and kind != "extract":
+        if not claim or (claim.strip() == base.strip() and kind != "extract"):
             continue
-        out.append({
-            "id": f"synth:{kind}:{len(out)}:{r['id']}", "source": f"synthetic_{kind}", "group": r["group"],
-            "claim": claim, "evidence": r["evidence"], "label": label, "n_windows": r["n_windows"], "from": base_kind,
-        })
+        out.append(
+            {
+                "id": f"synth:{kind}:{len(out)}:{r['id']}",
+                "source": f"synthetic_{kind}",
+                "group": r["group"],
+                "claim": claim,
+                "evidence": r["evidence"],
+                "label": label,
+                "n_windows": r["n_windows"],
+                "from": base_kind,
+            }
+        )
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data")
-    ap.add_argument("--max-len", type=int, default=192)
-    ap.add_argument("--halueval-rows", type=int, default=2500, help="training rows kept per HaluEval file (each gives 2 pairs)")
+    ap.add_argument("--max-len", type=int, default=128)
+    ap.add_argument(
+        "--halueval-rows",
+        type=int,
+        default=2500,
+        help="training rows kept per HaluEval file (each gives 2 pairs)",
+    )
     ap.add_argument("--synthetic", type=int, default=12000)
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
@@ -257,10 +350,13 @@ def main() -> None:
             by_src[it.source].append(it.group)
     keep_groups = set()
     for src, groups in by_src.items():
-        keep_groups |= set(random.Random(args.seed).sample(groups, min(args.halueval_rows, len(groups))))
+        keep_groups |= set(
+            random.Random(args.seed).sample(groups, min(args.halueval_rows, len(groups)))
+        )
     pool = [it for it in pool if not it.source.startswith("halueval") or it.group in keep_groups]
 
-    win = Windower(load_tokenizer(base_model_dir() / "tokenizer.json"), args.max_len)
+    # overlap 0.5 only changes which candidate windows exist; training keeps the single best one
+    win = Windower(load_tokenizer(base_model_dir() / "tokenizer.json"), args.max_len, overlap=0.5)
     rows = window_items(pool, win)
     groups = sorted({r["group"] for r in rows})
     dev_groups = set(random.Random(args.seed + 1).sample(groups, int(args.dev_frac * len(groups))))
@@ -279,8 +375,11 @@ def main() -> None:
             for r in rs:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
         c: Counter[str] = Counter(f"{r['source']}|{r['label']}" for r in rs)
-        stats[name] = {"total": len(rs), "by_source_label": dict(sorted(c.items())),
-                       "windowed_rows": sum(1 for r in rs if r["n_windows"] > 1)}
+        stats[name] = {
+            "total": len(rs),
+            "by_source_label": dict(sorted(c.items())),
+            "windowed_rows": sum(1 for r in rs if r["n_windows"] > 1),
+        }
     (args.out / "stats.json").write_text(json.dumps(stats, indent=1))
     print(json.dumps({k: stats[k]["total"] for k in ("train", "dev")}))
     for k, v in stats["train"]["by_source_label"].items():

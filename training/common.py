@@ -21,9 +21,79 @@ DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data"
 _SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 STOP = frozenset(
-    "a an the of to in on at for by with and or but is are was were be been being it its this that these those "
-    "as from he she they we you i his her their our your not no do does did has have had will would can could "
-    "there which who whom what when where why how than then so such also into about over after before".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "by",
+        "with",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "as",
+        "from",
+        "he",
+        "she",
+        "they",
+        "we",
+        "you",
+        "i",
+        "his",
+        "her",
+        "their",
+        "our",
+        "your",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "there",
+        "which",
+        "who",
+        "whom",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "than",
+        "then",
+        "so",
+        "such",
+        "also",
+        "into",
+        "about",
+        "over",
+        "after",
+        "before",
+    ]
 )
 
 
@@ -38,10 +108,15 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 def split_sentences(text: str) -> list[str]:
     """Sentence split good enough for windowing (no model, deterministic)."""
-    text = re.sub(r"\s+", " ", text.replace("\n", " ")).strip()
-    # HaluEval knowledge glues paragraphs together without a space ("century.First").
-    text = re.sub(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])", " ", text)
-    return [s for s in _SENT_RE.split(text) if s.strip()]
+    out: list[str] = []
+    for para in text.split("\n"):
+        para = re.sub(r"\s+", " ", para).strip()
+        # HaluEval knowledge glues paragraphs together without a space ("century.First").
+        para = re.sub(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])", " ", para)
+        # lower-cased corpora (Polytope, Goyal21): also split on " . " followed by a word
+        para = re.sub(r"(?<=\w) ([.!?]) (?=[a-z0-9\"'`])", r" \1\n", para)
+        out += [s for part in para.split("\n") for s in _SENT_RE.split(part) if s.strip()]
+    return out
 
 
 def content_words(text: str) -> set[str]:
@@ -58,13 +133,14 @@ def overlap_score(claim_words: set[str], text: str) -> float:
 class Windower:
     """Cuts evidence into sentence-aligned windows that fit ``max_len`` with the claim.
 
-    ``windows()`` returns every window (stride of about half a window, so they overlap);
+    ``windows()`` returns every window (consecutive windows share about a quarter of a window);
     ``best_window()`` returns the one with the highest lexical overlap with the claim.
     """
 
-    def __init__(self, tokenizer: Any, max_len: int) -> None:
+    def __init__(self, tokenizer: Any, max_len: int, overlap: float = 0.25) -> None:
         self.tok = tokenizer
         self.max_len = max_len
+        self.overlap = overlap  # share of a window repeated at the start of the next one
 
     def ntok(self, text: str) -> int:
         return len(self.tok.encode(text, add_special_tokens=False).ids)
@@ -90,8 +166,8 @@ class Windower:
             out.append(" ".join(sents[start:end]))
             if end >= n:
                 break
-            # overlap: next window starts half-way through this one (at least one sentence on)
-            half, acc, nxt = total // 2, 0, start
+            # overlap: the next window repeats about `overlap` of this one (at least one sentence on)
+            half, acc, nxt = int(total * (1 - self.overlap)), 0, start
             while nxt < end - 1 and acc + lens[nxt] <= half:
                 acc += lens[nxt]
                 nxt += 1
@@ -109,7 +185,11 @@ class Windower:
 def load_tokenizer(path: Path) -> Any:
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_file(str(path))
+    # the packaged MiniLM tokenizer.json truncates at 128 tokens: counting needs the full length
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
 
 
 def base_model_dir() -> Path:

@@ -22,7 +22,11 @@ from typing import Any
 from common import read_jsonl
 
 SPLIT_SEED = 20261130
-HALU_FILES = {"qa": "qa_dev.jsonl", "dialogue": "dialogue_dev.jsonl", "summarization": "summarization_dev.jsonl.gz"}
+HALU_FILES = {
+    "qa": "qa_dev.jsonl",
+    "dialogue": "dialogue_dev.jsonl",
+    "summarization": "summarization_dev.jsonl.gz",
+}
 SUMMAC_FILES = ("factcc", "polytope", "summeval", "xsumfaith")
 
 
@@ -53,19 +57,28 @@ def halueval_items(kind: str, idx: int, row: dict[str, Any]) -> list[Item]:
     g = f"{src}:{idx}"
     if kind == "qa":
         ev = row["knowledge"]
-        pairs = [(f"{row['question']} {row['right_answer']}", "entail"), (f"{row['question']} {row['hallucinated_answer']}", "not_entail")]
+        pairs = [
+            (f"{row['question']} {row['right_answer']}", "entail"),
+            (f"{row['question']} {row['hallucinated_answer']}", "not_entail"),
+        ]
     elif kind == "dialogue":
         ev = f"{row['knowledge']} Dialogue so far: {row['dialogue_history']}"
         pairs = [(row["right_response"], "entail"), (row["hallucinated_response"], "not_entail")]
     else:
         ev = row["document"]
         pairs = [(row["right_summary"], "entail"), (row["hallucinated_summary"], "not_entail")]
-    return [Item(f"{g}:{'right' if i == 0 else 'hallucinated'}", src, g, c, ev, lab) for i, (c, lab) in enumerate(pairs)]
+    return [
+        Item(f"{g}:{'right' if i == 0 else 'hallucinated'}", src, g, c, ev, lab)
+        for i, (c, lab) in enumerate(pairs)
+    ]
 
 
 # --------------------------------------------------------------------------- citation integrity
 def citint_items(data: Path, split: str) -> list[Item]:
-    corpus = {d["doc_id"]: " ".join(d["abstract"]) for d in read_jsonl(data / "citation_integrity" / "corpus.jsonl")}
+    corpus = {
+        d["doc_id"]: " ".join(d["abstract"])
+        for d in read_jsonl(data / "citation_integrity" / "corpus.jsonl")
+    }
     out = []
     m = {"SUPPORT": "entail", "REFUTE": "contradict"}
     for row in read_jsonl(data / "citation_integrity" / f"claims_{split}.jsonl"):
@@ -76,7 +89,9 @@ def citint_items(data: Path, split: str) -> list[Item]:
             if doc not in corpus:
                 continue
             g = f"citint_{split}:{row['id']}"
-            out.append(Item(f"{g}:{doc}", "citation_integrity", g, row["claim"], corpus[doc], label))
+            out.append(
+                Item(f"{g}:{doc}", "citation_integrity", g, row["claim"], corpus[doc], label)
+            )
     return out
 
 
@@ -86,7 +101,16 @@ def vitaminc_items(data: Path, files: list[str]) -> list[Item]:
     out = []
     for f in files:
         for i, row in enumerate(read_jsonl(data / "vitaminc_sample" / f)):
-            out.append(Item(f"vitaminc:{f}:{i}", "vitaminc", f"vitaminc:{row['id']}", row["claim"], row["evidence"], m[row["label"]]))
+            out.append(
+                Item(
+                    f"vitaminc:{f}:{i}",
+                    "vitaminc",
+                    f"vitaminc:{row['id']}",
+                    row["claim"],
+                    row["evidence"],
+                    m[row["label"]],
+                )
+            )
     return out
 
 
@@ -97,7 +121,16 @@ def summac_items(data: Path, subset: str) -> list[Item]:
     for key, v in d.items():
         lab = "entail" if str(v["label"]) == "1" else "not_entail"
         doc_key = v.get("bbcid") or v.get("id") or v.get("cnndm_id") or v.get("ID") or key
-        out.append(Item(f"summac:{key}", f"summac_{subset}", f"summac_{subset}:{key}", v["claim"], v["document"], lab))
+        out.append(
+            Item(
+                f"summac:{key}",
+                f"summac_{subset}",
+                f"summac_{subset}:{key}",
+                v["claim"],
+                v["document"],
+                lab,
+            )
+        )
         out[-1].doc_key = str(doc_key)  # type: ignore[attr-defined]
     return out
 
@@ -108,7 +141,9 @@ def wice_items(data: Path) -> list[Item]:
     for i, row in enumerate(read_jsonl(data / "wice" / "oracle_chunks_claim_dev.jsonl")):
         lab = "entail" if row["label"] == "supported" else "not_entail"
         cid = row["meta"]["id"]
-        out.append(Item(f"wice:{i}", "wice", f"wice:{cid}", row["claim"], " ".join(row["evidence"]), lab))
+        out.append(
+            Item(f"wice:{i}", "wice", f"wice:{cid}", row["claim"], " ".join(row["evidence"]), lab)
+        )
     return out
 
 
@@ -134,7 +169,14 @@ def aggrefact_items(data: Path) -> list[Item]:
             for i, r in enumerate(csv.DictReader(fh)):
                 et = r["error_type"].strip()
                 lab = "entail" if et in ("correct", "") else "not_entail"
-                it = Item(f"aggrefact:{f}:{i}", "aggrefact_error_types", f"aggrefact:{r['id']}", r["summ"], r["doc"], lab)
+                it = Item(
+                    f"aggrefact:{f}:{i}",
+                    "aggrefact_error_types",
+                    f"aggrefact:{r['id']}",
+                    r["summ"],
+                    r["doc"],
+                    lab,
+                )
                 it.error_type = et or "correct"  # type: ignore[attr-defined]
                 out.append(it)
     return out
@@ -148,7 +190,14 @@ def anli_items(data: Path, rnd: int) -> list[Item]:
     m = {"e": "entail", "n": "neutral", "c": "contradict"}
     with open(data / "anli" / f"ANLI_analysis_r{rnd}_dev.csv", newline="", encoding="utf-8") as fh:
         return [
-            Item(f"anli_r{rnd}:{r['uid']}", f"anli_r{rnd}", f"anli:{r['uid']}", r["statement"], r["context"], m[r["gold_label"]])
+            Item(
+                f"anli_r{rnd}:{r['uid']}",
+                f"anli_r{rnd}",
+                f"anli:{r['uid']}",
+                r["statement"],
+                r["context"],
+                m[r["gold_label"]],
+            )
             for r in csv.DictReader(fh)
         ]
 
@@ -160,16 +209,35 @@ def make_splits(data: Path) -> dict[str, Any]:
     for kind in HALU_FILES:
         n = len(halueval_rows(data, kind))
         ids = _held_out([str(i) for i in range(n)], 0.2, SPLIT_SEED + len(kind))
-        sp["halueval"][kind] = {"file": HALU_FILES[kind], "n_rows": n, "frac": 0.2, "eval_row_indices": sorted(int(i) for i in ids)}
+        sp["halueval"][kind] = {
+            "file": HALU_FILES[kind],
+            "n_rows": n,
+            "frac": 0.2,
+            "eval_row_indices": sorted(int(i) for i in ids),
+        }
     for s in SUMMAC_FILES:
         keys = [it.id.split(":", 1)[1] for it in summac_items(data, s)]
-        sp["summac"][s] = {"n_rows": len(keys), "frac": 0.5, "eval_keys": _held_out(keys, 0.5, SPLIT_SEED + len(s))}
+        sp["summac"][s] = {
+            "n_rows": len(keys),
+            "frac": 0.5,
+            "eval_keys": _held_out(keys, 0.5, SPLIT_SEED + len(s)),
+        }
     claims = sorted({it.group.split(":", 1)[1] for it in wice_items(data)})
-    sp["wice"] = {"n_claims": len(claims), "frac": 0.5, "by": "meta.id", "eval_claim_ids": _held_out(claims, 0.5, SPLIT_SEED)}
-    sp["citation_integrity"] = {"eval": "claims_dev.jsonl (all rows)", "train": "claims_train.jsonl"}
+    sp["wice"] = {
+        "n_claims": len(claims),
+        "frac": 0.5,
+        "by": "meta.id",
+        "eval_claim_ids": _held_out(claims, 0.5, SPLIT_SEED),
+    }
+    sp["citation_integrity"] = {
+        "eval": "claims_dev.jsonl (all rows)",
+        "train": "claims_train.jsonl",
+    }
     sp["vitaminc_sample"] = {"eval": "test.jsonl (all rows)", "train": "train_0..4.jsonl"}
     sp["eval_only"] = ["bingcheck", "aggrefact_error_types", "anli"]
-    sp["notes"]["method"] = "random.Random(seed + offset).shuffle(sorted ids); the first frac are held out (see sources._held_out)"
+    sp["notes"]["method"] = (
+        "random.Random(seed + offset).shuffle(sorted ids); the first frac are held out (see sources._held_out)"
+    )
     return sp
 
 
@@ -178,10 +246,14 @@ def eval_sets(data: Path, splits: dict[str, Any]) -> dict[str, list[Item]]:
     out: dict[str, list[Item]] = {}
     for kind, s in splits["halueval"].items():
         rows = halueval_rows(data, kind)
-        out[f"halueval_{kind}"] = [it for i in s["eval_row_indices"] for it in halueval_items(kind, i, rows[i])]
+        out[f"halueval_{kind}"] = [
+            it for i in s["eval_row_indices"] for it in halueval_items(kind, i, rows[i])
+        ]
     for sub, s in splits["summac"].items():
         keep = set(s["eval_keys"])
-        out[f"summac_{sub}"] = [it for it in summac_items(data, sub) if it.id.split(":", 1)[1] in keep]
+        out[f"summac_{sub}"] = [
+            it for it in summac_items(data, sub) if it.id.split(":", 1)[1] in keep
+        ]
     keep = set(splits["wice"]["eval_claim_ids"])
     out["wice"] = [it for it in wice_items(data) if it.group.split(":", 1)[1] in keep]
     out["citation_integrity_dev"] = citint_items(data, "dev")

@@ -1,0 +1,349 @@
+"""Export a trained verifier checkpoint to ONNX, calibrate it on dev, and quantise to int8 if accurate.
+
+Usage (project root, training venv):
+    python training/export_onnx.py --ckpt training/checkpoints/final
+
+Steps:
+ 1. torch -> ONNX (opset 17; inputs input_ids / attention_mask / token_type_ids with dynamic batch and
+    sequence axes; output ``logits`` in the order [entail, neutral, contradict]).
+ 2. onnxruntime dynamic int8 quantisation (weights int8, activations quantised at run time).
+ 3. Both models scored on training/data/dev.jsonl (group-disjoint from training, never an eval row):
+    balanced accuracy supported-vs-not at the dev-tuned threshold. int8 is shipped iff its balanced
+    accuracy is within 1 point of fp32, else fp32.
+ 4. Temperature scaling fitted on the dev logits of the shipped model; thresholds suggested from dev.
+ 5. Writes src/affidavit/verify/model/{verifier.onnx, tokenizer.json, config.json} (MODEL_CARD.md is
+    written by ``--card`` after eval_verifier.py has produced benchmarks/results/verifier_eval.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from common import LABELS, PROJECT_ROOT, base_model_dir
+
+HERE = Path(__file__).resolve().parent
+MODEL_DIR = PROJECT_ROOT / "src" / "affidavit" / "verify" / "model"
+RUNTIME_MAX_LEN = 256
+
+
+def sha256(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for b in iter(lambda: fh.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def export(ckpt: Path, out: Path, opset: int) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    torch.set_num_threads(2)
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt).eval()
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, m: torch.nn.Module) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            return self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits
+
+    ids = torch.randint(1000, 2000, (2, 16))
+    dyn = {
+        "input_ids": {0: "batch", 1: "seq"},
+        "attention_mask": {0: "batch", 1: "seq"},
+        "token_type_ids": {0: "batch", 1: "seq"},
+        "logits": {0: "batch"},
+    }
+    torch.onnx.export(
+        Wrap(model),
+        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+        str(out),
+        input_names=["input_ids", "attention_mask", "token_type_ids"],
+        output_names=["logits"],
+        dynamic_axes=dyn,
+        opset_version=opset,
+        do_constant_folding=True,
+        dynamo=False,
+    )
+
+
+def parity(ckpt: Path, onnx_path: Path, tok_path: Path, pairs: list[tuple[str, str]]) -> float:
+    """Max |torch - onnx fp32| logit difference on a few dev pairs (export sanity check)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt).eval()
+    sc = OnnxScorer(onnx_path, tok_path)
+    o = sc.logits(pairs)
+    encs = sc.tok.encode_batch(pairs)
+    with torch.no_grad():
+        t = np.stack(
+            [
+                model(
+                    input_ids=torch.tensor([e.ids]),
+                    attention_mask=torch.ones(1, len(e.ids), dtype=torch.long),
+                    token_type_ids=torch.tensor([e.type_ids]),
+                )
+                .logits[0]
+                .numpy()
+                for e in encs
+            ]
+        )
+    return float(np.abs(t - o).max())
+
+
+def quantize(src: Path, dst: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+
+
+class OnnxScorer:
+    """Minimal ONNX scorer used by export and eval (2 intra-op threads)."""
+
+    def __init__(
+        self,
+        onnx_path: Path,
+        tokenizer_path: Path,
+        max_len: int = RUNTIME_MAX_LEN,
+        threads: int = 2,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        # no busy-waiting between ops: on a shared, oversubscribed CPU spinning threads waste their share
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.sess = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        self.tok = Tokenizer.from_file(str(tokenizer_path))
+        self.tok.enable_truncation(max_length=max_len, strategy="longest_first")
+        self.tok.no_padding()
+
+    def logits(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+        if not pairs:
+            return np.zeros((0, 3), dtype=np.float32)
+        encs = self.tok.encode_batch(pairs)
+        order = np.argsort([len(e.ids) for e in encs])
+        out = np.zeros((len(pairs), 3), dtype=np.float32)
+        for s in range(0, len(order), batch_size):
+            idx = order[s : s + batch_size]
+            n = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), n), dtype=np.int64)
+            tt = np.zeros_like(ids)
+            am = np.zeros_like(ids)
+            for j, i in enumerate(idx):
+                e = encs[i]
+                ids[j, : len(e.ids)] = e.ids
+                tt[j, : len(e.ids)] = e.type_ids
+                am[j, : len(e.ids)] = 1
+            out[idx] = self.sess.run(
+                ["logits"], {"input_ids": ids, "attention_mask": am, "token_type_ids": tt}
+            )[0]
+        return out
+
+
+def softmax(z: np.ndarray, t: float = 1.0) -> np.ndarray:
+    z = z / t
+    z = z - z.max(1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(1, keepdims=True)
+
+
+def nll(logits: np.ndarray, labels: list[str], t: float) -> float:
+    p = softmax(logits, t)
+    idx = {k: i for i, k in enumerate(LABELS)}
+    ll = [
+        np.log(p[i, 1] + p[i, 2] + 1e-12) if lab == "not_entail" else np.log(p[i, idx[lab]] + 1e-12)
+        for i, lab in enumerate(labels)
+    ]
+    return float(-np.mean(ll))
+
+
+def fit_temperature(logits: np.ndarray, labels: list[str]) -> float:
+    grid = np.exp(np.linspace(np.log(0.25), np.log(8.0), 300))
+    return float(grid[int(np.argmin([nll(logits, labels, t) for t in grid]))])
+
+
+def bacc(p_entail: np.ndarray, y: np.ndarray, tau: float) -> float:
+    pred = p_entail >= tau
+    return float(0.5 * ((pred[y == 1]).mean() + (~pred[y == 0]).mean()))
+
+
+def best_tau(p_entail: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    taus = np.linspace(0.02, 0.98, 97)
+    scores = [bacc(p_entail, y, t) for t in taus]
+    i = int(np.argmax(scores))
+    return float(taus[i]), float(scores[i])
+
+
+def dev_metrics(logits: np.ndarray, labels: list[str], t: float = 1.0) -> dict:
+    p = softmax(logits, t)
+    y = np.array([lab == "entail" for lab in labels], dtype=int)
+    tau, b = best_tau(p[:, 0], y)
+    three = [i for i, lab in enumerate(labels) if lab != "not_entail"]
+    acc3 = (
+        float(np.mean([p[i].argmax() == LABELS.index(labels[i]) for i in three]))
+        if three
+        else float("nan")
+    )
+    return {
+        "bacc_at_0.5": bacc(p[:, 0], y, 0.5),
+        "bacc_best": b,
+        "tau_entail_best": tau,
+        "acc_3way": acc3,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--ckpt", type=Path, default=HERE / "checkpoints" / "final")
+    ap.add_argument("--out", type=Path, default=MODEL_DIR)
+    ap.add_argument("--dev", type=Path, default=HERE / "data" / "dev.jsonl")
+    ap.add_argument("--dev-rows", type=int, default=0, help="0 = all dev rows")
+    ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--force", choices=["auto", "fp32", "int8"], default="auto")
+    args = ap.parse_args()
+
+    t0 = time.time()
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="verifier_export_"))
+    fp32, int8 = tmp / "verifier_fp32.onnx", tmp / "verifier_int8.onnx"
+    export(args.ckpt, fp32, args.opset)
+    quantize(fp32, int8)
+    # runtime tokenizer: the base model's, truncation to the runtime window, no fixed padding
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(base_model_dir() / "tokenizer.json"))
+    tok.enable_truncation(max_length=RUNTIME_MAX_LEN, strategy="longest_first")
+    tok.no_padding()
+    tok.save(str(tmp / "tokenizer.json"))
+
+    rows = [json.loads(x) for x in open(args.dev, encoding="utf-8")]
+    if args.dev_rows:
+        rows = rows[: args.dev_rows]
+    pairs = [(r["claim"], r["evidence"]) for r in rows]
+    labels = [r["label"] for r in rows]
+    max_diff = parity(args.ckpt, fp32, tmp / "tokenizer.json", pairs[:8])
+    print("torch vs onnx fp32 max |logit diff| on 8 dev pairs:", max_diff)
+    res = {}
+    logits = {}
+    for name, path in (("fp32", fp32), ("int8", int8)):
+        sc = OnnxScorer(path, tmp / "tokenizer.json")
+        t = time.time()
+        logits[name] = sc.logits(pairs)
+        res[name] = {
+            **dev_metrics(logits[name], labels),
+            "size_bytes": path.stat().st_size,
+            "dev_seconds": round(time.time() - t, 1),
+        }
+        print(name, json.dumps(res[name]))
+    if args.force != "auto":
+        choice = args.force
+    else:
+        choice = "int8" if res["int8"]["bacc_best"] >= res["fp32"]["bacc_best"] - 0.01 else "fp32"
+    chosen = int8 if choice == "int8" else fp32
+    temp = fit_temperature(logits[choice], labels)
+    cal = dev_metrics(logits[choice], labels, temp)
+    p = softmax(logits[choice], temp)
+    y = np.array([lab == "entail" for lab in labels], dtype=int)
+    # strict preset: the lowest tau whose dev precision for "supported" is >= 0.9
+    strict = None
+    for t in np.linspace(0.3, 0.99, 70):
+        sel = p[:, 0] >= t
+        if sel.sum() >= 20 and y[sel].mean() >= 0.9:
+            strict = float(round(t, 3))
+            break
+    con_rows = [i for i, lab in enumerate(labels) if lab in LABELS]
+    con_y = np.array([labels[i] == "contradict" for i in con_rows])
+    tau_c = 0.5
+    for t in np.linspace(0.3, 0.95, 66):
+        sel = p[con_rows, 2] >= t
+        if sel.sum() >= 10 and con_y[sel].mean() >= 0.9:
+            tau_c = float(round(t, 3))
+            break
+
+    shutil.copy(chosen, args.out / "verifier.onnx")
+    shutil.copy(tmp / "tokenizer.json", args.out / "tokenizer.json")
+    run = (
+        json.loads((args.ckpt / "run.json").read_text())
+        if (args.ckpt / "run.json").exists()
+        else {}
+    )
+    cfg = {
+        "model": "affidavit claim verifier (MiniLM-L6 cross-encoder)",
+        "labels": list(LABELS),
+        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        "output": "logits",
+        "input_format": "[CLS] claim [SEP] evidence [SEP] (token_type_ids 0 for the claim, 1 for the evidence)",
+        "max_len": RUNTIME_MAX_LEN,
+        "train_max_len": int(run.get("args", {}).get("max_len", 192)),
+        "long_evidence": "split into sentence-aligned windows that fit max_len with the claim, overlapping by about a quarter of a window; p_entail = max over windows (training used the single window with the best lexical overlap with the claim)",
+        "temperature": round(temp, 4),
+        "calibration": "temperature scaling fitted by NLL on training/data/dev.jsonl (group-disjoint from training rows; no eval rows); apply softmax(logits / temperature)",
+        "thresholds": {
+            "tau_entail": round(cal["tau_entail_best"], 3),
+            "tau_entail_strict": strict,
+            "tau_contradict": tau_c,
+            "note": "tau_entail maximises dev balanced accuracy (supported vs not) on calibrated p_entail; strict = dev precision >= 0.9 for supported; tau_contradict = dev precision >= 0.9 for contradiction on 3-way dev rows",
+        },
+        "quantization": {
+            "shipped": choice,
+            "rule": "int8 (onnxruntime dynamic, QInt8 weights) iff dev balanced accuracy within 1 point of fp32",
+            "dev": res,
+        },
+        "dev_calibrated": cal,
+        "opset": args.opset,
+        "export_parity_max_abs_logit_diff_fp32": max_diff,
+        "sha256": sha256(args.out / "verifier.onnx"),
+        "size_bytes": (args.out / "verifier.onnx").stat().st_size,
+        "tokenizer_sha256": sha256(args.out / "tokenizer.json"),
+        "checkpoint": {
+            "path": str(args.ckpt.relative_to(PROJECT_ROOT))
+            if args.ckpt.is_relative_to(PROJECT_ROOT)
+            else str(args.ckpt),
+            "step": run.get("step"),
+            "pairs_seen": run.get("seen"),
+            "history": run.get("history", []),
+        },
+        "dev_rows": len(rows),
+        "export_seconds": round(time.time() - t0, 1),
+    }
+    (args.out / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        json.dumps(
+            {
+                "shipped": choice,
+                "temperature": cfg["temperature"],
+                "thresholds": cfg["thresholds"],
+                "sha256": cfg["sha256"],
+                "size_bytes": cfg["size_bytes"],
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

