@@ -181,9 +181,7 @@ def audit(
             from affidavit.verify.cascade import ClaimCascade
 
             verifier = ClaimCascade(settings.verify, settings.policy)
-            for name, desc in verifier.describe()["stages"].items():
-                if isinstance(desc, dict) and desc.get("sha256"):
-                    models.append({"name": str(desc.get("name", name)), "sha256": desc["sha256"]})
+            models = verifier.model_identities()
         auditor = Auditor(settings, verifier=verifier)
         try:
             report = auditor.audit(data["query"], data["chunks"], data["response"])

@@ -33,11 +33,9 @@ def model_identities(pipe: AskPipeline) -> list[dict[str, str]]:
 
         if gen_cfg.get("model_file") == MODEL_FILENAME:
             out.append({"name": MODEL_FILENAME, "sha256": MODEL_SHA256})
-    verifier_cfg = pipe.config().get("verifier")
-    if isinstance(verifier_cfg, dict):
-        for stage in (verifier_cfg.get("stages") or {}).values():
-            if isinstance(stage, dict) and stage.get("sha256"):
-                out.append({"name": str(stage.get("name")), "sha256": str(stage["sha256"])})
+    identities = getattr(pipe.verifier, "model_identities", None)
+    if callable(identities):
+        out.extend(identities())
     retriever_cfg = pipe.config().get("retriever")
     if isinstance(retriever_cfg, dict):
         emb = getattr(getattr(pipe.retriever, "embedder", None), "config", None)

@@ -219,6 +219,14 @@ class ClaimCascade:
             "max_len": self.windower.max_len,
         }
 
+    def model_identities(self) -> list[dict[str, str]]:
+        """Name and sha256 of every model stage that reports one (for certificates)."""
+        out: list[dict[str, str]] = []
+        for name, desc in self.describe()["stages"].items():
+            if isinstance(desc, dict) and desc.get("sha256"):
+                out.append({"name": str(desc.get("name", name)), "sha256": str(desc["sha256"])})
+        return out
+
     # ------------------------------------------------------------------ public API
     def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
         """Verify one claim against all the given chunks; never raises for one claim."""
