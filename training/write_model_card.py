@@ -49,7 +49,11 @@ def main() -> None:
     ckpt_dir = PROJECT_ROOT / ck.get("path", "training/checkpoints/final")
     run = load(ckpt_dir / "run.json")
     a = run.get("args", {})
-    stages = ([run["previous_stage"]] if "previous_stage" in run else []) + [run]
+    stages: list[dict] = []
+    node = run
+    while node:  # stage N's run.json nests stage N-1's as "previous_stage"
+        stages.insert(0, node)
+        node = node.get("previous_stage")
     hist = [dict(h, stage=i + 1) for i, st in enumerate(stages) for h in st.get("history", [])]
     last = hist[-1] if hist else {}
 

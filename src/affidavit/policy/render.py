@@ -133,8 +133,9 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
 
     VERIFIED iff ``p_entail >= tau_entail`` and ``p_contradict < tau_contradict`` and at least one
     evidence span supports it, the verdict is complete (every step ran, evidence checked whole)
-    and no step reported an error. BLOCKED when the claim is contradicted (label contradicted,
-    ``p_contradict >= tau_contradict``) or a typed check failed. UNVERIFIED otherwise, including
+    and no step reported an error. BLOCKED when the claim is contradicted (label contradicted, or
+    ``p_contradict >= tau_contradict`` with a contradicting evidence span) or a typed check
+    failed. UNVERIFIED otherwise, including
     when there is no verdict at all.
 
     Args:
@@ -161,7 +162,10 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
     failed = [c for c in verdict.checks if c.status == "fail"]
     if failed:
         return "blocked", "; ".join(_check_reason(c, evidence) for c in failed)
-    if verdict.label == "contradicted" or verdict.p_contradict >= tau_c:
+    # blocked = shown to be false: the verifier's label, or a contradiction score over the
+    # threshold that points at evidence. A high p_contradict with no span to show is not a proof
+    # of falsehood; the claim stays unverified (below), never verified.
+    if verdict.label == "contradicted" or (verdict.p_contradict >= tau_c and evidence):
         where = f" by {_where(evidence[0])}" if evidence else ""
         if verdict.p_contradict >= tau_c:
             why = f"p_contradict {verdict.p_contradict:.2f} >= {tau_c:.2f}"
@@ -186,6 +190,10 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
         problems.append("no evidence span supports it")
     if verdict.p_entail < tau_e:
         problems.append(f"p_entail {verdict.p_entail:.2f} is below the threshold {tau_e:.2f}")
+    if verdict.p_contradict >= tau_c:
+        problems.append(
+            f"p_contradict {verdict.p_contradict:.2f} >= {tau_c:.2f} with no contradicting span"
+        )
     if problems:
         return "unverified", "; ".join(problems)
     return "verified", (

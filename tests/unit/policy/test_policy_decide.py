@@ -44,6 +44,27 @@ def test_threshold_is_exclusive_for_contradict() -> None:
     assert decide(v, POLICY)[0] == "blocked"
 
 
+def test_contradiction_score_without_a_span_is_unverified_not_blocked() -> None:
+    # the verifier found no contradicting span (label unsupported): not proof of falsehood, and
+    # never verified either
+    v = verdict(
+        label="unsupported", p_entail=0.43, p_neutral=0.057, p_contradict=0.513, evidence=()
+    )
+    decision, reason = decide(v, POLICY)
+    assert decision == "unverified"
+    assert "p_contradict 0.51 >= 0.50" in reason
+    # the same scores with a span to show are blocked
+    assert (
+        decide(
+            verdict(label="unsupported", p_entail=0.43, p_neutral=0.057, p_contradict=0.513), POLICY
+        )[0]
+        == "blocked"
+    )
+    # and a high entail score with a high contradiction score is never verified
+    both = verdict(p_entail=0.6, p_neutral=0.0, p_contradict=0.55, evidence=())
+    assert decide(both, POLICY)[0] == "unverified"
+
+
 def test_tau_entail_is_not_ignored() -> None:
     v = verdict(p_entail=0.7, p_neutral=0.25)
     assert decide(v, PolicySettings(tau_entail=0.6))[0] == "verified"
