@@ -31,6 +31,8 @@ _MARKER = re.compile(
     r"(\d{1,3}(?:\s*(?:[,;\u2013\-]|and)\s*(?:(?:passage|source)\s*)?\d{1,3})*)\s*\]",
     re.IGNORECASE,
 )
+# "...in 1969. [1]." (a marker between two sentence ends) -> "...in 1969 [1]."
+_STRANDED = re.compile(r"(?<=[a-z0-9]{2})[.!?]((?: \[\d{1,3}(?:, \d{1,3})*\])+)(?=[.!?])")
 _RANGE = re.compile(r"(\d+)\s*[\u2013\-]\s*(\d+)")
 _MAX_RANGE = 20
 
@@ -75,7 +77,8 @@ class CleanedAnswer:
 def clean_citations(answer: str, n_passages: int) -> CleanedAnswer:
     """Canonicalise markers and drop numbers outside ``1..n_passages`` (recorded).
 
-    A marker left with no valid number disappears with the space before it.
+    A marker left with no valid number disappears with the space before it. A marker stranded
+    between two sentence ends ("in 1969. [1].") moves inside the sentence ("in 1969 [1].").
     """
     spans = split_sentences(answer) or [(0, len(answer))]
     removed: list[RemovedCitation] = []
@@ -108,7 +111,7 @@ def clean_citations(answer: str, n_passages: int) -> CleanedAnswer:
             pieces.append(lead + _render(valid))
         last = m.end()
     pieces.append(answer[last:])
-    return CleanedAnswer(text="".join(pieces), removed=tuple(removed))
+    return CleanedAnswer(text=_STRANDED.sub(r"\1", "".join(pieces)), removed=tuple(removed))
 
 
 def sentence_markers(answer: str) -> list[tuple[int, int, list[int]]]:

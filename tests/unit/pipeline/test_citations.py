@@ -97,3 +97,12 @@ def test_list_citations_names_chunks_and_corrections() -> None:
         (0, 3, "k3", 1),
         (1, 2, "k2", None),
     ]
+
+
+def test_marker_stranded_between_two_periods_moves_inside_the_sentence() -> None:
+    cleaned = clean_citations("It landed on July 20, 1969. [1]. It returned [2].", n_passages=2)
+    assert cleaned.text == "It landed on July 20, 1969 [1]. It returned [2]."
+    # a marker after a single sentence end is left where it is
+    assert clean_citations("It landed in 1969. [1]", n_passages=1).text == "It landed in 1969. [1]"
+    # an abbreviation's period is not taken for a sentence end
+    assert clean_citations("Made in the U.S. [1].", n_passages=1).text == "Made in the U.S. [1]."
