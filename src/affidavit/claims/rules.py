@@ -396,6 +396,8 @@ def subject_of(text: str) -> str | None:
     subj = " ".join(subj_tokens).strip(" ,;:")
     if not subj or subj.lower() in _PRONOUNS or "," in subj:
         return None
+    if subj.count("(") != subj.count(")") or subj.count('"') % 2:
+        return None  # cut inside a bracket or quote: not a clean subject
     first = subj_tokens[0].lower()
     if first in {
         "in",
@@ -501,7 +503,12 @@ def split_clauses(text: str) -> list[tuple[int, int, bool]]:
         if left.count("(") != left.count(")") or left.count('"') % 2:
             continue
         head = right_tokens[0]
-        if _is_verb(head) and head.lower() not in {"used", "known", "based", "located"}:
+        # a capitalised "verb" after "and" mid-sentence is a name ("Will Smith", "May Day")
+        if (
+            _is_verb(head)
+            and head[:1].islower()
+            and head.lower() not in {"used", "known", "based", "located"}
+        ):
             if _SUBORDINATE.search(text, pos, m.start()):
                 continue  # "... found that it reduced X and improved Y": Y is not the subject's
             right_needs = True

@@ -175,3 +175,14 @@ def test_one_huge_sentence_stays_linear() -> None:
     claims = extract_claims(answer)
     assert time.perf_counter() - t0 < 2.0
     assert len(claims) == 1 and claims[0].end == len(answer)
+
+
+def test_no_split_before_a_capitalised_name_that_reads_like_a_verb() -> None:
+    from affidavit.claims.rules import split_clauses, subject_of
+
+    t = "She was the older sister of Judith Quiney and Can Be."
+    assert len(split_clauses(t)) == 1
+    t2 = "Einstein was born in 1879 and died in 1955."
+    assert len(split_clauses(t2)) == 2
+    # a subject cut inside a bracket is not a subject
+    assert subject_of('Susanna Hall ("née" Shakespeare was baptised in 1583.') is None
