@@ -471,6 +471,11 @@ def _present(token: str, ev: _EvidenceWords) -> bool:
     return any(abs(n - len(lw)) <= 3 for n in ev.prefix_lengths.get(lw[:5], ()))
 
 
+# two or more capitalised words inside a sentence: a name even when its words are common ones
+# ("... and Can Be", "by Take That"); a sentence-initial run is not matched (lookbehind)
+_CAP_RUN = re.compile(r"(?<=[a-z0-9,;:]\s)[A-Z][a-z'’]+(?:\s+[A-Z][a-z'’]+)+")
+
+
 def check_entities(claim: str, evidence: str) -> CheckResult:
     """Names in the claim (capitalised, not sentence-initial common words) must be in the evidence.
 
@@ -478,9 +483,10 @@ def check_entities(claim: str, evidence: str) -> CheckResult:
     thing); otherwise the lexical confidence, not this check, says the evidence does not match.
     """
     tokens = _entity_tokens(claim)
+    in_runs = {w for m in _CAP_RUN.finditer(claim) for w in m.group(0).split()}
     names: list[str] = []
     for tok, ordinary in tokens:
-        if ordinary or (tok.lower() in STOPWORDS and not tok.isupper()):
+        if ordinary or (tok.lower() in STOPWORDS and not tok.isupper() and tok not in in_runs):
             continue
         names.append(tok)
     if not names:

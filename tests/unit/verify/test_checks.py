@@ -121,3 +121,15 @@ def test_rounded_claim_matches_precise_source() -> None:
 def test_temperature_conversion() -> None:
     assert failing("It melts at 32 °F.", "It melts at 0 °C.") == {}
     assert "number" in failing("It melts at 50 °F.", "It melts at 0 °C.")
+
+
+def test_a_name_made_of_common_words_mid_sentence_is_still_a_name() -> None:
+    from affidavit.verify.checks import check_entities
+
+    ev = "She was the older sister of Judith Quiney and Hamnet Shakespeare."
+    swapped = check_entities("She was the older sister of Judith Quiney and Can Be.", ev)
+    assert swapped.status == "fail" and "Can" in (swapped.claim_value or "")
+    assert check_entities("She was the older sister of Judith Quiney.", ev).status == "pass"
+    # present in the evidence: passes
+    took = check_entities("It was recorded by Take That in 1995.", "Take That recorded it in 1995.")
+    assert took.status == "pass"
