@@ -72,6 +72,7 @@ from affidavit.pipeline.citations import (
     clean_citations,
     correct_citations,
     evidence_passages,
+    fragment_claims,
     list_citations,
 )
 from affidavit.pipeline.prompt import INSUFFICIENT_ANSWER, build_prompt, is_insufficient
@@ -315,6 +316,9 @@ class AskPipeline:
 
         with clock.stage("claims"):
             claims = self.extractor.extract(draft)
+            if not insufficient:
+                # "Pierre Gasly [1]." states nothing alone: checked together with the question
+                claims = [*claims, *fragment_claims(question, draft, claims)]
 
         verdicts: list[Verdict] = []
         vtrace: list[VerificationTrace] = []

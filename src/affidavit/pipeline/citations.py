@@ -281,3 +281,64 @@ def evidence_passages(verdict: Verdict, chunk_ids: Sequence[str]) -> tuple[int, 
     """Passage numbers (1-based) the verdict's evidence spans came from."""
     index = {cid: i + 1 for i, cid in enumerate(chunk_ids)}
     return tuple(sorted({index[s.chunk_id] for s in verdict.evidence if s.chunk_id in index}))
+
+
+_FILLER_WORDS = frozenset({"yes", "no", "sure", "thanks", "thank", "ok", "okay", "hello", "hi"})
+_WORDS = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
+MAX_FRAGMENT_WORDS = 12
+
+
+def fragment_claims(
+    question: str, answer: str, claims: Sequence[Claim], *, max_words: int = MAX_FRAGMENT_WORDS
+) -> list[Claim]:
+    """Claims for short answer sentences the extractor found nothing in ("Pierre Gasly [1].").
+
+    A bare name, number or date answers the question only together with it, so the claim checked
+    is ``"<question> <fragment>"`` (the form the verifier was trained on for question answering);
+    its offsets point at the answer sentence, so the sentence is shown only when it verifies.
+    A fragment needs a name (a capitalised word after the first) or a digit; filler ("Sure.")
+    gets no claim.
+
+    Example:
+        >>> [c.text for c in fragment_claims("Who won?", "Pierre Gasly [1].", [])]
+        ['Who won? Pierre Gasly']
+    """
+    from affidavit.policy.render import split_sentences
+
+    if not question.strip():
+        return []
+    taken = [(c.start, c.end) for c in claims]
+    out: list[Claim] = []
+    ids = {c.id for c in claims}
+    n = len(claims)
+    for i, (s, e) in enumerate(split_sentences(answer)):
+        if any(a < e and s < b for a, b in taken):
+            continue
+        sentence = answer[s:e]
+        body = _MARKER.sub("", sentence).strip().rstrip(".!?;:").strip()
+        words = _WORDS.findall(body)
+        if not words or len(words) > max_words:
+            continue
+        named = any(w[:1].isupper() for w in words[1:]) or (
+            words[0][:1].isupper() and words[0].lower() not in _FILLER_WORDS
+        )
+        if not (named or any(ch.isdigit() for ch in body)):
+            continue
+        n += 1
+        while f"c{n}" in ids:
+            n += 1
+        out.append(
+            Claim(
+                id=f"c{n}",
+                text=f"{question.strip()} {body}",
+                start=s,
+                end=e,
+                sentence_index=i,
+                sentence=sentence,
+                citations=tuple(
+                    sorted({k for m in _MARKER.finditer(sentence) for k in _numbers(m.group(1))})
+                ),
+                origin="decomposed",
+            )
+        )
+    return out

@@ -312,3 +312,33 @@ def test_with_the_real_verifier_cascade() -> None:
     assert result.decisions["c2"] != "verified"  # the wrong figure is never shown
     assert result.answer.startswith("The Eiffel Tower is 330 metres tall [2].")
     assert "500" not in result.answer
+
+
+class LastWordVerifier(WordVerifier):
+    """Supported iff the claim's last word is in a chunk (the answer part of question + answer)."""
+
+    def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
+        last = claim.text.split()[-1]
+        return super().verify(claim.model_copy(update={"text": last}), chunks)
+
+
+def test_a_bare_answer_is_checked_together_with_the_question() -> None:
+    # "Paris [1]." states nothing alone; the claim checked is question + fragment
+    verifier = LastWordVerifier()
+    pipe, _ = _pipe("Paris [1].", verifier=verifier)
+    result = pipe.ask("What is the capital of France?")
+    assert [c.claim.text for c in result.claims] == ["What is the capital of France? Paris"]
+    assert result.decisions == {"c1": "verified"}
+    assert result.answer.startswith("Paris [1].")
+    # a wrong bare answer is withheld in strict mode
+    pipe2, _ = _pipe("Berlin [1].", verifier=LastWordVerifier())
+    wrong = pipe2.ask("What is the capital of France?")
+    assert wrong.decisions == {"c1": "unverified"}
+    assert "Berlin" not in wrong.answer
+
+
+def test_filler_gets_no_fragment_claim() -> None:
+    from affidavit.pipeline.citations import fragment_claims
+
+    assert fragment_claims("Is it?", "Sure.", []) == []
+    assert [c.text for c in fragment_claims("When?", "In 1889 [1].", [])] == ["When? In 1889"]
