@@ -303,6 +303,7 @@ def fragment_claims(
         >>> [c.text for c in fragment_claims("Who won?", "Pierre Gasly [1].", [])]
         ['Who won? Pierre Gasly']
     """
+    from affidavit.claims.rules import parse_citations, strip_citations
     from affidavit.policy.render import split_sentences
 
     if not question.strip():
@@ -315,7 +316,7 @@ def fragment_claims(
         if any(a < e and s < b for a, b in taken):
             continue
         sentence = answer[s:e]
-        body = _MARKER.sub("", sentence).strip().rstrip(".!?;:").strip()
+        body = strip_citations(sentence).strip().rstrip(".!?;:").strip()
         words = _WORDS.findall(body)
         if not words or len(words) > max_words:
             continue
@@ -335,9 +336,7 @@ def fragment_claims(
                 end=e,
                 sentence_index=i,
                 sentence=sentence,
-                citations=tuple(
-                    sorted({k for m in _MARKER.finditer(sentence) for k in _numbers(m.group(1))})
-                ),
+                citations=parse_citations(sentence),
                 origin="decomposed",
             )
         )
