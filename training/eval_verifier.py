@@ -109,12 +109,27 @@ def main() -> None:
     args = ap.parse_args()
 
     cfg = json.loads((args.model_dir / "config.json").read_text())
-    onnx_path = args.model_dir / "verifier.onnx"
+    onnx_path = args.model_dir / cfg.get("model_file", "verifier.onnx")
     digest = hashlib.sha256(onnx_path.read_bytes()).hexdigest()
     if digest != cfg["sha256"]:
         raise SystemExit(f"sha256 mismatch for {onnx_path}: {digest} != config {cfg['sha256']}")
     t = time.time()
-    sc = OnnxScorer(onnx_path, args.model_dir / "tokenizer.json", cfg["max_len"], args.threads)
+    run_path = onnx_path
+    if cfg.get("base"):
+        # a split model: join the shipped top to the base layers, as the library does at load
+        import tempfile
+
+        import onnx
+
+        from affidavit.verify.compose import base_model_file, compose_verifier
+
+        base = cfg["base"]
+        base_path = base_model_file(base["package"], base["file"])
+        if hashlib.sha256(base_path.read_bytes()).hexdigest() != base["sha256"]:
+            raise SystemExit(f"sha256 mismatch for the base model {base_path}")
+        run_path = Path(tempfile.mkdtemp()) / "joined.onnx"
+        onnx.save(compose_verifier(base_path, onnx_path, int(base["layers"])), str(run_path))
+    sc = OnnxScorer(run_path, args.model_dir / "tokenizer.json", cfg["max_len"], args.threads)
     load_s = time.time() - t
     temp = float(cfg["temperature"])
     tau = float(cfg["thresholds"]["tau_entail"])

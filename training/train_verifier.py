@@ -74,7 +74,8 @@ def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
     ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
     tt = torch.zeros((len(batch), n), dtype=torch.long)
     am = torch.zeros((len(batch), n), dtype=torch.long)
-    for i, (a, t, _) in enumerate(batch):
+    for i, b in enumerate(batch):
+        a, t = b[0], b[1]
         ids[i, : len(a)] = torch.tensor(a)
         tt[i, : len(t)] = torch.tensor(t)
         am[i, : len(a)] = 1
@@ -96,6 +97,13 @@ def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         # binary "not entailed": -log(p_neutral + p_contradict)
         nll[~three] = -torch.logsumexp(logp[~three][:, 1:], dim=-1)
     return nll.mean()
+
+
+def distill_loss(logits: torch.Tensor, teacher: torch.Tensor, temp: float) -> torch.Tensor:
+    """KL(teacher || student) on temperature-softened 3-way distributions, scaled by temp^2."""
+    p_t = torch.softmax(teacher / temp, dim=-1)
+    logp_s = torch.log_softmax(logits / temp, dim=-1)
+    return (p_t * (torch.log(p_t + 1e-12) - logp_s)).sum(-1).mean() * temp * temp
 
 
 @torch.no_grad()
@@ -185,6 +193,19 @@ def main() -> None:
         help="start from this checkpoint instead of the base model (a second stage)",
     )
     ap.add_argument("--skip-rows", type=int, default=0)
+    ap.add_argument(
+        "--keep-layers",
+        default="",
+        help="comma list of encoder layers to keep (a smaller, faster student), e.g. 0,1,3,5",
+    )
+    ap.add_argument(
+        "--distill-from",
+        type=Path,
+        default=None,
+        help="teacher checkpoint: add a KL term towards its softened outputs",
+    )
+    ap.add_argument("--distill-weight", type=float, default=0.5)
+    ap.add_argument("--distill-temp", type=float, default=2.0)
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -204,6 +225,18 @@ def main() -> None:
         bench(model, tok, HERE / "logs" / "bench_train.json")
         return
 
+    if args.keep_layers:
+        keep = [int(i) for i in args.keep_layers.split(",")]
+        model.bert.encoder.layer = torch.nn.ModuleList([model.bert.encoder.layer[i] for i in keep])
+        model.config.num_hidden_layers = len(keep)
+        log.info("kept encoder layers %s", keep)
+    teacher = None
+    if args.distill_from:
+        teacher = AutoModelForSequenceClassification.from_pretrained(args.distill_from)
+        teacher.eval()
+        for p in teacher.parameters():
+            p.requires_grad_(False)
+    teacher_cache: dict[int, torch.Tensor] = {}
     if args.freeze_word_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     if args.freeze_layers:
@@ -222,7 +255,7 @@ def main() -> None:
     if args.skip_rows:
         # a second stage continues through the (already shuffled) file instead of repeating its start
         train_rows = train_rows[args.skip_rows :] + train_rows[: args.skip_rows]
-    train = encode(tok, train_rows, args.max_len)
+    train = [(*e, i) for i, e in enumerate(encode(tok, train_rows, args.max_len))]
     dev_rows = load_jsonl(args.data_dir / "dev.jsonl")
     dev = encode(
         tok, random.Random(1).sample(dev_rows, min(args.dev_eval_rows, len(dev_rows))), args.max_len
@@ -287,7 +320,21 @@ def main() -> None:
                 g["lr"] = lr
             x = collate(batch, tok.pad_token_id)
             y = x.pop("labels")
-            loss = verifier_loss(model(**x).logits, y)
+            logits = model(**x).logits
+            loss = verifier_loss(logits, y)
+            if teacher is not None:
+                # teacher outputs cached per training row: computed once, reused every epoch
+                todo = [k for k, b in enumerate(batch) if b[3] not in teacher_cache]
+                if todo:
+                    with torch.no_grad():
+                        sub = collate([batch[k] for k in todo], tok.pad_token_id)
+                        sub.pop("labels")
+                        t_logits = teacher(**sub).logits
+                    for k, tl in zip(todo, t_logits, strict=True):
+                        teacher_cache[batch[k][3]] = tl
+                t = torch.stack([teacher_cache[b[3]] for b in batch])
+                w = args.distill_weight
+                loss = (1 - w) * loss + w * distill_loss(logits, t, args.distill_temp)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()

