@@ -141,6 +141,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="main setting only (no variants)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--compare-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="another model folder timed on the same pairs in the same run (repeatable)",
+    )
     args = ap.parse_args()
 
     rss0 = rss_mb()
@@ -173,6 +180,16 @@ def main() -> None:
             time_scorer(model.score, pairs, args.repeats),
             main=True,
         )
+    for other in args.compare_dir:
+        om = OnnxCrossEncoder(other, threads=args.threads, batch_size=args.batch)
+        for L, pairs in pairs_by_len.items():
+            add(
+                f"compare: {other.name} b={args.batch}",
+                L,
+                time_scorer(om.score, pairs, args.repeats),
+                model_dir=str(other),
+            )
+        del om
     rss_scored = rss_mb()
     if not args.quick:
         pairs = pairs_by_len[256]

@@ -168,6 +168,9 @@ class BaseModelSpec(BaseModel):
     sha256: str = Field(description="sha256 of the base ONNX file (checked at load).")
     layers: int = Field(ge=1, description="Encoder layers taken from the base model.")
     pip: str | None = Field(default=None, description="pip requirement that installs the package.")
+    quantize: bool = Field(
+        default=False, description="Quantise the base layers' MatMuls to int8 at load (faster)."
+    )
 
 
 class ModelConfig(BaseModel):
@@ -405,7 +408,9 @@ class OnnxCrossEncoder:
                 f"got {self.base_sha256}",
                 source=str(base_path),
             )
-        joined: bytes = compose_verifier(base_path, top_path, spec.layers).SerializeToString()
+        joined: bytes = compose_verifier(
+            base_path, top_path, spec.layers, quantize_base=spec.quantize
+        ).SerializeToString()
         return joined
 
     def describe(self) -> dict[str, Any]:
