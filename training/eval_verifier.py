@@ -128,7 +128,13 @@ def main() -> None:
         if hashlib.sha256(base_path.read_bytes()).hexdigest() != base["sha256"]:
             raise SystemExit(f"sha256 mismatch for the base model {base_path}")
         run_path = Path(tempfile.mkdtemp()) / "joined.onnx"
-        onnx.save(compose_verifier(base_path, onnx_path, int(base["layers"])), str(run_path))
+        joined = compose_verifier(
+            base_path,
+            onnx_path,
+            int(base["layers"]),
+            quantize_base=bool(base.get("quantize", False)),
+        )
+        onnx.save(joined, str(run_path))
     sc = OnnxScorer(run_path, args.model_dir / "tokenizer.json", cfg["max_len"], args.threads)
     load_s = time.time() - t
     temp = float(cfg["temperature"])

@@ -59,7 +59,7 @@ def main() -> None:
 
     L = []
     w = L.append
-    w("# affidavit claim verifier (MiniLM-L6 cross-encoder, ONNX)\n")
+    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX)\n")
     w(
         "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
         "inputs `input_ids`, `attention_mask`, `token_type_ids` (dynamic batch and sequence axes), output `logits`. "
@@ -71,17 +71,27 @@ def main() -> None:
     n_layers = len(keep.split(",")) if keep and keep != "None" else 6
     if base:
         w(
-            f"- `{cfg.get('model_file')}`: the trained part only (encoder layers {base['layers']}..{n_layers - 1}, "
-            f"pooler, classifier; inputs `hidden_states`, `attention_mask`), "
-            f"{cfg.get('quantization', {}).get('shipped', '?')} ONNX, opset {cfg.get('opset')}, "
+            f"- `{cfg.get('model_file')}`: the trained part only (encoder layers {base['layers']}..{n_layers - 1}"
+            + (
+                f", which are layers {','.join(keep.split(',')[base['layers'] :])} of the 6-layer teacher"
+                if keep and keep != "None"
+                else ""
+            )
+            + "; pooler, classifier; inputs `hidden_states`, `attention_mask`), "
+            f"{'fp32' if cfg.get('quantization', {}).get('shipped') == 'fp32' else 'int8'} ONNX, opset {cfg.get('opset')}, "
             f"{cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}` (checked at load)."
         )
         w(
             f"- The embeddings and encoder layers 0..{base['layers'] - 1} were frozen in training, so they are the "
             f"public all-MiniLM-L6-v2 weights; they are read at load from `{base['file']}` of the installed package "
             f"`{base['pip']}` (the embedder's model, int8 weights; sha256 `{base['sha256']}` checked), cut after "
-            f"layer {base['layers'] - 1} and joined to the top (`affidavit/verify/compose.py`). The repository "
-            "carries only the part the project trained."
+            f"layer {base['layers'] - 1} and joined to the top (`affidavit/verify/compose.py`)"
+            + (
+                "; the base MatMuls are then quantised to int8 (onnxruntime dynamic) at load"
+                if base.get("quantize")
+                else ""
+            )
+            + ". The repository carries only the part the project trained."
         )
     else:
         w(
@@ -282,8 +292,9 @@ def main() -> None:
         )
     w("## Limitations\n")
     w(
-        "- A 22M-parameter model trained for about an hour on 2 shared CPU cores: well below MiniCheck / HHEM accuracy; "
-        "use the cascade (typed checks first, LLM judge for the uncertain band)."
+        f"- A {n_layers}-layer MiniLM cross-encoder trained for "
+        f"{sum(st.get('train_wall_min') or 0 for st in stages) / 60:.1f} h in all on 2 shared CPU cores: well below "
+        "MiniCheck / HHEM accuracy; use the cascade (typed checks first, LLM judge for the uncertain band)."
     )
     w("- English only. Non-English text is out of distribution and must not be read as safe.")
     w(
