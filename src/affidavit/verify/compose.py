@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +117,31 @@ def quantize_base_matmuls(model: Any, names: set[str]) -> Any:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     onnx = _onnx()
-    with tempfile.TemporaryDirectory(prefix="affidavit-verifier-") as tmp:
-        out = Path(tmp) / "joined_int8.onnx"
-        quantize_dynamic(
-            model,
-            out,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_quantize=sorted(names),
-            weight_type=QuantType.QInt8,
-        )
-        return onnx.load(str(out))
+    # onnxruntime.quantization logs an advisory on the root logger at every call; users of the
+    # verifier would see it at each load, so it is dropped here (and only here)
+    quiet = _DropAdvice()
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        with tempfile.TemporaryDirectory(prefix="affidavit-verifier-") as tmp:
+            out = Path(tmp) / "joined_int8.onnx"
+            quantize_dynamic(
+                model,
+                out,
+                op_types_to_quantize=["MatMul"],
+                nodes_to_quantize=sorted(names),
+                weight_type=QuantType.QInt8,
+            )
+            return onnx.load(str(out))
+    finally:
+        root.removeFilter(quiet)
+
+
+class _DropAdvice(logging.Filter):
+    """Drops onnxruntime's "Please consider to run pre-processing before quantization" record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
 
 
 def compose_verifier(
