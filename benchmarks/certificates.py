@@ -138,7 +138,7 @@ def summary(samples: list[float]) -> dict[str, float]:
     return {"median_ms": round(statistics.median(ordered), 4), "p95_ms": round(p95, 4)}
 
 
-def run(repeats: int, data: Path, per_type: int) -> dict[str, Any]:
+def run(repeats: int, data: Path, per_type: int, model_dir: Path | None = None) -> dict[str, Any]:
     key = Ed25519PrivateKey.generate()
     trusted = [key.public_key()]
     settings = Settings(home=Path(tempfile.mkdtemp()))
@@ -190,7 +190,7 @@ def run(repeats: int, data: Path, per_type: int) -> dict[str, Any]:
         rows.append(row)
     tamper = tamper_detection(200)
     perturbations = (
-        perturbation_policy(data, per_type, seed=13)
+        perturbation_policy(data, per_type, seed=13, model_dir=model_dir)
         if per_type > 0
         else {"status": "skipped", "note": "--per-type 0"}
     )
@@ -279,7 +279,9 @@ def resolve_tau(policy: Any) -> tuple[float, float]:
     return p.tau_entail, p.tau_contradict
 
 
-def perturbation_policy(data: Path, per_type: int, seed: int) -> dict[str, Any]:
+def perturbation_policy(
+    data: Path, per_type: int, seed: int, model_dir: Path | None = None
+) -> dict[str, Any]:
     """Strict-mode rendering on the audit perturbation suite (test half).
 
     Per item: claims from the real extractor, each verified against the item's 5 chunks by the
@@ -317,7 +319,9 @@ def perturbation_policy(data: Path, per_type: int, seed: int) -> dict[str, Any]:
     for cfg_name, cascade_stages in configs.items():
         for preset in ("default", "strict"):
             policy = PolicySettings(preset=preset)
-            cascade = ClaimCascade(VerifySettings(cascade=cascade_stages, threads=1), policy)
+            cascade = ClaimCascade(
+                VerifySettings(cascade=cascade_stages, threads=1, model_path=model_dir), policy
+            )
             by_kind: dict[str, dict[str, int]] = {}
             leaks: list[dict[str, str]] = []
             t0 = time.perf_counter()
@@ -400,8 +404,11 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "certificates.json"
     )
+    parser.add_argument(
+        "--model-dir", type=Path, default=None, help="verifier model folder (default: packaged)"
+    )
     args = parser.parse_args()
-    result = run(args.repeats, args.data, args.per_type)
+    result = run(args.repeats, args.data, args.per_type, args.model_dir)
     result["command"] = "python benchmarks/certificates.py " + " ".join(sys.argv[1:])
     print_table(result)
     print_perturbations(result)
