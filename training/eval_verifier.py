@@ -121,19 +121,10 @@ def main() -> None:
 
         import onnx
 
-        from affidavit.verify.compose import base_model_file, compose_verifier
+        from affidavit.verify.crossencoder import BaseModelSpec, join_base
 
-        base = cfg["base"]
-        base_path = base_model_file(base["package"], base["file"])
-        if hashlib.sha256(base_path.read_bytes()).hexdigest() != base["sha256"]:
-            raise SystemExit(f"sha256 mismatch for the base model {base_path}")
+        joined, _ = join_base(BaseModelSpec.model_validate(cfg["base"]), onnx_path)
         run_path = Path(tempfile.mkdtemp()) / "joined.onnx"
-        joined = compose_verifier(
-            base_path,
-            onnx_path,
-            int(base["layers"]),
-            quantize_base=bool(base.get("quantize", False)),
-        )
         onnx.save(joined, str(run_path))
     sc = OnnxScorer(run_path, args.model_dir / "tokenizer.json", cfg["max_len"], args.threads)
     load_s = time.time() - t

@@ -391,26 +391,8 @@ class OnnxCrossEncoder:
 
     def _join_base(self, spec: BaseModelSpec, top_path: Path) -> bytes:
         """The base model's lower layers joined to the shipped top, after checking both hashes."""
-        from affidavit.verify.compose import base_model_file, compose_verifier
-
-        try:
-            base_path = base_model_file(spec.package, spec.file)
-        except MissingDependencyError as exc:
-            hint = f" (pip install {spec.pip})" if spec.pip else ""
-            raise ModelError(
-                f"the verifier's base model package {spec.package} is not installed{hint}",
-                source=str(top_path),
-            ) from exc
-        self.base_sha256 = file_sha256(base_path)
-        if self.base_sha256 != spec.sha256.lower():
-            raise ModelError(
-                f"verifier base model sha256 mismatch: expected {spec.sha256}, "
-                f"got {self.base_sha256}",
-                source=str(base_path),
-            )
-        joined: bytes = compose_verifier(
-            base_path, top_path, spec.layers, quantize_base=spec.quantize
-        ).SerializeToString()
+        model, self.base_sha256 = join_base(spec, top_path)
+        joined: bytes = model.SerializeToString()
         return joined
 
     def describe(self) -> dict[str, Any]:
@@ -501,6 +483,36 @@ class OnnxCrossEncoder:
             label=stage_label((pe, pn, pc)),
             detail=detail,
         )
+
+
+def join_base(spec: BaseModelSpec, top_path: Path) -> tuple[Any, str]:
+    """A split model as one ONNX ModelProto, and the sha256 of the base file it was built from.
+
+    Finds the base file in its installed package, checks its sha256 against ``spec``, then joins
+    it to ``top_path`` (:func:`affidavit.verify.compose.compose_verifier`).
+
+    Raises:
+        ModelError: the package is missing (with the pip hint), the base file differs, or the
+            two graphs do not fit together.
+    """
+    from affidavit.verify.compose import base_model_file, compose_verifier
+
+    try:
+        base_path = base_model_file(spec.package, spec.file)
+    except MissingDependencyError as exc:
+        hint = f" (pip install {spec.pip})" if spec.pip else ""
+        raise ModelError(
+            f"the verifier's base model package {spec.package} is not installed{hint}",
+            source=str(top_path),
+        ) from exc
+    base_sha256 = file_sha256(base_path)
+    if base_sha256 != spec.sha256.lower():
+        raise ModelError(
+            f"verifier base model sha256 mismatch: expected {spec.sha256}, got {base_sha256}",
+            source=str(base_path),
+        )
+    model = compose_verifier(base_path, top_path, spec.layers, quantize_base=spec.quantize)
+    return model, base_sha256
 
 
 def _make_session(
