@@ -389,10 +389,13 @@ class ClaimCascade:
             support = (spans[ie],)
             smaller = self._smaller(scorer, run, windows[ie], rep)
             if smaller is not None:
+                # the fewest sentences that still entail are what the user is shown; the claim's
+                # score stays the window's, where the model read them in context. A scrap cut out
+                # of its context must not raise it (a small model can score "offset." as entailing)
                 support, rep_small = smaller
-                detail += f"; minimal evidence: {len(support)} sentence(s)"
-                if rep_small.p_entail > rep.p_entail:
-                    rep = rep_small
+                detail += (
+                    f"; minimal evidence: {len(support)} sentence(s), p_entail {rep_small.p_entail:.2f}"
+                )
         elif scores[ic].p_contradict >= self.settings.contradict_confidence:
             rep = scores[ic]
             contra = (spans[ic],)

@@ -61,6 +61,22 @@ def test_supported_with_minimal_single_sentence_evidence() -> None:
     assert verdict.stages[-1].decided
 
 
+def test_minimal_evidence_is_shown_but_never_raises_the_claims_score() -> None:
+    # a model that is more sure on a sentence cut out of its context than on the whole window
+    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
+        if "Nobel" not in evidence:
+            return (0.05, 0.9, 0.05)
+        return (0.97, 0.02, 0.01) if len(evidence) < 60 else (0.6, 0.3, 0.1)
+
+    v = cascade(["checks", "cross_encoder"], {"cross_encoder": ScriptedScorer(fn=fn)})
+    verdict = v.verify(claim_from_text("Curie won the Nobel Prize in 1903."), CHUNKS)
+    assert verdict.label == "supported"
+    (span,) = verdict.evidence
+    assert span.text == "She won the Nobel Prize in Physics in 1903."
+    assert verdict.p_entail == pytest.approx(0.6)  # the window's score, not the scrap's 0.97
+    assert "minimal evidence: 1 sentence(s), p_entail 0.97" in verdict.stages[-1].detail
+
+
 def test_failed_typed_check_decides_contradiction_before_the_model() -> None:
     def failing(claim: str, evidence: str) -> list[CheckResult]:
         return [
