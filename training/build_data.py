@@ -34,6 +34,7 @@ from common import (
     base_model_dir,
     content_words,
     load_tokenizer,
+    overlap_score,
     split_sentences,
 )
 from sources import Item, make_splits, train_pool
@@ -320,6 +321,83 @@ def synthesize(rows: list[dict], rng: random.Random, n_target: int) -> list[dict
     return out
 
 
+def synthesize_grounding(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Pairs that teach where the support is, built from the rows' own evidence windows.
+
+    * ``deletion`` (neutral): a sentence of the evidence (or a faithful shortening of it) as the
+      claim, with that sentence and every sentence sharing half of its content words removed
+      from the evidence: the same document and topic, but the fact is no longer stated;
+    * ``fragment`` (neutral): the claim against a content-free scrap (a few words of the
+      evidence, or a short sentence of another row);
+    * ``short_extract`` (entail): the claim against just the sentence that states it (alone or
+      with a neighbour), so short evidence that does state the fact stays entailed;
+    * ``short_contra`` (contradict): a negated or re-numbered claim against that sentence.
+    """
+    out: list[dict] = []
+    short_pool = [
+        s for r in rows[:5000] for s in split_sentences(r["evidence"]) if 1 <= len(s.split()) <= 5
+    ]
+    anchors = rows[:]
+    rng.shuffle(anchors)
+    kinds = ["deletion", "short_extract", "deletion", "fragment", "short_contra", "deletion"]
+    i = 0
+    while len(out) < n_target and i < len(anchors) * 2:
+        r = anchors[i % len(anchors)]
+        i += 1
+        kind = kinds[i % len(kinds)]
+        all_sents = split_sentences(r["evidence"])
+        idx = [k for k, x in enumerate(all_sents) if 6 <= len(x.split()) <= 45]
+        if not idx:
+            continue
+        k = rng.choice(idx)
+        sent = all_sents[k]
+        claim = sent
+        if kind != "short_contra" and rng.random() < 0.3:
+            claim = drop_clause(sent, rng) or sent
+        cw = content_words(claim)
+        if len(cw) < 3:
+            continue
+        if kind == "deletion":
+            rest = [x for j, x in enumerate(all_sents) if j != k and overlap_score(cw, x) < 0.5]
+            evidence = " ".join(rest)
+            if len(rest) < 1 or len(evidence.split()) < 8 or overlap_score(cw, evidence) >= 0.6:
+                continue
+            label = "neutral"
+        elif kind == "fragment":
+            if short_pool and rng.random() < 0.5:
+                evidence = rng.choice(short_pool)
+            else:
+                words = sent.split()
+                n = rng.randint(1, 4)
+                s0 = rng.randrange(0, max(1, len(words) - n))
+                evidence = " ".join(words[s0 : s0 + n]).rstrip(",;:") + "."
+            label = "neutral"
+        elif kind == "short_extract":
+            evidence = sent
+            if rng.random() < 0.4 and len(all_sents) > 1:
+                j = k + 1 if k + 1 < len(all_sents) else k - 1
+                evidence = f"{all_sents[min(j, k)]} {all_sents[max(j, k)]}"
+            label = "entail"
+        else:  # short_contra
+            edited = negate(sent, rng) or change_number(sent, rng)
+            if not edited or edited.strip() == sent.strip():
+                continue
+            claim, evidence, label = edited, sent, "contradict"
+        out.append(
+            {
+                "id": f"synth:{kind}:{len(out)}:{r['id']}",
+                "source": f"synthetic_{kind}",
+                "group": r["group"],
+                "claim": claim,
+                "evidence": evidence,
+                "label": label,
+                "n_windows": 1,
+                "from": "evsent",
+            }
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -334,6 +412,12 @@ def main() -> None:
         help="training rows kept per HaluEval file (each gives 2 pairs)",
     )
     ap.add_argument("--synthetic", type=int, default=12000)
+    ap.add_argument(
+        "--grounding",
+        type=int,
+        default=9000,
+        help="synthetic deletion/fragment/short-evidence pairs (synthesize_grounding)",
+    )
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
@@ -365,6 +449,13 @@ def main() -> None:
     n_dev_syn = int(args.synthetic * args.dev_frac)
     train_rows += synthesize(train_rows, random.Random(args.seed + 2), args.synthetic)
     dev_rows += synthesize(dev_rows, random.Random(args.seed + 3), n_dev_syn)
+    # drawn from the real rows only (the list above also holds the first synthetic pairs)
+    real_train = [r for r in train_rows if not r["source"].startswith("synthetic")]
+    real_dev = [r for r in dev_rows if not r["source"].startswith("synthetic")]
+    train_rows += synthesize_grounding(real_train, random.Random(args.seed + 4), args.grounding)
+    dev_rows += synthesize_grounding(
+        real_dev, random.Random(args.seed + 5), int(args.grounding * args.dev_frac)
+    )
     rng.shuffle(train_rows)
     rng.shuffle(dev_rows)
 

