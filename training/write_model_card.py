@@ -33,7 +33,9 @@ def pct(x: object) -> str:
 def train_cmd(args: dict) -> str:
     parts = []
     for k, v in args.items():
-        if k in ("bench",) or v in ("False", "None"):
+        if k in ("bench",) or v in ("False", "None", ""):
+            continue
+        if k.startswith("distill_") and args.get("distill_from") in (None, "None"):
             continue
         flag = "--" + k.replace("_", "-")
         parts.append(flag if v == "True" else f"{flag} {v}")

@@ -70,6 +70,20 @@ def test_model_ranks_entailed_pairs_above_non_entailed(model: OnnxCrossEncoder) 
 
 
 @needs_model
+def test_scraps_and_same_topic_sentences_do_not_entail(model: OnnxCrossEncoder) -> None:
+    # the models before the grounding fine-tune gave "offset." p_entail 0.55 and called the
+    # Warsaw sentence a contradiction (0.59)
+    claim = "Marie Curie won the Nobel Prize in Physics in 1903."
+    scraps = ["offset.", "And we just ran.", "Marie Curie was born in Warsaw."]
+    stating = "In 1903 Marie Curie shared the Nobel Prize in Physics with Pierre Curie."
+    scores = model.score([(claim, e) for e in [*scraps, stating]])
+    tau = read_config(MODEL).model_extra["thresholds"]["tau_entail"]  # type: ignore[index]
+    for s in scores[:-1]:
+        assert s.p_entail < 0.2 and s.p_contradict < 0.5
+    assert scores[-1].p_entail >= tau
+
+
+@needs_model
 def test_fact_deep_in_a_long_document_is_found_by_windows(model: OnnxCrossEncoder) -> None:
     filler = " ".join(
         f"In {1900 + i} the town council discussed the repair of road number {i}."
