@@ -393,9 +393,8 @@ class ClaimCascade:
                 # score stays the window's, where the model read them in context. A scrap cut out
                 # of its context must not raise it (a small model can score "offset." as entailing)
                 support, rep_small = smaller
-                detail += (
-                    f"; minimal evidence: {len(support)} sentence(s), p_entail {rep_small.p_entail:.2f}"
-                )
+                detail += f"; minimal evidence: {len(support)} sentence(s)"
+                detail += f", p_entail {rep_small.p_entail:.2f}"
         elif scores[ic].p_contradict >= self.settings.contradict_confidence:
             rep = scores[ic]
             contra = (spans[ic],)
