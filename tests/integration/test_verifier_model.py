@@ -84,6 +84,22 @@ def test_scraps_and_same_topic_sentences_do_not_entail(model: OnnxCrossEncoder) 
 
 
 @needs_model
+def test_a_pairs_score_does_not_depend_on_its_batch(model: OnnxCrossEncoder) -> None:
+    # the base is quantised at load with run-time activation scales: batched, the Curie pair
+    # below scored p_entail 0.40 alone and 0.68-0.72 next to other pairs
+    claim = "Marie Curie discovered polonium and radium in 1898."
+    ev = (
+        "In 1898, working with her husband Pierre Curie, she announced the discovery of two new "
+        "elements: polonium, which she named after her native Poland, and radium. Marie Curie was "
+        "the first woman to win a Nobel Prize."
+    )
+    alone = model.score([(claim, ev)])[0]
+    batched = model.score([ENTAILED[2], (claim, ev), NOT_ENTAILED[0]])[1]
+    assert alone.p_entail == pytest.approx(batched.p_entail, abs=1e-6)
+    assert model.describe()["batch_size"] == 1 and model.describe()["dynamic_quantization"]
+
+
+@needs_model
 def test_fact_deep_in_a_long_document_is_found_by_windows(model: OnnxCrossEncoder) -> None:
     filler = " ".join(
         f"In {1900 + i} the town council discussed the repair of road number {i}."

@@ -308,13 +308,32 @@ class PairTokenizer:
         return Encoded(ids, mask, types, truncated)
 
 
+def _has_dynamic_quantization(model: Any) -> bool:
+    """True if the graph quantises activations at run time (``DynamicQuantizeLinear``).
+
+    ``model`` is an ONNX ModelProto or a path; when the graph cannot be read (no ``onnx``
+    package), assume it does: one pair per call is always batch-independent.
+    """
+    try:
+        import onnx
+    except ImportError:
+        return True
+    try:
+        proto = model if not isinstance(model, Path) else onnx.load(str(model))
+    except Exception:
+        return True
+    return any(n.op_type == "DynamicQuantizeLinear" for n in proto.graph.node)
+
+
 class OnnxCrossEncoder:
     """A cross-encoder verifier run by ONNX Runtime (the packaged model, or any ONNX folder).
 
     Args:
         model_dir: folder with the ONNX file, ``tokenizer.json`` and ``config.json``.
         threads: intra-op (and inter-op) threads; set it, a shared CPU oversubscribes otherwise.
-        batch_size: pairs per ONNX call (pairs are length-sorted first to limit padding).
+        batch_size: pairs per ONNX call (pairs are length-sorted first to limit padding); 1
+            whatever is asked when the graph quantises activations at run time, so that a pair's
+            score never depends on the other pairs in its batch.
         require_sha256: refuse a model whose config has no sha256 (True for the packaged model).
         labels: override of the config's label order (a user's model, ``external_labels``).
         graph_opt: ONNX Runtime graph optimisation level.
@@ -371,8 +390,15 @@ class OnnxCrossEncoder:
         self.tokenizer = PairTokenizer(tok_path, self.max_len)
         self.base_sha256: str | None = None
         model: Path | bytes = onnx_path
+        self._proto: Any = None
         if self.config.base is not None:
             model = self._join_base(self.config.base, onnx_path)
+        # activations quantised at run time take their int8 scale from the whole input tensor, so
+        # a pair's score would depend on the other pairs (and padding) in its batch: such a graph
+        # is run one pair per call, which makes every score independent of batching
+        self.dynamic_quantization = _has_dynamic_quantization(self._proto or onnx_path)
+        self.batch_size = 1 if self.dynamic_quantization else batch_size
+        self._proto = None
         self.session = _make_session(model, threads, graph_opt, spin, source=onnx_path)
         self.input_names = {i.name for i in self.session.get_inputs()}
         n_out = self.session.get_outputs()[0].shape[-1]
@@ -392,6 +418,7 @@ class OnnxCrossEncoder:
     def _join_base(self, spec: BaseModelSpec, top_path: Path) -> bytes:
         """The base model's lower layers joined to the shipped top, after checking both hashes."""
         model, self.base_sha256 = join_base(spec, top_path)
+        self._proto = model
         joined: bytes = model.SerializeToString()
         return joined
 
@@ -415,6 +442,7 @@ class OnnxCrossEncoder:
             "isotonic": self.calibration is not None,
             "threads": self.threads,
             "batch_size": self.batch_size,
+            "dynamic_quantization": self.dynamic_quantization,
         }
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, list[int]]:
