@@ -319,7 +319,12 @@ def _has_dynamic_quantization(model: Any) -> bool:
     except ImportError:
         return True
     try:
-        proto = model if not isinstance(model, Path) else onnx.load(str(model))
+        # the graph only: a user's model may keep gigabytes of weights in external data files
+        proto = (
+            model
+            if not isinstance(model, Path)
+            else onnx.load(str(model), load_external_data=False)
+        )
     except Exception:
         return True
     return any(n.op_type == "DynamicQuantizeLinear" for n in proto.graph.node)
@@ -390,15 +395,16 @@ class OnnxCrossEncoder:
         self.tokenizer = PairTokenizer(tok_path, self.max_len)
         self.base_sha256: str | None = None
         model: Path | bytes = onnx_path
-        self._proto: Any = None
+        graph: Any = onnx_path
         if self.config.base is not None:
-            model = self._join_base(self.config.base, onnx_path)
+            # the base model's lower layers joined to the shipped top, after checking both hashes
+            graph, self.base_sha256 = join_base(self.config.base, onnx_path)
+            model = graph.SerializeToString()
         # activations quantised at run time take their int8 scale from the whole input tensor, so
         # a pair's score would depend on the other pairs (and padding) in its batch: such a graph
         # is run one pair per call, which makes every score independent of batching
-        self.dynamic_quantization = _has_dynamic_quantization(self._proto or onnx_path)
+        self.dynamic_quantization = _has_dynamic_quantization(graph)
         self.batch_size = 1 if self.dynamic_quantization else batch_size
-        self._proto = None
         self.session = _make_session(model, threads, graph_opt, spin, source=onnx_path)
         self.input_names = {i.name for i in self.session.get_inputs()}
         n_out = self.session.get_outputs()[0].shape[-1]
@@ -414,13 +420,6 @@ class OnnxCrossEncoder:
             "loaded verifier model",
             extra={"model": self.config.name, "sha256": self.sha256[:12], "s": self.load_seconds},
         )
-
-    def _join_base(self, spec: BaseModelSpec, top_path: Path) -> bytes:
-        """The base model's lower layers joined to the shipped top, after checking both hashes."""
-        model, self.base_sha256 = join_base(spec, top_path)
-        self._proto = model
-        joined: bytes = model.SerializeToString()
-        return joined
 
     def describe(self) -> dict[str, Any]:
         """Effective configuration (for certificates and traces)."""
