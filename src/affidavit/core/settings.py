@@ -192,6 +192,17 @@ class VerifySettings(Section):
     max_combination: int = Field(
         default=3, ge=1, le=4, description="Largest span set tried for minimal evidence (1: off)."
     )
+    combiner: bool = Field(
+        default=True,
+        description="Decide with the model's fitted combiner (combiner.json in its folder) when "
+        "it ships one: p(supported) from p_entail, p_contradict, coverage, the typed checks and "
+        "evidence length, instead of the hand-set cascade rules.",
+    )
+    split_sentences: bool = Field(
+        default=True,
+        description="Judge a claim of several sentences sentence by sentence (each against its "
+        "own best evidence) and combine (needs the combiner; without it the text is judged whole).",
+    )
     calibration_path: Path | None = Field(
         default=None,
         description="Isotonic map of p_entail fitted on dev data (python -m "
