@@ -143,7 +143,10 @@ def audit(
     ] = False,
     certify: Annotated[
         Path | None,
-        typer.Option("--certify", help="Write a signed certificate of the audit to this path."),
+        typer.Option(
+            "--certify",
+            help="Write a signed certificate of the audit to this path (runs the verifier).",
+        ),
     ] = None,
     verify: Annotated[
         bool,
@@ -164,7 +167,9 @@ def audit(
     audit_over: dict[str, Any] = {}
     if mode is not None:
         audit_over["mode"] = mode
-    if verify:
+    if verify or certify is not None:
+        # a certificate states that claims were verified: --certify runs the entailment verifier,
+        # so what is printed and what is signed come from the same verdict, claim by claim
         audit_over["use_verifier"] = True
     settings = cli_settings(
         config, beside=beside, overrides={"audit": audit_over} if audit_over else None
@@ -178,9 +183,10 @@ def audit(
         data = parse_input(read_text_arg(file), "stdin" if file == "-" else file)
         verifier = None
         if settings.audit.use_verifier:
+            from affidavit.verify.calibration import effective_policy
             from affidavit.verify.cascade import ClaimCascade
 
-            verifier = ClaimCascade(settings.verify, settings.policy)
+            verifier = ClaimCascade(settings.verify, effective_policy(settings))
             models = verifier.model_identities()
         auditor = Auditor(settings, verifier=verifier)
         try:

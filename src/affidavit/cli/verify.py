@@ -31,24 +31,6 @@ def _overrides(cascade: str | None, threads: int | None) -> dict[str, Any]:
     return {"verify": verify} if verify else {}
 
 
-def effective_policy(settings: Any) -> Any:
-    """The policy thresholds to verify with: explicit settings win; otherwise the preset, with the
-    model's dev-tuned values from its config.json when it has them."""
-    from affidavit.core.errors import AffidavitError
-    from affidavit.verify.calibration import preset_thresholds
-    from affidavit.verify.crossencoder import packaged_model_dir, read_config
-
-    pol = settings.policy
-    if {"tau_entail", "tau_contradict"} & pol.model_fields_set:
-        return pol
-    try:
-        extra = read_config(settings.verify.model_path or packaged_model_dir()).model_extra or {}
-    except AffidavitError:
-        return pol
-    tau_e, tau_c = preset_thresholds(pol.preset, extra)
-    return pol.model_copy(update={"tau_entail": tau_e, "tau_contradict": tau_c})
-
-
 def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
     """Verify each JSONL line of ``text``, writing one output line per input line.
 
@@ -136,6 +118,8 @@ def register(app: typer.Typer) -> None:
         settings = cli_settings(config, beside, _overrides(cascade, threads))
         with usage_errors():
             text = read_text_arg(input)
+            from affidavit.verify.calibration import effective_policy
+
             verifier = ClaimCascade(settings.verify, effective_policy(settings))
         for stage, err in verifier.stage_errors.items():
             typer.echo(f"warning: {err} (claims stay unsupported)", err=True)
@@ -197,6 +181,8 @@ def register(app: typer.Typer) -> None:
         names = [s.strip() for s in sets.split(",")] if sets else list(ALL_SETS)
         with usage_errors():
             split_data = read_splits(splits) if splits.is_file() else None
+            from affidavit.verify.calibration import effective_policy
+
             verifier = ClaimCascade(settings.verify, effective_policy(settings))
             loaded = {n: sample(load_set(n, data, split_data), limit) for n in names}
         for e in verifier.stage_errors.values():

@@ -143,6 +143,7 @@ def build_pipeline(
     from affidavit.generate.factory import make_generator
     from affidavit.retrieve.retriever import StoreRetriever
     from affidavit.store.factory import make_store
+    from affidavit.verify.calibration import effective_policy
     from affidavit.verify.cascade import ClaimCascade
 
     where = store_path or settings.store.path
@@ -169,7 +170,7 @@ def build_pipeline(
         retriever=retriever,
         generator=llm,
         extractor=RuleBasedExtractor(settings.claims),
-        verifier=ClaimCascade(settings.verify, settings.policy),
+        verifier=ClaimCascade(settings.verify, effective_policy(settings)),
         settings=settings,
         corrector=chosen,
         certificate_writer=writer,
