@@ -102,7 +102,10 @@ def check_base_layers(ckpt: Path, layers: int) -> float:
     from affidavit.verify.compose import base_model_file, fold_weight_dequantization
 
     base = fold_weight_dequantization(onnx.load(str(base_model_file(BASE_PACKAGE, BASE_FILE))))
-    ref = {k.removeprefix("inner."): v for k, v in {**linear_weights(base), **base_embeddings(base)}.items()}
+    ref = {
+        k.removeprefix("inner."): v
+        for k, v in {**linear_weights(base), **base_embeddings(base)}.items()
+    }
     mine = AutoModelForSequenceClassification.from_pretrained(ckpt).bert.state_dict()
     worst, compared = 0.0, 0
     for name, w in mine.items():
@@ -119,7 +122,9 @@ def check_base_layers(ckpt: Path, layers: int) -> float:
     return worst
 
 
-def torch_logits(ckpt: Path, tok_path: Path, pairs: list[tuple[str, str]], bs: int = 32) -> np.ndarray:
+def torch_logits(
+    ckpt: Path, tok_path: Path, pairs: list[tuple[str, str]], bs: int = 32
+) -> np.ndarray:
     """The fp32 reference: the checkpoint itself in PyTorch, on the runtime tokenisation."""
     import torch
     from tokenizers import Tokenizer
@@ -217,6 +222,33 @@ def parity(ckpt: Path, onnx_path: Path, tok_path: Path, pairs: list[tuple[str, s
             ]
         )
     return float(np.abs(t - o).max())
+
+
+def fp16_weights(src: Path, dst: Path, min_size: int = 1024) -> None:
+    """Store large fp32 weights as fp16, cast back to fp32 in the graph: half the file, fp32
+    arithmetic (no run-time quantisation, so scores stay independent of the batch)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    m = onnx.load(str(src))
+    g = m.graph
+    casts = []
+    for i, init in enumerate(list(g.initializer)):
+        if init.data_type != onnx.TensorProto.FLOAT:
+            continue
+        a = numpy_helper.to_array(init)
+        if a.size < min_size:
+            continue
+        name = str(init.name)  # init is a live reference: read the name before replacing it
+        half = name + "_fp16"
+        g.initializer[i].CopyFrom(numpy_helper.from_array(a.astype(np.float16), half))
+        casts.append(helper.make_node("Cast", [half], [name], to=onnx.TensorProto.FLOAT))
+    # copies: references into a repeated field do not survive clearing it
+    nodes = casts + [onnx.NodeProto.FromString(n.SerializeToString()) for n in g.node]
+    del g.node[:]
+    g.node.extend(nodes)
+    onnx.checker.check_model(m)
+    onnx.save(m, str(dst))
 
 
 def quantize(src: Path, dst: Path) -> None:
@@ -369,11 +401,15 @@ def main() -> None:
             "note": "embeddings and the lowest layers of all-MiniLM-L6-v2 (frozen in training) are "
             "taken from the embedder's installed model and joined to verifier_top.onnx at load",
         }
-        top32, top8 = tmp / "top_fp32.onnx", tmp / "top_int8.onnx"
+        top32, top8, top16 = tmp / "top_fp32.onnx", tmp / "top_int8.onnx", tmp / "top_fp16w.onnx"
         export_top(args.ckpt, top32, args.base_layers, args.opset)
         quantize(top32, top8)
+        fp16_weights(top32, top16)
         onnx.save(compose_verifier(base_path, top32, args.base_layers), str(fp32))
         onnx.save(compose_verifier(base_path, top8, args.base_layers), str(int8))
+        onnx.save(
+            compose_verifier(base_path, top16, args.base_layers), str(tmp / "verifier_fp16w.onnx")
+        )
     else:
         export(args.ckpt, fp32, args.opset)
         quantize(fp32, int8)
@@ -395,11 +431,16 @@ def main() -> None:
     print(f"torch fp32 reference on {len(pairs)} dev pairs in {time.time() - t:.0f}s")
     ref_temp = fit_temperature(ref, labels)
     p_ref = softmax(ref, ref_temp)
-    max_diff = float(np.abs(ref[:8] - OnnxScorer(fp32, tmp / "tokenizer.json").logits(pairs[:8])).max())
+    max_diff = float(
+        np.abs(ref[:8] - OnnxScorer(fp32, tmp / "tokenizer.json").logits(pairs[:8])).max()
+    )
     print("torch vs onnx fp32 max |logit diff| on 8 dev pairs:", max_diff)
     res = {}
     logits = {}
     variants = [("fp32", fp32), ("int8", int8)]
+    if base_spec is not None:
+        variants.append(("fp16w", tmp / "verifier_fp16w.onnx"))
+    tops = {"fp32": top32, "int8": top8, "fp16w": top16} if base_spec is not None else {}
     for name, path in variants:
         # one pair per call: a graph that quantises activations at run time would otherwise
         # score a pair differently by what else is in its batch
@@ -411,7 +452,7 @@ def main() -> None:
             **dev_metrics(logits[name], labels),
             "max_abs_prob_diff_vs_torch_fp32": float(dp.max()),
             "pairs_prob_diff_over_0.02": int((dp > PARITY_TOL).sum()),
-            "size_bytes": path.stat().st_size,
+            "size_bytes": (tops.get(name) or path).stat().st_size,
             "dev_seconds": round(time.time() - t, 1),
         }
         print(name, json.dumps(res[name]))
@@ -450,7 +491,7 @@ def main() -> None:
 
     if base_spec is not None:
         chosen_file = TOP_FILE
-        shutil.copy(top32 if choice == "fp32" else top8, args.out / TOP_FILE)
+        shutil.copy(tops[choice], args.out / TOP_FILE)
         (args.out / MODEL_FILE).unlink(missing_ok=True)
     else:
         chosen_file = MODEL_FILE
@@ -481,8 +522,9 @@ def main() -> None:
         },
         "quantization": {
             "shipped": choice,
-            "rule": "the smallest of fp32 (top fp32, base as packaged) and int8 (top int8: "
-            "onnxruntime dynamic quantisation) that moves no dev pair's calibrated probabilities "
+            "rule": "the smallest of fp32 (top fp32, base as packaged), fp16w (top weights stored "
+            "as fp16, cast to fp32 in the graph) and int8 (top int8: onnxruntime dynamic "
+            "quantisation) that moves no dev pair's calibrated probabilities "
             f"by more than {PARITY_TOL} from the fp32 PyTorch checkpoint, each pair scored alone; "
             "the base's activations are never quantised at load (a pair's score would depend on "
             "its batch)",

@@ -122,6 +122,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=HERE / "work" / "combiner_features.jsonl")
     ap.add_argument("--no-write", action="store_true", help="report only")
+    ap.add_argument(
+        "--shard",
+        default="",
+        help="K/N: only compute the features of every N-th row from K (cached), then stop; run "
+        "N shards in parallel (one per core), then once without --shard to fit",
+    )
+    ap.add_argument("--cached-only", action="store_true", help="fit on the cached rows only")
     args = ap.parse_args()
 
     from sklearn.linear_model import LogisticRegression
@@ -150,8 +157,13 @@ def main() -> None:
         (model.describe()["sha256"] + str(args.per_source) + str(args.seed)).encode()
     ).hexdigest()[:16]
     cache: dict[str, dict] = {}
-    if args.cache.exists():
-        for line in args.cache.read_text().splitlines():
+    shard_k, shard_n = (int(x) for x in args.shard.split("/")) if args.shard else (0, 1)
+    if args.shard:
+        args.cache = args.cache.with_name(f"{args.cache.stem}.shard{shard_k}{args.cache.suffix}")
+    for f in sorted(
+        args.cache.parent.glob(f"{args.cache.stem.split('.shard')[0]}*{args.cache.suffix}")
+    ):
+        for line in f.read_text().splitlines():
             d = json.loads(line)
             if d.get("key") == key:
                 cache[d["id"]] = d
@@ -162,8 +174,12 @@ def main() -> None:
     with args.cache.open("a") as fh:
         for i, it in enumerate(items):
             rid = hashlib.sha256((it["claim"] + "\x00" + it["evidence"]).encode()).hexdigest()[:20]
+            if args.shard and i % shard_n != shard_k:
+                continue
             if rid in cache:
                 f = cache[rid]["features"]
+            elif args.cached_only:
+                continue
             else:
                 f = cascade.features(
                     claim_from_text(it["claim"]), chunks_from_texts([it["evidence"]])
@@ -180,6 +196,9 @@ def main() -> None:
             groups.append(it["group"])
             if (i + 1) % 100 == 0:
                 print(f"{i + 1}/{len(items)} rows, {time.time() - t0:.0f}s", flush=True)
+    if args.shard:
+        print(f"shard {args.shard}: features cached in {args.cache}")
+        return
     X = np.array(feats)
     y = np.array(ys)
     n_src = Counter(srcs)
@@ -270,6 +289,7 @@ def main() -> None:
             "rows_by_source": dict(sorted(n_src.items())),
             "skipped_incomplete_by_source": dict(skipped),
             "weighting": "each source weighs the same",
+            "per_source_cap": args.per_source,
             "combiner_bacc_cv5_by_group": round(cv_bacc, 4),
             "single_input_bacc_at_best_threshold": single,
             "best_single_input": best_single[0],

@@ -94,7 +94,7 @@ def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
 def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     logp = torch.log_softmax(logits, dim=-1)
     three = labels < 3
-    nll = torch.zeros(len(labels))
+    nll = torch.zeros(len(labels), device=logits.device)
     if three.any():
         nll[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
     if (~three).any():
@@ -113,13 +113,15 @@ def distill_loss(logits: torch.Tensor, teacher: torch.Tensor, temp: float) -> to
 @torch.no_grad()
 def evaluate(model, data: list, pad_id: int, bs: int = 32) -> dict[str, float]:
     model.eval()
+    dev = next(model.parameters()).device
     probs, labels = [], []
     order = sorted(range(len(data)), key=lambda i: len(data[i][0]))
     for s in range(0, len(order), bs):
         b = [data[i] for i in order[s : s + bs]]
         x = collate(b, pad_id)
         labels += x.pop("labels").tolist()
-        probs.append(torch.softmax(model(**x).logits, -1).numpy())
+        x = {k: v.to(dev) for k, v in x.items()}
+        probs.append(torch.softmax(model(**x).logits, -1).cpu().numpy())
     model.train()
     p = np.concatenate(probs)
     y = np.array(labels)
@@ -169,7 +171,7 @@ def newest_complete_checkpoint(out: Path) -> Path | None:
     for d in [out / "latest", *sorted(out.glob("ckpt-*m"))]:
         f = d / STATE_FILE
         if f.exists():
-            el = float(torch.load(f, weights_only=False)["elapsed"])
+            el = float(torch.load(f, weights_only=False, map_location="cpu")["elapsed"])
             if el > best_el:
                 best, best_el = d, el
     return best
@@ -239,6 +241,12 @@ def main() -> None:
         help="continue the run in --out from its latest checkpoint (weights, optimiser, schedule "
         "position, data order); the time budget counts all sittings together",
     )
+    ap.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="auto: cuda when torch sees a GPU (training/gpu_long_run.sh), else cpu",
+    )
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -251,7 +259,7 @@ def main() -> None:
     state = None
     resume_dir = newest_complete_checkpoint(args.out) if args.resume else None
     if resume_dir is not None:
-        state = torch.load(resume_dir / STATE_FILE, weights_only=False)
+        state = torch.load(resume_dir / STATE_FILE, weights_only=False, map_location="cpu")
         log.info(
             "resuming %s at step %d (%.1f min done)", args.out, state["step"], state["elapsed"] / 60
         )
@@ -266,6 +274,12 @@ def main() -> None:
     if args.bench:
         bench(model, tok, HERE / "logs" / "bench_train.json")
         return
+    device = torch.device(
+        "cuda"
+        if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        else "cpu"
+    )
+    log.info("training on %s", device)
 
     if args.keep_layers:
         keep = [int(i) for i in args.keep_layers.split(",")]
@@ -274,7 +288,7 @@ def main() -> None:
         log.info("kept encoder layers %s", keep)
     teacher = None
     if args.distill_from:
-        teacher = AutoModelForSequenceClassification.from_pretrained(args.distill_from)
+        teacher = AutoModelForSequenceClassification.from_pretrained(args.distill_from).to(device)
         teacher.eval()
         for p in teacher.parameters():
             p.requires_grad_(False)
@@ -287,6 +301,7 @@ def main() -> None:
         for layer in model.bert.encoder.layer[: args.freeze_layers]:
             for p in layer.parameters():
                 p.requires_grad_(False)
+    model.to(device)
     log.info(
         "trainable parameters: %d of %d",
         sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -380,7 +395,7 @@ def main() -> None:
                 lr = args.lr * (1 - frac) / (1 - args.warmup_frac)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x = collate(batch, tok.pad_token_id)
+            x = {k: v.to(device) for k, v in collate(batch, tok.pad_token_id).items()}
             y = x.pop("labels")
             logits = model(**x).logits
             loss = verifier_loss(logits, y)
@@ -391,6 +406,7 @@ def main() -> None:
                     with torch.no_grad():
                         sub = collate([batch[k] for k in todo], tok.pad_token_id)
                         sub.pop("labels")
+                        sub = {k: v.to(device) for k, v in sub.items()}
                         t_logits = teacher(**sub).logits
                     for k, tl in zip(todo, t_logits, strict=True):
                         teacher_cache[batch[k][3]] = tl
