@@ -383,6 +383,10 @@ class LocalStore:
                 self._bump()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate: the transaction was rolled back
+            raise StoreError(
+                f"cannot store text that is not valid Unicode: {exc.reason}", source=str(self.path)
+            ) from exc
 
     def _write_one(self, it: DocumentBatchItem, now: float) -> None:
         doc = it.document
