@@ -39,10 +39,12 @@ _register_all()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug detail to stderr."),
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # the handler filters too: a library that sets its own logger to DEBUG on import (bm25s
+    # does) must not reach stderr without -v
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def main() -> None:
