@@ -111,7 +111,12 @@ def _print_report(report: AuditReport, no_color: bool) -> None:
 
     # every string below comes from the input (answer, chunks, URLs): printed with control
     # characters escaped, so an answer cannot paint a fake verdict or clear the screen
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    console = Console(
+        no_color=no_color,
+        color_system=None if no_color else "auto",  # plain: no colour, no bold or dim either
+        highlight=False,
+        soft_wrap=True,
+    )
     ok = report.trust_passed
     head = "[bold green]TRUST PASSED[/]" if ok else "[bold red]TRUST FAILED[/]"
     n_ok = sum(c.supported for c in report.claims)
