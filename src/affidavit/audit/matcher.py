@@ -174,8 +174,7 @@ class EvidenceIndex:
         # at 500 chunks; the candidates' windows are then stemmed for the coverage score
         docs = [bm25_tokens(c.text) for c in self.chunks]
         self.bm25: ExactBM25 | Bm25sIndex = Bm25sIndex(docs) if use_bm25s else ExactBM25(docs)
-        self._flat: list[str] | None = None
-        self._numbers: list[frozenset[str]] | None = None
+        self._flat_and_numbers: tuple[list[str], list[frozenset[str]]] | None = None
 
     def _tie_breaks(self, claim: str) -> tuple[list[bool], list[int]]:
         """Per chunk: does it hold the claim verbatim, and how many of the claim's numbers.
@@ -186,14 +185,16 @@ class EvidenceIndex:
         ("year 1961 disagrees with 1301"). A chunk that holds the claim verbatim, then one that
         shares more of its numbers, now comes first.
         """
-        if self._flat is None:
-            self._flat = [" ".join(c.text.split()) for c in self.chunks]
-            self._numbers = [frozenset(_DIGITS.findall(c.text)) for c in self.chunks]
-        assert self._numbers is not None
+        if self._flat_and_numbers is None:  # built once per index, on the first claim
+            self._flat_and_numbers = (
+                [" ".join(c.text.split()) for c in self.chunks],
+                [frozenset(_DIGITS.findall(c.text)) for c in self.chunks],
+            )
+        flat, numbers = self._flat_and_numbers
         needle = " ".join(claim.split()).rstrip(".!?;: ")
-        verbatim = [bool(needle) and needle in t for t in self._flat]
+        verbatim = [bool(needle) and needle in t for t in flat]
         nums = set(_DIGITS.findall(claim))
-        shared = [len(nums & n) for n in self._numbers] if nums else [0] * len(self.chunks)
+        shared = [len(nums & n) for n in numbers] if nums else [0] * len(self.chunks)
         return verbatim, shared
 
     def _sentence_stems(self, i: int) -> tuple[list[tuple[int, int]], list[list[str]]]:

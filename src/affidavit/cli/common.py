@@ -25,7 +25,7 @@ from typing import Any
 import typer
 
 from affidavit.core.errors import AffidavitError, ConfigError
-from affidavit.core.limits import read_bounded, read_file_bounded
+from affidavit.core.limits import MAX_AUDIT_INPUT_BYTES, read_bounded, read_file_bounded
 from affidavit.core.settings import Settings, load_settings
 from affidavit.core.text import safe_terminal
 
@@ -81,7 +81,7 @@ def cli_settings(
         raise fail_usage(exc.message) from None
 
 
-def read_text_arg(path: str, limit: int) -> str:
+def read_text_arg(path: str, limit: int = MAX_AUDIT_INPUT_BYTES) -> str:
     """Read a file argument (``-`` for stdin) of at most ``limit`` bytes as UTF-8.
 
     Raises:

@@ -343,8 +343,9 @@ def _env_lookup(name: str) -> str | None:
 
 def _section_fields(section: str) -> dict[str, FieldInfo]:
     annotation = Settings.model_fields[section].annotation
-    assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
-    return dict(annotation.model_fields)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return dict(annotation.model_fields)
+    return {}
 
 
 def _is_list(annotation: Any) -> bool:

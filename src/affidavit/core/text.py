@@ -26,7 +26,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls except newline and tab, DEL, C1 controls, and the Unicode bidi/format overrides
 # that reorder what a reader sees (Trojan Source).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_KEEP_NOTHING = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -79,5 +79,5 @@ def safe_terminal(text: str, *, keep_newlines: bool = False) -> str:
         keep_newlines: keep ``\\n`` and ``\\t`` (multi-line text such as a guarded answer);
             otherwise they are escaped too, so one value stays on one line.
     """
-    pattern = _CONTROL if keep_newlines else _CONTROL_KEEP_NOTHING
+    pattern = _CONTROL if keep_newlines else _CONTROL_ALL
     return pattern.sub(_escape_char, escape_surrogates(text))
