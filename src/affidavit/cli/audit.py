@@ -6,7 +6,8 @@ Input is JSON: ``{"query": "...", "chunks": [{"text": ..., "url": ..., "metadata
 
 Exit codes: 0 trust passed; 1 policy or trust failed (also ``--mode enforce``); 2 usage or input
 error, with a one-line reason (malformed JSON with line and column, missing field, wrong type,
-non-UTF-8 input, unknown or invalid setting).
+non-UTF-8 input or a lone surrogate, input over the 64 MiB cap, unknown or invalid setting, a
+certificate that cannot be written). See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from affidavit.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
     cli_settings,
+    dump_json,
     fail_usage,
+    no_color_requested,
     read_text_arg,
+    safe,
     usage_errors,
 )
 
@@ -41,6 +45,7 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
         ''
     """
     from affidavit.core.errors import InputError
+    from affidavit.core.text import find_lone_surrogate
 
     try:
         data = json.loads(text)
@@ -66,6 +71,14 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
     for name in _REQUIRED:
         if name not in data:
             raise InputError(f"{source}: missing field '{name}'", source=source)
+    bad = find_lone_surrogate(data)
+    if bad is not None:
+        # legal JSON ("\\ud800" escape) but not Unicode text: it cannot be printed, hashed or signed
+        raise InputError(
+            f"{source}: {bad} holds a lone surrogate (an invalid \\uD800-\\uDFFF escape); "
+            "not valid Unicode text",
+            source=source,
+        )
     data.setdefault("query", "")
     if data["query"] is None:
         data["query"] = ""
@@ -93,9 +106,17 @@ def _json_type(value: Any) -> str:
 
 def _print_report(report: AuditReport, no_color: bool) -> None:
     from rich.console import Console
-    from rich.markup import escape
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    from affidavit.core.text import safe_terminal
+
+    # every string below comes from the input (answer, chunks, URLs): printed with control
+    # characters escaped, so an answer cannot paint a fake verdict or clear the screen
+    console = Console(
+        no_color=no_color,
+        color_system=None if no_color else "auto",  # plain: no colour, no bold or dim either
+        highlight=False,
+        soft_wrap=True,
+    )
     ok = report.trust_passed
     head = "[bold green]TRUST PASSED[/]" if ok else "[bold red]TRUST FAILED[/]"
     n_ok = sum(c.supported for c in report.claims)
@@ -109,23 +130,23 @@ def _print_report(report: AuditReport, no_color: bool) -> None:
             mark = "[green]✓ supported[/]"
             if c.freshness == "supported_stale":
                 mark = "[yellow]✓ supported (stale source)[/]"
-            where = escape(c.source_url or c.chunk_id or "")
-            console.print(f"{mark} {escape(c.text)}  [dim]({c.confidence:.2f}, {where})[/]")
+            where = safe(c.source_url or c.chunk_id or "")
+            console.print(f"{mark} {safe(c.text)}  [dim]({c.confidence:.2f}, {where})[/]")
         else:
-            console.print(f"[red]✗ unsupported[/] {escape(c.text)}  [dim]({c.confidence:.2f})[/]")
-            console.print(f"    [red]{escape(c.reason)}[/]")
+            console.print(f"[red]✗ unsupported[/] {safe(c.text)}  [dim]({c.confidence:.2f})[/]")
+            console.print(f"    [red]{safe(c.reason)}[/]")
     for b in report.blocked_sources:
         console.print(
-            f"[yellow]blocked source[/] {escape(b.url or b.chunk_id)}: {b.reason} "
-            f"[dim]({escape(b.detail)})[/]"
+            f"[yellow]blocked source[/] {safe(b.url or b.chunk_id)}: {safe(b.reason)} "
+            f"[dim]({safe(b.detail)})[/]"
         )
     shown = {"unsupported_claims", "contradicted_claims", "blocked_sources"}
     for i in report.policy_issues:
         if i.kind not in shown:
-            console.print(f"[yellow]policy issue[/] {i.kind}: {escape(i.message)}")
+            console.print(f"[yellow]policy issue[/] {safe(i.kind)}: {safe(i.message)}")
     if report.guarded_response is not None:
         console.print("[bold]guarded response:[/]")
-        console.print(escape(report.guarded_response))
+        console.print(safe_terminal(report.guarded_response, keep_newlines=True), markup=False)
 
 
 def audit(
@@ -139,7 +160,8 @@ def audit(
         bool, typer.Option("--json", help="Print the full report as JSON.")
     ] = False,
     no_color: Annotated[
-        bool, typer.Option("--no-color", help="Plain output without colour.", envvar="NO_COLOR")
+        bool,
+        typer.Option("--no-color", help="Plain output without colour (also: NO_COLOR set)."),
     ] = False,
     certify: Annotated[
         Path | None,
@@ -162,6 +184,7 @@ def audit(
     """
     from affidavit.audit import Auditor
     from affidavit.core.errors import EnforcementError
+    from affidavit.core.limits import MAX_AUDIT_INPUT_BYTES
 
     beside = None if file == "-" else Path(file)
     audit_over: dict[str, Any] = {}
@@ -180,7 +203,9 @@ def audit(
             from affidavit.certify.keys import load_signing_key
 
             load_signing_key(settings)  # no key: exit before any work, never unsigned
-        data = parse_input(read_text_arg(file), "stdin" if file == "-" else file)
+        data = parse_input(
+            read_text_arg(file, MAX_AUDIT_INPUT_BYTES), "stdin" if file == "-" else file
+        )
         verifier = None
         if settings.audit.use_verifier:
             from affidavit.verify.calibration import effective_policy
@@ -194,9 +219,9 @@ def audit(
         except EnforcementError as exc:
             report = exc.report
     if json_out:
-        typer.echo(report.model_dump_json(indent=2))
+        typer.echo(dump_json(report.model_dump(mode="json")))
     else:
-        _print_report(report, no_color)
+        _print_report(report, no_color_requested(no_color))
     if certify is not None:
         from affidavit.audit.certify import certify_report
 

@@ -5,7 +5,8 @@ otherwise the ``policy.preset`` with the verifier model's dev-tuned values from 
 
 ``check`` exit codes: 0 all lines verified (whatever their label), 1 some verdicts incomplete
 (model missing, timeout, stage error: those claims are unsupported), 2 malformed input lines (each
-gets an error line in the output) or a usage error.
+gets an error line in the output; a lone surrogate makes a line malformed), input over the 64 MiB
+cap, or a usage error. See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from affidavit.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, cli_settings, usage_errors
+from affidavit.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    cli_settings,
+    describe_os_error,
+    json_line,
+    usage_errors,
+)
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -39,6 +48,7 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
     """
     from pydantic import ValidationError
 
+    from affidavit.core.text import find_lone_surrogate
     from affidavit.core.verification import CheckInput, CheckOutput
     from affidavit.verify.cascade import chunks_from_texts, claim_from_text
 
@@ -49,8 +59,11 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
         line_id: Any = None
         try:
             data = json.loads(raw)
-            if isinstance(data, dict):
+            bad = find_lone_surrogate(data)
+            if isinstance(data, dict) and bad is None:
                 line_id = data.get("id") if isinstance(data.get("id"), str | int) else None
+            if bad is not None:
+                raise ValueError(f"{bad} holds a lone surrogate (not valid Unicode text)")
             item = CheckInput.model_validate(data)
         except json.JSONDecodeError as exc:
             row = _error_line(line_id, f"line {lineno}: not JSON: {exc.msg}")
@@ -59,6 +72,9 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "line"
             row = _error_line(line_id, f"line {lineno}: {where}: {first['msg']}")
+            malformed += 1
+        except (ValueError, RecursionError) as exc:
+            row = _error_line(line_id, f"line {lineno}: {exc}")
             malformed += 1
         else:
             verdict = verifier.verify(
@@ -74,7 +90,7 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
                 evidence_used=[e.text for e in verdict.evidence],
                 error="; ".join(verdict.errors) if verdict.errors else None,
             ).to_line()
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json_line(row) + "\n")
         out.flush()
         written += 1
     return written, malformed, incomplete
@@ -112,12 +128,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Verify claims against their evidence, one JSON line in, one JSON line out."""
         from affidavit.cli.common import read_text_arg
+        from affidavit.core.limits import MAX_CHECK_INPUT_BYTES
         from affidavit.verify.cascade import ClaimCascade
 
         beside = None if input == "-" else Path(input)
         settings = cli_settings(config, beside, _overrides(cascade, threads))
         with usage_errors():
-            text = read_text_arg(input)
+            text = read_text_arg(input, MAX_CHECK_INPUT_BYTES)
             from affidavit.verify.calibration import effective_policy
 
             verifier = ClaimCascade(settings.verify, effective_policy(settings))
@@ -131,7 +148,7 @@ def register(app: typer.Typer) -> None:
                 with Path(output).open("w", encoding="utf-8") as fh:
                     _, malformed, incomplete = check_lines(text, verifier, fh)
             except OSError as exc:
-                typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+                typer.echo(f"error: cannot write {output}: {describe_os_error(exc)}", err=True)
                 raise typer.Exit(EXIT_USAGE) from None
         if malformed:
             typer.echo(
