@@ -21,6 +21,7 @@ recombined into ~450-character documents of one chunk each.
 Usage:
     python benchmarks/scale.py [--sizes 10000 100000 1000000] [--backends local qdrant]
         [--qdrant-max 100000] [--check-pairs 400] [--out benchmarks/results/scale.json]
+    python benchmarks/scale.py --sizes --check-pairs 400   # only check: one process vs Ray
 """
 
 from __future__ import annotations
@@ -217,7 +218,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[10_000, 100_000, 1_000_000],
+        help="corpus sizes in chunks (none: only the check comparison)",
+    )
     ap.add_argument("--backends", nargs="+", default=["local", "qdrant"])
     ap.add_argument(
         "--qdrant-max", type=int, default=100_000, help="largest corpus given to Qdrant local mode"
@@ -245,9 +252,12 @@ def main() -> None:
         "not_run": [],
     }
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} (shared)", flush=True)
-    result.update(prepare(args, work))
-    e = result["embed_real"]["chunks_per_s"]
-    print(f"real MiniLM int8 embedding: {e:.1f} chunks/s", flush=True)
+    if args.check_pairs:
+        result["check"] = check_bench(args, work)
+    if args.sizes:
+        result.update(prepare(args, work))
+        e = result["embed_real"]["chunks_per_s"]
+        print(f"real MiniLM int8 embedding: {e:.1f} chunks/s", flush=True)
     for n in sorted(args.sizes):
         for backend in args.backends:
             if backend == "qdrant" and n > args.qdrant_max:
@@ -284,8 +294,6 @@ def main() -> None:
             )
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=2))
-    if args.check_pairs:
-        result["check"] = check_bench(args, work)
     result["loadavg_at_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))

@@ -227,7 +227,8 @@ class StoreContract:
         assert doc_scores == sorted(doc_scores, reverse=True)
         nth: dict[str, int] = {}
         for h in hits:
-            r = nth[h.chunk.doc_id] = nth.get(h.chunk.doc_id, -1) + 1
+            key = str(h.chunk.doc_id)
+            r = nth[key] = nth.get(key, -1) + 1
             assert h.score == pytest.approx(h.scores["doc_rrf"] * 0.5**r)
         assert {"doc_rrf", "chunk_rrf"} <= set(hits[0].scores)
         f = SearchFilters(domains=("example.com",))
