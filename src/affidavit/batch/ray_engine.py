@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -104,7 +104,7 @@ def _actor_options(cfg: BatchSettings) -> dict[str, Any]:
 
 def run_ray(
     kind: JobKind, settings: Settings, shards: Sequence[tuple[int, Sequence[Row]]]
-) -> Iterator[ShardResult]:
+) -> Generator[ShardResult, None, None]:
     """Run shards on Ray actors; yields each shard's result as it finishes (any order).
 
     Raises:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 from affidavit.batch.jobs import Row, job_fingerprint, make_job
@@ -27,7 +27,7 @@ ProgressFn = Callable[[int, int], None]
 
 def run_local(
     kind: JobKind, settings: Settings, shards: Sequence[tuple[int, Sequence[Row]]]
-) -> Iterator[ShardResult]:
+) -> Generator[ShardResult, None, None]:
     """Run shards one after another in this process (the job is built once)."""
     if not shards:
         return
@@ -67,17 +67,21 @@ def run_batch(
         logger.info("resuming %s: %d of %d shards already done", output, resumed, len(shards))
     if progress:
         progress(done_rows, total)
+    results: Generator[ShardResult, None, None]
     if cfg.engine == "ray":
         from affidavit.batch.ray_engine import run_ray
 
         results = run_ray(kind, settings, todo)
     else:
         results = run_local(kind, settings, todo)
-    for result in results:
-        folder.write(result)
-        done_rows += len(result.lines)
-        if progress:
-            progress(done_rows, total)
+    try:
+        for result in results:
+            folder.write(result)
+            done_rows += len(result.lines)
+            if progress:
+                progress(done_rows, total)
+    finally:
+        results.close()  # stops the workers (and a Ray this run started) even when interrupted
     counts: dict[str, int] = {}
     warnings: dict[str, None] = {}
     for i in range(len(shards)):
