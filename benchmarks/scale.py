@@ -1,5 +1,9 @@
 """Cost growth to a million chunks: the local store vs Qdrant, and `check` on one process vs Ray.
 
+Backends: `local` (SQLite + bm25s + numpy), `qdrant-edge` (Qdrant's own engine in-process via
+qdrant-edge-py, storing and querying what QdrantStore does on a server; see qdrant_edge_store.py)
+and `qdrant` (QdrantStore on qdrant-client's local mode, a pure-Python scan: small sizes only).
+
 For each corpus size and store backend (each in its own subprocess, so peak RSS is its own):
   * ingest chunks/s through the real pipeline (JSONL -> sentence chunks -> store writes -> index
     build) with SYNTHETIC unit vectors in place of MiniLM: real embedding runs at 10-17
@@ -65,6 +69,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         from affidavit.store.local import LocalStore
 
         store = LocalStore(where)
+    elif backend == "qdrant-edge":
+        from qdrant_edge_store import EdgeStore
+
+        store = EdgeStore(where, dim=RandomVectors.dim)
     else:
         from affidavit.store.qdrant import QdrantStore
 
@@ -73,18 +81,19 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     report = Ingestor(store, RandomVectors(), IngestSettings(), batch_chunks=1024).ingest([src])
     ingest_s = time.perf_counter() - t0
     chunks = report.chunks_total
-    store.close()
     rss_ingest = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    # a fresh reader, as a search process would open it
+    # a fresh reader, as a search process would open it (Qdrant Edge: the same shards stay open)
     t0 = time.perf_counter()
     if backend == "local":
         from affidavit.store.local import LocalStore
 
+        store.close()
         store = LocalStore(where)
         store.refresh()
-    else:
+    elif backend == "qdrant":
         from affidavit.store.qdrant import QdrantStore
 
+        store.close()
         store = QdrantStore(path=where, dim=RandomVectors.dim)
     open_s = time.perf_counter() - t0
     queries = json.loads((work / "queries.json").read_text())[: args.queries]
@@ -131,12 +140,16 @@ def prepare(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sents = sentences(args.data)
     biggest = max(args.sizes)
     t0 = time.perf_counter()
-    docs = synth_docs(sents, biggest)
-    for n in sorted(args.sizes):
-        with (work / f"docs-{n}.jsonl").open("w", encoding="utf-8") as fh:
+    todo = [n for n in sorted(args.sizes) if not (work / f"docs-{n}.jsonl").exists()]
+    docs = synth_docs(sents, max(todo)) if todo else []
+    for n in todo:
+        # written to a temporary name first: a corpus file that exists is complete
+        tmp = work / f".docs-{n}.jsonl"
+        with tmp.open("w", encoding="utf-8") as fh:
             for d in docs[:n]:
                 fh.write(json.dumps(d) + "\n")
-    print(f"corpora written in {time.perf_counter() - t0:.0f}s", flush=True)
+        tmp.rename(work / f"docs-{n}.jsonl")
+    print(f"corpora ready in {time.perf_counter() - t0:.0f}s (largest {biggest})", flush=True)
     claims = [
         CIT.sub(" ", json.loads(line)["claim"]).strip()
         for line in (args.data / "citation_integrity" / "claims_dev.jsonl").open(encoding="utf-8")
@@ -225,9 +238,17 @@ def main() -> None:
         default=[10_000, 100_000, 1_000_000],
         help="corpus sizes in chunks (none: only the check comparison)",
     )
-    ap.add_argument("--backends", nargs="+", default=["local", "qdrant"])
     ap.add_argument(
-        "--qdrant-max", type=int, default=100_000, help="largest corpus given to Qdrant local mode"
+        "--backends",
+        nargs="+",
+        default=["local", "qdrant-edge", "qdrant"],
+        help="local store; Qdrant's engine in-process (qdrant-edge-py); qdrant-client local mode",
+    )
+    ap.add_argument(
+        "--qdrant-max",
+        type=int,
+        default=10_000,
+        help="largest corpus given to qdrant-client's local mode (a Python scan)",
     )
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--embed-sample", type=int, default=300)
