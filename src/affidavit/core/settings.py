@@ -151,7 +151,7 @@ class BatchSettings(Section):
         default=50, ge=1, description="Input lines per shard (the unit of work and of resume)."
     )
     object_store_mb: int = Field(
-        default=256, ge=64, description="Object store of a locally started Ray (MB)."
+        default=256, ge=100, description="Object store of a locally started Ray (MB)."
     )
 
 
