@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -62,6 +63,9 @@ def ray_session(cfg: BatchSettings) -> Iterator[Any]:
         else:
             kw["num_cpus"] = cfg.workers * cfg.worker_threads
             kw["object_store_memory"] = cfg.object_store_mb * 1024 * 1024
+            # Ray starts workers 15 nice levels below itself by default; here the workers are
+            # the job, and on a busy machine they starved (1-2 % CPU while loading the models)
+            os.environ.setdefault("RAY_worker_niceness", "0")
         try:
             ray.init(**kw)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError, ...
