@@ -26,12 +26,23 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        object_store_memory=100 * 1024 * 1024,
-        include_dashboard=False,
-        log_to_driver=False,
-    )
+    # Ray waits 30 s for its raylet; on an overloaded machine that can pass: try twice, then
+    # skip with the reason (an environment failure, not a failure of the code under test)
+    error: Exception | None = None
+    for _ in range(2):
+        try:
+            ray.init(
+                num_cpus=2,
+                object_store_memory=100 * 1024 * 1024,
+                include_dashboard=False,
+                log_to_driver=False,
+            )
+            break
+        except Exception as exc:  # ray raises a bare Exception on a startup timeout
+            error = exc
+            ray.shutdown()
+    else:
+        pytest.skip(f"Ray did not start on this machine: {error}")
     yield
     ray.shutdown()
 
