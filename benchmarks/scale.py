@@ -206,8 +206,8 @@ def check_bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             text=True,
         )
         secs = time.perf_counter() - t0
-        if res.returncode not in (0, 1):
-            raise RuntimeError(f"check {name} failed: {res.stderr[-2000:]}")
+        if res.returncode not in (0, 1) or not dest.exists():
+            raise RuntimeError(f"check {name} failed ({res.returncode}): {res.stderr[-2000:]}")
         out[name] = {
             "seconds_wall_incl_start": secs,
             "pairs_per_s": len(items) / secs,

@@ -66,11 +66,18 @@ def ray_session(cfg: BatchSettings) -> Iterator[Any]:
             # Ray starts workers 15 nice levels below itself by default; here the workers are
             # the job, and on a busy machine they starved (1-2 % CPU while loading the models)
             os.environ.setdefault("RAY_worker_niceness", "0")
-        try:
-            ray.init(**kw)
-        except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError, ...
-            where = cfg.address or "a local Ray"
-            raise BatchError(f"cannot start or join {where}: {exc}", source=where) from exc
+        # a local Ray waits 30 s for its raylet, which a busy machine can miss: one more try
+        attempts = 1 if cfg.address else 2
+        for attempt in range(1, attempts + 1):
+            try:
+                ray.init(**kw)
+                break
+            except Exception as exc:  # ray raises ConnectionError, RuntimeError, bare Exception
+                ray.shutdown()
+                if attempt == attempts:
+                    where = cfg.address or "a local Ray"
+                    raise BatchError(f"cannot start or join {where}: {exc}", source=where) from exc
+                logger.warning("Ray did not start (%s); trying again", exc)
         started = True
     try:
         yield ray
