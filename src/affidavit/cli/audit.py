@@ -14,13 +14,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from affidavit.cli.batch import (
+    AddressOpt,
+    EngineOpt,
+    ShardOpt,
+    WorkersOpt,
+    batch_overrides,
+    run_with_progress,
+)
 from affidavit.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
+    EXIT_USAGE,
     cli_settings,
     dump_json,
     fail_usage,
@@ -177,10 +186,26 @@ def audit(
             help="Also run the entailment verifier (sets audit.use_verifier).",
         ),
     ] = False,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="FILE is JSONL, one audit input a line; reports go to --output, one a line "
+            '({"line", "report"} or {"line", "error"}).',
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Output JSONL of --batch.")
+    ] = None,
+    engine: EngineOpt = None,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    shard_size: ShardOpt = None,
 ) -> None:
     """Audit an answer against the chunks it was generated from.
 
-    Exit 0 when trust passed, 1 when policy or trust failed, 2 on usage or input errors.
+    Exit 0 when trust passed, 1 when policy or trust failed, 2 on usage or input errors. With
+    ``--batch``: 0 every line passed, 1 some failed trust, 2 some lines were malformed.
     """
     from affidavit.audit import Auditor
     from affidavit.core.errors import EnforcementError
@@ -194,9 +219,13 @@ def audit(
         # a certificate states that claims were verified: --certify runs the entailment verifier,
         # so what is printed and what is signed come from the same verdict, claim by claim
         audit_over["use_verifier"] = True
-    settings = cli_settings(
-        config, beside=beside, overrides={"audit": audit_over} if audit_over else None
+    overrides: dict[str, Any] = {"audit": audit_over} if audit_over else {}
+    overrides |= batch_overrides(
+        engine or ("local" if batch else None), address, workers, shard_size
     )
+    settings = cli_settings(config, beside=beside, overrides=overrides or None)
+    if batch or engine is not None:
+        _audit_batch(file, output, settings, batch=batch, certify=certify)
     models: list[dict[str, str]] = []
     with usage_errors():
         if certify is not None:
@@ -231,6 +260,31 @@ def audit(
     if not report.trust_passed:
         raise typer.Exit(EXIT_FAIL)
     raise typer.Exit(EXIT_OK)
+
+
+def _audit_batch(
+    file: str, output: Path | None, settings: Any, *, batch: bool, certify: Path | None
+) -> NoReturn:
+    if not batch:
+        raise fail_usage("--engine needs --batch (FILE is then JSONL, one audit input a line)")
+    if output is None:
+        raise fail_usage("--batch needs --output FILE (shards are written beside it)")
+    if certify is not None:
+        raise fail_usage("--certify certifies one audit; it cannot be combined with --batch")
+    with usage_errors():
+        text = read_text_arg(file)
+    report = run_with_progress("audit", text, output, settings)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    c = report.counts
+    typer.echo(
+        f"{c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
+        f"{c.get('malformed', 0)} malformed; wrote {output}",
+        err=True,
+    )
+    if c.get("malformed"):
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(EXIT_FAIL if c.get("failed") else EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,12 +12,15 @@ Exit codes:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from affidavit.cli.batch import AddressOpt, EngineOpt, WorkersOpt, batch_overrides
 from affidavit.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -93,25 +96,72 @@ def ingest(
     ] = False,
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
+    engine: EngineOpt = None,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Load documents into the store (incremental: unchanged files are skipped).
+
+    With ``--engine ray`` the chunks are embedded by Ray workers (each loads the embedder once)
+    while this process reads, chunks and writes the store; a killed ingest run again resumes
+    (finished batches are committed and unchanged documents skipped).
 
     Exit codes: 0 everything ingested or unchanged; 1 some inputs failed (each is listed with
     its reason, the rest was ingested); 2 usage error.
     """
+    from contextlib import ExitStack
+
+    settings = cli_settings(config, overrides=batch_overrides(engine, address, workers, None))
+    for p in paths:
+        if not p.exists() and not p.is_symlink():
+            raise fail_usage(f"no such file or folder: {p}")
+    embedder = _embedder(settings)
+    with ExitStack() as stack:
+        batch_chunks = 256
+        if settings.batch.engine == "ray":
+            embedder = stack.enter_context(_ray_embedder(settings, embedder))
+            batch_chunks = 256 * settings.batch.workers
+        report = _run_ingest(settings, store, embedder, paths, prune, json_out, batch_chunks)
+    if json_out:
+        typer.echo(dump_json({"counts": report.counts(), **report.model_dump(mode="json")}))
+    else:
+        _print_report(report)
+    raise typer.Exit(EXIT_FAIL if report.failed else EXIT_OK)
+
+
+@contextmanager
+def _ray_embedder(settings: Settings, local: Any) -> Iterator[Any]:
+    from affidavit.batch.ray_engine import RayEmbedder, ray_session
+    from affidavit.core.errors import AffidavitError
+
+    try:
+        with ray_session(settings.batch):
+            ray_embedder = RayEmbedder(settings, local.name, local.dim)
+            try:
+                yield ray_embedder
+            finally:
+                ray_embedder.close()
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None
+
+
+def _run_ingest(
+    settings: Settings,
+    store: Path | None,
+    embedder: Any,
+    paths: list[Path],
+    prune: bool,
+    json_out: bool,
+    batch_chunks: int,
+) -> IngestReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from affidavit.core.errors import AffidavitError, StoreError
     from affidavit.ingest.pipeline import Ingestor
 
-    settings = cli_settings(config)
-    for p in paths:
-        if not p.exists() and not p.is_symlink():
-            raise fail_usage(f"no such file or folder: {p}")
-    embedder = _embedder(settings)
     st = _open(settings, store, must_exist=False)
     try:
-        ingestor = Ingestor(st, embedder, settings.ingest)
+        ingestor = Ingestor(st, embedder, settings.ingest, batch_chunks=batch_chunks)
         with Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -126,7 +176,7 @@ def ingest(
                 bar.update(task, completed=done, total=total, current=safe(Path(current).name))
 
             try:
-                report = ingestor.ingest(paths, prune=prune, progress=progress)
+                return ingestor.ingest(paths, prune=prune, progress=progress)
             except StoreError as exc:
                 raise fail_usage(exc.message) from None
             except OSError as exc:  # the store folder itself is not writable
@@ -135,11 +185,6 @@ def ingest(
         raise fail_usage(exc.message) from None
     finally:
         st.close()
-    if json_out:
-        typer.echo(dump_json({"counts": report.counts(), **report.model_dump(mode="json")}))
-    else:
-        _print_report(report)
-    raise typer.Exit(EXIT_FAIL if report.failed else EXIT_OK)
 
 
 def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:

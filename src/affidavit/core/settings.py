@@ -137,6 +137,30 @@ class StoreSettings(Section):
     collection: str = Field(default="affidavit", description="Qdrant collection name.")
 
 
+class BatchSettings(Section):
+    """Batch jobs (``check``, ``audit --batch``, ``ingest``) on one process or on Ray."""
+
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="local: this process; ray: Ray workers (the ray extra)."
+    )
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to join (ray://host:10001 or auto); None starts Ray locally.",
+    )
+    workers: int = Field(
+        default=2, ge=1, description="Workers (Ray actors), each loading its models once."
+    )
+    worker_threads: int = Field(
+        default=1, ge=1, description="Inference threads inside each worker."
+    )
+    shard_size: int = Field(
+        default=50, ge=1, description="Input lines per shard (the unit of work and of resume)."
+    )
+    object_store_mb: int = Field(
+        default=256, ge=100, description="Object store of a locally started Ray (MB)."
+    )
+
+
 class EmbedSettings(Section):
     """Dense embeddings."""
 
@@ -463,6 +487,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
     verify: VerifySettings = Field(default_factory=VerifySettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
