@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
 from affidavit.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, cli_settings, usage_errors
+
+if TYPE_CHECKING:
+    from affidavit.core.verification import CheckInput, CheckOutput
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -57,8 +60,7 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
     """
     from pydantic import ValidationError
 
-    from affidavit.core.verification import CheckInput, CheckOutput
-    from affidavit.verify.cascade import chunks_from_texts, claim_from_text
+    from affidavit.core.verification import CheckInput
 
     written = malformed = incomplete = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -79,23 +81,37 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
             row = _error_line(line_id, f"line {lineno}: {where}: {first['msg']}")
             malformed += 1
         else:
-            verdict = verifier.verify(
-                claim_from_text(item.claim, str(item.id)), chunks_from_texts(item.evidence)
-            )
-            if not verdict.complete:
+            checked, complete = check_one(item, verifier)
+            if not complete:
                 incomplete += 1
-            row = CheckOutput(
-                id=item.id,
-                label=verdict.label,
-                p_entail=round(verdict.p_entail, 6),
-                p_contradict=round(verdict.p_contradict, 6),
-                evidence_used=[e.text for e in verdict.evidence],
-                error="; ".join(verdict.errors) if verdict.errors else None,
-            ).to_line()
+            row = checked.to_line()
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         out.flush()
         written += 1
     return written, malformed, incomplete
+
+
+def check_one(item: CheckInput, verifier: Any) -> tuple[CheckOutput, bool]:
+    """Verify one claim against its evidence (``affidavit check`` and ``POST /v1/check``).
+
+    Returns:
+        The output line, and whether the verdict is complete (every stage ran).
+    """
+    from affidavit.core.verification import CheckOutput
+    from affidavit.verify.cascade import chunks_from_texts, claim_from_text
+
+    verdict = verifier.verify(
+        claim_from_text(item.claim, str(item.id)), chunks_from_texts(item.evidence)
+    )
+    out = CheckOutput(
+        id=item.id,
+        label=verdict.label,
+        p_entail=round(verdict.p_entail, 6),
+        p_contradict=round(verdict.p_contradict, 6),
+        evidence_used=[e.text for e in verdict.evidence],
+        error="; ".join(verdict.errors) if verdict.errors else None,
+    )
+    return out, verdict.complete
 
 
 def _error_line(line_id: Any, message: str) -> dict[str, Any]:
