@@ -41,7 +41,9 @@ def serve(
     ] = None,
     store: Annotated[
         Path | None,
-        typer.Option("--store", help="Store folder (default store.path).", envvar="AFFIDAVIT_STORE"),
+        typer.Option(
+            "--store", help="Store folder (default store.path).", envvar="AFFIDAVIT_STORE"
+        ),
     ] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -59,7 +61,9 @@ def serve(
     settings = cli_settings(config, overrides=over or None)
     with usage_errors():
         s = settings.serve
-        typer.echo(f"affidavit serving on http://{s.host}:{s.port}/ (models load in the background)")
+        typer.echo(
+            f"affidavit serving on http://{s.host}:{s.port}/ (models load in the background)"
+        )
         run(settings, config=str(config) if config else None)
 
 

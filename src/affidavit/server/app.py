@@ -215,7 +215,9 @@ class _State:
         self.services = services or Services(settings)
         self.metrics = Metrics()
         self.keys = ApiKeyStore(default_keys_path(settings))
-        self.rate = RateLimiter(per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst)
+        self.rate = RateLimiter(
+            per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst
+        )
         self.llm = _WorkQueue("llm", concurrency=serve.llm_concurrency, max_waiting=serve.llm_queue)
         self.verify = _WorkQueue(
             "verify", concurrency=serve.verify_concurrency, max_waiting=serve.verify_queue
@@ -255,9 +257,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not state.services.ready:
-            threading.Thread(
-                target=state.services.load, name="affidavit-load", daemon=True
-            ).start()
+            threading.Thread(target=state.services.load, name="affidavit-load", daemon=True).start()
         yield
         state.close()
 
@@ -454,9 +454,7 @@ def _routes(app: FastAPI, state: _State) -> None:
     )
     async def audit(
         body: AuditInput,
-        mode: Annotated[
-            EnforcementMode | None, Query(description="Overrides audit.mode.")
-        ] = None,
+        mode: Annotated[EnforcementMode | None, Query(description="Overrides audit.mode.")] = None,
         verify: Annotated[
             bool, Query(description="Also run the entailment verifier (audit.use_verifier).")
         ] = False,
@@ -637,4 +635,3 @@ def app_from_environment() -> Any:
 
     config = os.environ.get("AFFIDAVIT_SERVE_CONFIG") or None
     return create_app(load_settings(config))
-

@@ -8,6 +8,7 @@ the server process (a restart forgets finished jobs, never stored documents).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import re
@@ -98,9 +99,7 @@ class IngestJobs:
         folder.mkdir(parents=True)
         for name, (_, data) in zip(names, files, strict=True):
             (folder / name).write_bytes(data)
-        job = IngestJob(
-            id=job_id, state="queued", files=tuple(names), created_at=datetime.now(UTC)
-        )
+        job = IngestJob(id=job_id, state="queued", files=tuple(names), created_at=datetime.now(UTC))
         with self._lock:
             self._jobs[job_id] = job
         try:
@@ -129,9 +128,7 @@ class IngestJobs:
                 report = self._ingest(folder)
             except AffidavitError as exc:
                 log.warning("ingest job %s failed: %s", job_id, exc.message)
-                self._set(
-                    job_id, state="failed", error=exc.message, finished_at=datetime.now(UTC)
-                )
+                self._set(job_id, state="failed", error=exc.message, finished_at=datetime.now(UTC))
                 continue
             except Exception as exc:  # the job thread must survive any one job
                 log.exception("ingest job %s crashed", job_id)
@@ -157,10 +154,8 @@ class IngestJobs:
 
     def close(self) -> None:
         """Stop the job thread after the running job."""
-        try:
+        with contextlib.suppress(queue.Full):
             self._queue.put_nowait(None)
-        except queue.Full:
-            pass
 
 
 def _relative(outcome: FileOutcome, folder: Path) -> str:

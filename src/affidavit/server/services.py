@@ -235,7 +235,10 @@ class Services:
         if self.signing_key is not None:
             from affidavit.certify.keys import key_id
 
-            trusted = {**trusted, key_id(self.signing_key.public_key()): self.signing_key.public_key()}
+            trusted = {
+                **trusted,
+                key_id(self.signing_key.public_key()): self.signing_key.public_key(),
+            }
 
         def lookup(ev: EvidenceRecord) -> str | None:
             found = self.store.get_chunks([ev.chunk_id]) if self.store is not None else []
