@@ -1,6 +1,6 @@
 """Real ``affidavit serve`` processes on loopback over the sample corpus, with a scripted LLM.
 
-``served``: API keys configured, no rate limit, a fast scripted answer.
+``served``: API keys configured, no rate limit, a scripted answer (a piece every 30 ms).
 ``tight``: one LLM slot and no waiting place, a 3 s request budget, a 16 KB body limit, a slow
 scripted answer (a piece every 0.15 s) and a per-key rate limit (bursts of 5, then one a second).
 """
@@ -89,7 +89,7 @@ def served(
     shutil.copytree(corpus, store)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with (
-        FakeOpenAIServer([FakeReply(content=ANSWER)]) as llm,
+        FakeOpenAIServer([FakeReply(content=ANSWER, delay_s=0.03)]) as llm,
         ServedProcess(
             _env(home_dir, store, llm.url, rate_limit_per_minute="0"),
             log_path=OUTPUT / "served.log",

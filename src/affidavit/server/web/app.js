@@ -127,6 +127,7 @@ function renderAnswer(resp) {
   $("answer-note").textContent = r.note || "";
   const src = $("sources");
   src.replaceChildren();
+  $("sources-title").hidden = !r.sources.length;
   for (const s of r.sources) {
     src.append(el("li", { value: s.number },
       (s.title || s.url || s.doc_id || s.chunk_id) + (s.origin === "web" ? " [web]" : "")));
@@ -214,8 +215,10 @@ async function ask(ev) {
   $("legend").hidden = true;
   $("answer-note").textContent = "";
   $("sources").replaceChildren();
+  $("sources-title").hidden = true;
   box.replaceChildren();
   box.classList.add("provisional");
+  box.dataset.pieces = "0";
   state.tokens = "";
   state.live = { hits: null, grading: null, refinement: null };
   status.textContent = "retrieving...";
@@ -233,7 +236,12 @@ async function ask(ev) {
         const c = data.classification;
         status.textContent = c ? "retrieval judged " + c.kind + " (max grade " + fmt(c.max_score, 1) + "); refining..." : "no grading (" + data.note + ")";
       } else if (name === "refinement") { state.live.refinement = data; status.textContent = data.context.length + " passages kept; generating..."; }
-      else if (name === "token") { state.tokens += data.text; box.textContent = state.tokens; status.textContent = "generating (not yet verified)..."; }
+      else if (name === "token") {
+        state.tokens += data.text;
+        box.textContent = state.tokens;
+        box.dataset.pieces = String(Number(box.dataset.pieces || 0) + 1);
+        status.textContent = "generating (not yet verified)...";
+      }
       else if (name === "claim") { status.textContent = "verifying claims..."; }
       else if (name === "certificate") { setCertificate(data.certificate); }
       else if (name === "result") {
@@ -256,7 +264,8 @@ async function ask(ev) {
 function table(head, rows) {
   const t = el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { text: h })))));
   const tb = el("tbody");
-  for (const r of rows) tb.append(el("tr", {}, ...r.map((c) => (c instanceof Node ? el("td", {}, c) : el("td", { text: c })))));
+  const cell = (c) => (c instanceof Node ? el("td", {}, c) : /^[\d.\s-]*[a-z]*$/.test(c) && c.length < 16 ? el("td", { class: "num", text: c }) : el("td", { text: c }));
+  for (const r of rows) tb.append(el("tr", {}, ...r.map(cell)));
   t.append(tb);
   return el("div", { class: "scroll" }, t);
 }
@@ -267,19 +276,25 @@ function renderTrace(resp) {
   $("trace-empty").hidden = true;
   box.replaceChildren(el("h2", { text: "Question" }), el("p", { text: resp.result.question }));
   const grades = new Map(t.evaluator_scores.map((s) => [s.chunk_id, s]));
+  const why = new Map(((state.live && state.live.grading && state.live.grading.grades) || []).map((g) => [g.chunk_id, g]));
   box.append(el("h2", { text: "Retrieved chunks and grades (0-10)" }));
   box.append(table(["#", "grade", "retrieval", "source", "text"], t.retrieval_hits.map((h) => {
     const g = grades.get(h.chunk.id);
-    return [String(h.rank), g ? fmt(g.score, 1) : "-", fmt(h.score, 3) + " " + h.mode,
+    const w = why.get(h.chunk.id);
+    const grade = el("span", { text: g ? fmt(g.score, 1) : "-", title: w ? (w.error || w.reason) : null });
+    return [String(h.rank), grade, fmt(h.score, 3) + " " + h.mode,
       h.chunk.title || h.chunk.url || h.chunk.doc_id || "", h.chunk.text.slice(0, 220) + (h.chunk.text.length > 220 ? "..." : "")];
   })));
-  const c = t.classification;
+  // the trace names the decision; its thresholds came with the live grading event
+  const kind = t.classification;
+  const d = t.corrective_detail || {};
+  const c = state.live && state.live.grading ? state.live.grading.classification : null;
   box.append(el("h2", { text: "Decision" }));
-  if (c) {
-    box.append(el("p", {}, el("strong", { class: "kind " + c.kind, text: c.kind.toUpperCase() }),
-      " max grade " + fmt(c.max_score, 1) + "; thresholds: correct >= " + fmt(c.upper_threshold, 1) +
-      ", incorrect < " + fmt(c.lower_threshold, 1) + ", strip " + fmt(t.corrective_detail.strip_threshold, 1)));
-    box.append(el("p", { class: "reason", text: c.reason }));
+  if (kind) {
+    const limits = c ? "correct >= " + fmt(c.upper_threshold, 1) + ", incorrect < " + fmt(c.lower_threshold, 1) + ", " : "";
+    box.append(el("p", {}, el("strong", { class: "kind " + kind, text: kind.toUpperCase() }),
+      " - max grade " + fmt(d.max_score, 1) + "; thresholds: " + limits + "strip sentences < " + fmt(d.strip_threshold, 1)));
+    box.append(el("p", { class: "reason", text: d.classification_reason || (c && c.reason) || "" }));
   } else {
     box.append(el("p", { class: "empty", text: "Corrective retrieval did not run." }));
   }
