@@ -176,6 +176,13 @@ class ApiKeyStore:
         with self._lock:
             return any(r.get("revoked_at") is None for r in self._refresh())
 
+    def known(self, token: str) -> ApiKeyInfo | None:
+        """The key of a token already checked since the file last changed (no argon2), or None."""
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            self._refresh()
+            return self._checked.get(digest)
+
     def authenticate(self, token: str) -> ApiKeyInfo:
         """The key a bearer token belongs to.
 

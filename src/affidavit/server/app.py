@@ -36,6 +36,7 @@ try:
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from fastapi.staticfiles import StaticFiles
+    from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # pragma: no cover - the server extra installs them
     raise MissingDependencyError("fastapi", "server", purpose="affidavit serve") from exc
@@ -324,7 +325,7 @@ def _handlers(app: FastAPI, state: _State) -> None:
         return _error(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
-def _caller(request: Request, scope: ApiScope, state: _State) -> str:
+async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
     """Check the bearer key (when keys are configured) and the rate limit; returns the caller."""
     if state.keys.active():
         header = request.headers.get("authorization", "")
@@ -337,7 +338,10 @@ def _caller(request: Request, scope: ApiScope, state: _State) -> str:
             )
         if kind.lower() != "bearer" or not token.strip():
             raise AuthError("the Authorization header must be 'Bearer <key>'", status=401)
-        info: ApiKeyInfo = state.keys.authenticate(token.strip())
+        token = token.strip()
+        # a key seen before is in memory; a new one costs an argon2 check, off the event loop
+        known = state.keys.known(token)
+        info: ApiKeyInfo = known or await run_in_threadpool(state.keys.authenticate, token)
         if scope == "write" and info.scope != "write":
             raise AuthError(
                 f"API key {info.id} ({info.name}) has the read scope; this needs a write key",
@@ -354,11 +358,11 @@ def _routes(app: FastAPI, state: _State) -> None:
     services = state.services
     serve = state.settings.serve
 
-    def reader(request: Request) -> str:
-        return _caller(request, "read", state)
+    async def reader(request: Request) -> str:
+        return await _caller(request, "read", state)
 
-    def writer(request: Request) -> str:
-        return _caller(request, "write", state)
+    async def writer(request: Request) -> str:
+        return await _caller(request, "write", state)
 
     # -- the page ------------------------------------------------------------------------------
 
@@ -377,7 +381,7 @@ def _routes(app: FastAPI, state: _State) -> None:
     # -- health --------------------------------------------------------------------------------
 
     @app.get("/healthz", tags=["health"], summary="The process is up.")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get(
@@ -442,7 +446,7 @@ def _routes(app: FastAPI, state: _State) -> None:
             ticket.leave()
             raise
         _count_ask(state, response)
-        return response
+        return _json(response)
 
     # -- audit, check --------------------------------------------------------------------------
 
@@ -459,7 +463,7 @@ def _routes(app: FastAPI, state: _State) -> None:
             bool, Query(description="Also run the entailment verifier (audit.use_verifier).")
         ] = False,
         caller: str = Depends(reader),
-    ) -> AuditReport:
+    ) -> Any:
         services.require()
         report = await state.verify.run(
             lambda: services.audit(body, mode=mode, verify=verify),
@@ -469,7 +473,7 @@ def _routes(app: FastAPI, state: _State) -> None:
             state.metrics.verdicts.labels(
                 endpoint="audit", outcome="supported" if c.supported else "unsupported"
             ).inc()
-        return report
+        return _json(report)
 
     @app.post(
         "/v1/check",
@@ -488,7 +492,7 @@ def _routes(app: FastAPI, state: _State) -> None:
         out = await state.verify.run(lambda: services.check(items), timeout=serve.request_timeout_s)
         for row in out:
             state.metrics.verdicts.labels(endpoint="check", outcome=row.label).inc()
-        return out if isinstance(body, list) else out[0]
+        return _json(out if isinstance(body, list) else out[0])
 
     # -- search, documents, jobs ---------------------------------------------------------------
 
@@ -506,12 +510,13 @@ def _routes(app: FastAPI, state: _State) -> None:
             Query(description="Ranking (default retrieve.mode)."),
         ] = None,
         caller: str = Depends(reader),
-    ) -> SearchResponse:
+    ) -> Any:
         services.require()
         chosen = mode or state.settings.retrieve.mode
-        return await state.verify.run(
+        found = await state.verify.run(
             lambda: services.search(q, k, chosen), timeout=serve.request_timeout_s
         )
+        return _json(found)
 
     @app.post(
         "/v1/documents",
@@ -535,7 +540,7 @@ def _routes(app: FastAPI, state: _State) -> None:
         response_model=IngestJob,
         responses={404: {"model": ApiError, "description": "no such job"}},
     )
-    def job(job_id: str, caller: str = Depends(reader)) -> IngestJob:
+    async def job(job_id: str, caller: str = Depends(reader)) -> IngestJob:
         found = state.jobs.get(job_id)
         if found is None:
             raise StarletteHTTPException(404, f"no job {job_id!r} (jobs live in server memory)")
@@ -564,7 +569,7 @@ def _routes(app: FastAPI, state: _State) -> None:
         response_model=PublicKeyInfo,
         responses={404: {"model": ApiError, "description": "no signing key"}},
     )
-    def public_key(caller: str = Depends(reader)) -> PublicKeyInfo:
+    async def public_key(caller: str = Depends(reader)) -> PublicKeyInfo:
         services.require()
         info = services.public_key()
         if info is None:
@@ -572,6 +577,15 @@ def _routes(app: FastAPI, state: _State) -> None:
                 404, f"this server has no signing key ({services.signing_note})"
             )
         return info
+
+
+def _json(model: Any) -> Response:
+    # the body is already a validated contract: skip FastAPI's re-validation and re-encoding
+    if isinstance(model, list):
+        body = "[" + ",".join(m.model_dump_json() for m in model) + "]"
+    else:
+        body = model.model_dump_json()
+    return Response(body, media_type="application/json")
 
 
 def _count_ask(state: _State, response: AskResponse) -> None:

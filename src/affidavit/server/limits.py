@@ -145,7 +145,9 @@ class WorkQueue:
         Raises:
             QueueFull: every slot busy and every waiting place taken.
         """
-        if self.running >= self.concurrency and self.waiting >= self.max_waiting:
+        # count places taken, not slots held: tickets taken in the same instant have not yet
+        # acquired their slots, and each must still find a place
+        if self.running + self.waiting >= self.concurrency + self.max_waiting:
             raise QueueFull(
                 f"the {self.name} queue is full ({self.running} running, {self.waiting} "
                 "waiting); retry after the Retry-After seconds"

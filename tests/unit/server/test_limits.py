@@ -33,6 +33,18 @@ def test_full_queue_refuses_at_once() -> None:
     asyncio.run(main())
 
 
+def test_places_taken_at_the_same_instant_count() -> None:
+    q = WorkQueue("llm", concurrency=1, max_waiting=2)
+    tickets = [q.enter() for _ in range(3)]  # none has started yet
+    with pytest.raises(QueueFull):
+        q.enter()
+    for t in tickets:
+        t.leave()
+    assert q.depth == 0
+    q.enter().leave()
+    q.close()
+
+
 def test_timeout_keeps_the_slot_until_the_work_ends() -> None:
     async def main() -> None:
         q = WorkQueue("verify", concurrency=1, max_waiting=0)
