@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -45,7 +45,6 @@ from affidavit.core.certificate import CertificateVerification
 from affidavit.core.report import AuditReport
 from affidavit.core.service import (
     ApiError,
-    ApiKeyInfo,
     ApiScope,
     AskRequest,
     AskResponse,
@@ -104,7 +103,11 @@ _CSP = (
 
 
 def _error(
-    status: int, message: str, *, code: str | None = None, headers: dict[str, str] | None = None
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = ApiError(status=status, error=code or _ERRORS.get(status, "error"), message=message)
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
@@ -341,7 +344,7 @@ async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
         token = token.strip()
         # a key seen before is in memory; a new one costs an argon2 check, off the event loop
         known = state.keys.known(token)
-        info: ApiKeyInfo = known or await run_in_threadpool(state.keys.authenticate, token)
+        info = known or await run_in_threadpool(state.keys.authenticate, token)
         if scope == "write" and info.scope != "write":
             raise AuthError(
                 f"API key {info.id} ({info.name}) has the read scope; this needs a write key",

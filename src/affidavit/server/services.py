@@ -224,7 +224,7 @@ class Services:
         if not query.strip():
             raise ConfigError("the query is empty")
         hits = self.pipe.retriever.search(query, k=k, mode=mode)
-        return SearchResponse(query=query, mode=mode, hits=tuple(hits))  # type: ignore[arg-type]
+        return SearchResponse(query=query, mode=mode, hits=tuple(hits))
 
     def verify_certificate(self, tree: dict[str, Any]) -> CertificateVerification:
         """``affidavit certificate verify --store``: schema, signature, trust, evidence hashes."""

@@ -39,7 +39,7 @@ def test_create_authenticate_revoke(tmp_path: Path) -> None:
 
 def test_wrong_tokens(tmp_path: Path) -> None:
     keys = ApiKeyStore(tmp_path / "keys.json")
-    token, info = keys.create("reader", "read")
+    _token, info = keys.create("reader", "read")
     for bad in ("nope", "afd_x", f"afd_{info.id}_wrong", "afd_00000000_secret"):
         with pytest.raises(AuthError) as exc:
             keys.authenticate(bad)
