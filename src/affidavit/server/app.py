@@ -276,6 +276,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         ),
         lifespan=lifespan,
         responses=_ERROR_RESPONSES,
+        # FastAPI's /docs and /redoc pages load their scripts from a CDN: not served, so that
+        # nothing here runs third-party code (the schema itself is at /openapi.json)
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.affidavit = state
     _handlers(app, state)

@@ -161,5 +161,14 @@ def test_page_ask_evidence_trace_certificate_audit(
     page.click("#tab-ask")
     page.screenshot(path=str(SCREENS / "ask-phone.png"), full_page=True)
     assert page.evaluate("document.documentElement.scrollWidth") <= 392
+
+    # strict mode: what is not verified is withheld, and shown as such
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.select_option("#mode", "strict")
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_contain_text("(strict mode)", timeout=60_000)
+    expect(page.locator("#answer .sentence.withheld").first).to_be_visible()
+    expect(page.locator("#answer-note")).to_contain_text("Withheld")
+    page.screenshot(path=str(SCREENS / "ask-strict.png"), full_page=True)
     assert not errors, errors
     context.close()
