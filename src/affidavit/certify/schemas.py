@@ -77,8 +77,6 @@ def schema_of(name: str) -> dict[str, Any]:
 def export_schemas(directory: Path | str) -> list[Path]:
     """Write ``<Name>.json`` for every contract into ``directory``; returns the files written.
 
-    With the ``server`` extra installed, the HTTP API's ``openapi.json`` is written too.
-
     Raises:
         InputError: the directory cannot be created or written.
     """
@@ -93,33 +91,11 @@ def export_schemas(directory: Path | str) -> list[Path]:
                 encoding="utf-8",
             )
             written.append(path)
-        openapi = _openapi()
-        if openapi is not None:
-            path = directory / "openapi.json"
-            path.write_text(
-                json.dumps(openapi, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                encoding="utf-8",
-            )
-            written.append(path)
     except OSError as exc:
         raise InputError(
             f"cannot write schemas to {directory}: {exc.strerror or exc}", source=str(directory)
         ) from exc
     return written
-
-
-def _openapi() -> dict[str, Any] | None:
-    """The HTTP API's OpenAPI schema, when the ``server`` extra is installed (else None)."""
-    try:
-        from affidavit.server.app import create_app
-    except ImportError:
-        logger.info("openapi.json not written: the server extra is not installed")
-        return None
-    from affidavit.core.settings import Settings
-
-    app = create_app(Settings())
-    schema: dict[str, Any] = app.openapi()
-    return schema
 
 
 def validate_json(text: str | bytes, name: str) -> list[str]:

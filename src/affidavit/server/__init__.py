@@ -10,11 +10,12 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from affidavit.core.settings import Settings
 
-__all__ = ["create_app", "is_loopback", "serve"]
+__all__ = ["create_app", "export_openapi", "is_loopback", "serve"]
 
 
 def create_app(settings: Settings | None = None, **kwargs: Any) -> Any:
@@ -85,3 +86,23 @@ def serve(settings: Settings, *, config: str | None = None) -> None:
         log_level="info",
         access_log=False,  # an access log line holds no key, but keep the terminal quiet
     )
+
+
+def export_openapi(directory: Path | str) -> Path | None:
+    """Write the HTTP API's ``openapi.json`` into ``directory`` (``affidavit export-schemas``).
+
+    Returns None, writing nothing, when the ``server`` extra is not installed.
+    """
+    import json
+
+    try:
+        from affidavit.server.app import create_app as _create
+    except ImportError:
+        return None
+    schema = _create(Settings()).openapi()
+    path = Path(directory) / "openapi.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return path

@@ -347,8 +347,9 @@ async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
             raise AuthError("the Authorization header must be 'Bearer <key>'", status=401)
         token = token.strip()
         # a key seen before is in memory; a new one costs an argon2 check, off the event loop
-        known = state.keys.known(token)
-        info = known or await run_in_threadpool(state.keys.authenticate, token)
+        info = state.keys.known(token)
+        if info is None:
+            info = await run_in_threadpool(state.keys.authenticate, token)
         if scope == "write" and info.scope != "write":
             raise AuthError(
                 f"API key {info.id} ({info.name}) has the read scope; this needs a write key",
