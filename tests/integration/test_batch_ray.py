@@ -81,7 +81,8 @@ def test_check_on_ray_interrupted_and_resumed_equals_one_process(
     ray_cluster: None, env: None, tmp_path: Path
 ) -> None:
     from affidavit.batch.runner import run_batch
-    from affidavit.cli.verify import check_lines, effective_policy
+    from affidavit.cli.verify import check_lines
+    from affidavit.verify.calibration import effective_policy
     from affidavit.verify.cascade import ClaimCascade
 
     text = pairs(400)

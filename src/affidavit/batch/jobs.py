@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from affidavit.core.batch import JobKind, ShardResult
 from affidavit.core.errors import ConfigError
 from affidavit.core.settings import Settings
+
+if TYPE_CHECKING:
+    from affidavit.core.verification import CheckInput, CheckOutput
 
 Row = tuple[int, str]
 """An input line with its 1-based line number."""
@@ -51,8 +54,7 @@ def check_row(lineno: int, raw: str, verifier: Any) -> tuple[dict[str, Any], str
     from pydantic import ValidationError
 
     from affidavit.core.text import find_lone_surrogate
-    from affidavit.core.verification import CheckInput, CheckOutput
-    from affidavit.verify.cascade import chunks_from_texts, claim_from_text
+    from affidavit.core.verification import CheckInput
 
     line_id: Any = None
     try:
@@ -71,18 +73,31 @@ def check_row(lineno: int, raw: str, verifier: Any) -> tuple[dict[str, Any], str
         return error_line(line_id, f"line {lineno}: {where}: {first['msg']}"), "malformed"
     except (ValueError, RecursionError) as exc:
         return error_line(line_id, f"line {lineno}: {exc}"), "malformed"
+    checked, complete = check_one(item, verifier)
+    return checked.to_line(), None if complete else "incomplete"
+
+
+def check_one(item: CheckInput, verifier: Any) -> tuple[CheckOutput, bool]:
+    """Verify one claim against its evidence (``affidavit check`` and ``POST /v1/check``).
+
+    Returns:
+        The output line, and whether the verdict is complete (every stage ran).
+    """
+    from affidavit.core.verification import CheckOutput
+    from affidavit.verify.cascade import chunks_from_texts, claim_from_text
+
     verdict = verifier.verify(
         claim_from_text(item.claim, str(item.id)), chunks_from_texts(item.evidence)
     )
-    row = CheckOutput(
+    out = CheckOutput(
         id=item.id,
         label=verdict.label,
         p_entail=round(verdict.p_entail, 6),
         p_contradict=round(verdict.p_contradict, 6),
         evidence_used=[e.text for e in verdict.evidence],
         error="; ".join(verdict.errors) if verdict.errors else None,
-    ).to_line()
-    return row, None if verdict.complete else "incomplete"
+    )
+    return out, verdict.complete
 
 
 class CheckJob:

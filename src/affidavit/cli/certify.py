@@ -287,12 +287,21 @@ def certificate_show(
 def export_schemas_cmd(
     directory: Annotated[Path, typer.Argument(help="Folder to write <Name>.json files into.")],
 ) -> None:
-    """Write the JSON Schema of every public contract."""
+    """Write the JSON Schema of every public contract, and the HTTP API's openapi.json."""
     from affidavit.certify.schemas import export_schemas
+    from affidavit.server import export_openapi
 
     with usage_errors():
         written = export_schemas(directory)
+        try:
+            openapi = export_openapi(directory)
+        except OSError as exc:
+            raise fail_usage(f"cannot write openapi.json: {exc.strerror or exc}") from None
     typer.echo(f"wrote {len(written)} schemas to {directory}")
+    if openapi is not None:
+        typer.echo(f"wrote {openapi} (the HTTP API)")
+    else:
+        typer.echo('openapi.json not written: pip install "affidavit[server]"', err=True)
 
 
 def validate_cmd(

@@ -328,6 +328,62 @@ class CorrectSettings(Section):
         return v
 
 
+class ServeSettings(Section):
+    """``affidavit serve``: the HTTP API and the web page (see docs/server.md)."""
+
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address to bind; anything but loopback needs an API key configured.",
+    )
+    port: int = Field(default=8000, ge=0, le=65535, description="TCP port (0: any free port).")
+    workers: int = Field(
+        default=1, ge=1, le=64, description="Worker processes (each loads its own models)."
+    )
+    keys_path: Path | None = Field(
+        default=None, description="API key file (argon2 hashes; default <home>/api_keys.json)."
+    )
+    max_body_mb: float = Field(
+        default=4.0, gt=0, description="Largest JSON request body (413 above it)."
+    )
+    max_upload_mb: float = Field(
+        default=20.0, gt=0, description="Largest POST /v1/documents upload (413 above it)."
+    )
+    request_timeout_s: float = Field(
+        default=120.0, gt=0, description="Per-request budget, queue wait included (504 after)."
+    )
+    llm_concurrency: int = Field(
+        default=1, ge=1, description="Questions answered at once (each holds the LLM)."
+    )
+    llm_queue: int = Field(
+        default=4, ge=0, description="Questions allowed to wait for the LLM; more get 503."
+    )
+    verify_concurrency: int = Field(
+        default=2, ge=1, description="Audits and checks run at once (verifier threads)."
+    )
+    verify_queue: int = Field(
+        default=32, ge=0, description="Audits and checks allowed to wait; more get 503."
+    )
+    ingest_queue: int = Field(
+        default=8, ge=1, description="Ingest jobs allowed to wait; more get 503."
+    )
+    retry_after_s: int = Field(
+        default=2, ge=1, description="Retry-After sent with 503 when a queue is full."
+    )
+    rate_limit_per_minute: float = Field(
+        default=600.0, ge=0, description="Requests per minute per key (or client); 0: no limit."
+    )
+    rate_limit_burst: int = Field(
+        default=60, ge=1, description="Requests a key may send at once before the rate applies."
+    )
+    max_check_pairs: int = Field(
+        default=64, ge=1, description="Most claim/evidence pairs in one POST /v1/check."
+    )
+    certify: bool = Field(
+        default=True,
+        description="Sign a certificate for every answer when a signing key is configured.",
+    )
+
+
 # CRAG names of the original design, accepted as flat environment variables.
 LEGACY_ENV = {
     "UPPER_THRESHOLD": ("correct", "upper_threshold"),
@@ -494,6 +550,7 @@ class Settings(BaseSettings):
     certify: CertifySettings = Field(default_factory=CertifySettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     correct: CorrectSettings = Field(default_factory=CorrectSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @classmethod
     def settings_customise_sources(

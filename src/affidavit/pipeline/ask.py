@@ -65,6 +65,7 @@ from affidavit.core.answer import (
 from affidavit.core.correction import CorrectionResult
 from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
 from affidavit.core.policy import ClaimDecision
+from affidavit.core.service import GradingEvent, PipelineEvent, RefinementEvent, RetrievalEvent
 from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Claim, DisplayMode, Hit, Verdict
 from affidavit.generate.base import Generator
@@ -83,6 +84,7 @@ from affidavit.verify.base import ClaimVerifier
 log = logging.getLogger(__name__)
 
 TokenCallback = Callable[[str], None]
+EventCallback = Callable[[PipelineEvent], None]
 
 
 @runtime_checkable
@@ -235,6 +237,7 @@ class AskPipeline:
         mode: DisplayMode | None = None,
         on_token: TokenCallback | None = None,
         certify: Path | str | None = None,
+        on_event: EventCallback | None = None,
     ) -> AskResult:
         """Answer ``question``; stream pieces to ``on_token`` while the model writes.
 
@@ -243,6 +246,8 @@ class AskPipeline:
             mode: display mode (default ``settings.policy.display``).
             on_token: called with each generated piece as it arrives (the provisional text).
             certify: write a signed certificate of the answer to this path.
+            on_event: called with the retrieval, grading and refinement events as each stage
+                ends (the HTTP API streams them); an exception it raises aborts the answer.
 
         Raises:
             RetrievalError: the store could not be searched.
@@ -267,11 +272,16 @@ class AskPipeline:
             with clock.stage("load", "generator model"):
                 load()
 
+        t_stage = time.perf_counter()
         with clock.stage("retrieve"):
             hits = self._retrieve(question)
+        if on_event is not None:
+            on_event(RetrievalEvent(hits=tuple(hits), seconds=time.perf_counter() - t_stage))
 
+        t_stage = time.perf_counter()
         with clock.stage("correct"):
             context, origins, correction = self._correct(question, hits, skipped)
+        correct_seconds = time.perf_counter() - t_stage
 
         with clock.stage("prompt"):
             prompt = build_prompt(question, context, max_chars=self.max_prompt_chars)
@@ -279,6 +289,9 @@ class AskPipeline:
                 skipped.append(f"prompt: {prompt.dropped} passages left out (context budget)")
             context, origins = context[: prompt.used], origins[: prompt.used]
         chunk_ids = [c.id for c in context]
+        if on_event is not None:
+            on_event(_grading_event(correction, skipped))
+            on_event(_refinement_event(correction, context, origins, correct_seconds))
 
         raw, pieces, ttft, gen_seconds = "", 0, None, 0.0
         if not context:
@@ -412,6 +425,31 @@ class AskPipeline:
             ),
             certificate_path=certificate_path,
         )
+
+
+def _grading_event(correction: CorrectionResult | None, skipped: Sequence[str]) -> GradingEvent:
+    if correction is None:
+        note = next((s for s in skipped if s.startswith("correct:")), "corrective stage off")
+        return GradingEvent(note=note)
+    t = correction.trace
+    return GradingEvent(grades=t.grades, classification=t.classification)
+
+
+def _refinement_event(
+    correction: CorrectionResult | None,
+    context: Sequence[Chunk],
+    origins: Sequence[str],
+    seconds: float,
+) -> RefinementEvent:
+    web = correction.trace.web if correction is not None else None
+    return RefinementEvent(
+        context=tuple(context),
+        origins=tuple("web" if o == "web" else "store" for o in origins),
+        dropped=correction.trace.dropped if correction is not None else (),
+        web_ran=web is not None and web.provider != "none",
+        web_query=web.query.query if web is not None and web.query is not None else None,
+        seconds=seconds,
+    )
 
 
 def _trace(

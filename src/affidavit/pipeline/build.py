@@ -124,6 +124,8 @@ def build_pipeline(
     generator: Generator | None = None,
     corrector: Corrector | bool | None = True,
     certify: bool = False,
+    store: Any = None,
+    embedder: Any = None,
 ) -> AskPipeline:
     """Build the ask pipeline with the real components the settings name.
 
@@ -133,6 +135,8 @@ def build_pipeline(
         generator: use this LLM instead of the configured one (tests, a shared instance).
         corrector: True builds the default corrective stage, False/None turns it off, or pass one.
         certify: prepare a signed certificate writer (fails now if no key is configured).
+        store: use this open store instead of opening ``store_path`` (a server shares one).
+        embedder: use this embedder instead of building the configured one.
 
     Raises:
         ConfigError: no store at the path, or an unusable configuration.
@@ -146,12 +150,12 @@ def build_pipeline(
     from affidavit.verify.calibration import effective_policy
     from affidavit.verify.cascade import ClaimCascade
 
-    where = store_path or settings.store.path
-    if settings.store.backend == "local" and not (where / "store.sqlite").exists():
-        raise ConfigError(f"no store at {where} (run `affidavit ingest PATH` first)")
-    store = make_store(settings.store, path=where)
-    embedder: Any = None
-    if settings.retrieve.mode != "bm25":
+    if store is None:
+        where = store_path or settings.store.path
+        if settings.store.backend == "local" and not (where / "store.sqlite").exists():
+            raise ConfigError(f"no store at {where} (run `affidavit ingest PATH` first)")
+        store = make_store(settings.store, path=where)
+    if embedder is None and settings.retrieve.mode != "bm25":
         from affidavit.retrieve.embedders import make_embedder
 
         embedder = make_embedder(settings.embed)

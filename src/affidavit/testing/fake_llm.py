@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -117,6 +118,7 @@ class FakeReply:
     stream_pieces: list[str] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None  # a raw body instead of the completion JSON
+    delay_s: float = 0.0  # pause before each streamed piece (a slow model, for timeouts)
 
 
 class FakeOpenAIServer:
@@ -201,9 +203,14 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(b": keep-alive\n\n")
                 for piece in pieces:
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
                     event = {"choices": [{"index": 0, "delta": {"content": piece}}]}
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
+                    try:
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        return  # the client stopped reading (a cancelled answer)
                 final = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
                 self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
 

@@ -342,3 +342,49 @@ def test_filler_gets_no_fragment_claim() -> None:
 
     assert fragment_claims("Is it?", "Sure.", []) == []
     assert [c.text for c in fragment_claims("When?", "In 1889 [1].", [])] == ["When? In 1889"]
+
+
+def test_on_event_reports_the_stages_in_order() -> None:
+    from affidavit.core.service import GradingEvent, RefinementEvent, RetrievalEvent
+
+    seen: list[object] = []
+    order: list[str] = []
+    pipe = AskPipeline(
+        retriever=ListRetriever([PARIS, TOWER]),
+        generator=FakeGenerator(["Paris is the capital of France [1]."]),
+        extractor=RuleBasedExtractor(),
+        verifier=WordVerifier(),
+        settings=load_settings(),
+    )
+    result = pipe.ask(
+        "What is the capital of France?",
+        on_event=lambda e: (seen.append(e), order.append(e.kind)),
+        on_token=lambda piece: order.append("token"),
+    )
+    assert order[:3] == ["retrieval", "grading", "refinement"]
+    assert set(order[3:]) == {"token"}
+    retrieval, grading, refinement = seen
+    assert isinstance(retrieval, RetrievalEvent) and len(retrieval.hits) == 2
+    assert isinstance(grading, GradingEvent) and grading.classification is None
+    assert "no corrective stage" in grading.note
+    assert isinstance(refinement, RefinementEvent)
+    assert refinement.context == result.trace.context
+    assert refinement.origins == ("store", "store") and not refinement.web_ran
+
+
+def test_an_event_callback_that_raises_aborts_the_answer() -> None:
+    class Stop(Exception):
+        pass
+
+    def stop(event: object) -> None:
+        raise Stop
+
+    pipe = AskPipeline(
+        retriever=ListRetriever([PARIS]),
+        generator=FakeGenerator(["Paris is the capital of France [1]."]),
+        extractor=RuleBasedExtractor(),
+        verifier=WordVerifier(),
+        settings=load_settings(),
+    )
+    with pytest.raises(Stop):
+        pipe.ask("What is the capital of France?", on_event=stop)

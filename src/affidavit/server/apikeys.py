@@ -1,0 +1,218 @@
+"""API keys of ``affidavit serve``: created, listed and revoked by ``affidavit keys api``.
+
+A key is the token ``afd_<id>_<secret>``; the file (``serve.keys_path``, default
+``<home>/api_keys.json``, mode 0600) holds only its id, name, scope and an argon2id hash of the
+whole token, so a leaked file gives no usable key. The token is shown once, at creation, and is
+never logged. A running server re-reads the file when it changes, so a revocation takes effect
+at the next request.
+
+argon2 is deliberately slow (tens of milliseconds a check); a server remembers the tokens it
+has already checked in memory (by their sha256, for the life of the process and only until the
+file changes) so that a key costs one argon2 check, not one per request.
+
+Example:
+    >>> store = ApiKeyStore(tmp_path / "keys.json")  # doctest: +SKIP
+    >>> token, info = store.create("ci", "read")  # doctest: +SKIP
+    >>> store.authenticate(token).scope  # doctest: +SKIP
+    'read'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from affidavit.core.errors import AffidavitError, ConfigError, MissingDependencyError
+from affidavit.core.service import ApiKeyInfo, ApiScope
+from affidavit.core.settings import Settings
+
+__all__ = ["ApiKeyStore", "AuthError", "default_keys_path"]
+
+_PREFIX = "afd_"
+
+
+class AuthError(AffidavitError):
+    """A request's credentials are missing or wrong (401) or not enough (403)."""
+
+    stage = "serve"
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def default_keys_path(settings: Settings) -> Path:
+    """``serve.keys_path``, else ``<home>/api_keys.json``."""
+    return settings.serve.keys_path or settings.resolved_home() / "api_keys.json"
+
+
+def _hasher() -> Any:
+    try:
+        from argon2 import PasswordHasher
+    except ImportError as exc:
+        raise MissingDependencyError("argon2-cffi", "server", purpose="API keys") from exc
+    return PasswordHasher()
+
+
+class ApiKeyStore:
+    """The API key file; every method re-reads it, so several processes share one file.
+
+    Args:
+        path: the key file (created on the first ``create``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._checked: dict[str, ApiKeyInfo] = {}
+        self._seen_mtime: float | None = None
+        self._records: list[dict[str, Any]] = []
+
+    # -- the file ------------------------------------------------------------------------------
+
+    def _read(self) -> list[dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ConfigError(f"cannot read API keys {self.path}: {exc.strerror}") from exc
+        try:
+            data = json.loads(raw)
+            keys = data["keys"]
+            if not isinstance(keys, list):
+                raise TypeError("keys is not a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"API key file {self.path} is damaged: {exc}") from exc
+        return [k for k in keys if isinstance(k, dict)]
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"keys": records}, fh, indent=1)
+        os.replace(tmp, self.path)
+
+    def _refresh(self) -> list[dict[str, Any]]:
+        try:
+            mtime: float | None = self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        if mtime != self._seen_mtime:
+            self._records = self._read()
+            self._checked.clear()  # a revoked key must not live on in the cache
+            self._seen_mtime = mtime
+        return self._records
+
+    @staticmethod
+    def _info(rec: dict[str, Any]) -> ApiKeyInfo:
+        return ApiKeyInfo(
+            id=rec["id"],
+            name=rec["name"],
+            scope=rec["scope"],
+            created_at=rec["created_at"],
+            revoked_at=rec.get("revoked_at"),
+        )
+
+    # -- management ----------------------------------------------------------------------------
+
+    def create(self, name: str, scope: ApiScope) -> tuple[str, ApiKeyInfo]:
+        """Make a key; returns the token (shown once) and its listing."""
+        if not name.strip():
+            raise ConfigError("an API key needs a non-empty --name")
+        if scope not in ("read", "write"):
+            raise ConfigError(f"scope must be read or write, got {scope!r}")
+        with self._lock:
+            records = self._read()
+            key_id = secrets.token_hex(4)
+            while any(r["id"] == key_id for r in records):
+                key_id = secrets.token_hex(4)
+            token = f"{_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+            rec = {
+                "id": key_id,
+                "name": name.strip(),
+                "scope": scope,
+                "hash": _hasher().hash(token),
+                "created_at": datetime.now(UTC).isoformat(),
+                "revoked_at": None,
+            }
+            records.append(rec)
+            self._write(records)
+        return token, self._info(rec)
+
+    def list(self) -> list[ApiKeyInfo]:
+        """Every key, revoked ones included (no secrets)."""
+        return [self._info(r) for r in self._read()]
+
+    def revoke(self, key_id: str) -> ApiKeyInfo:
+        """Revoke a key by id (or by its whole token).
+
+        Raises:
+            ConfigError: no such key.
+        """
+        if key_id.startswith(_PREFIX):
+            key_id = key_id[len(_PREFIX) :].split("_", 1)[0]
+        with self._lock:
+            records = self._read()
+            for rec in records:
+                if rec["id"] == key_id:
+                    if rec.get("revoked_at") is None:
+                        rec["revoked_at"] = datetime.now(UTC).isoformat()
+                        self._write(records)
+                    return self._info(rec)
+        raise ConfigError(f"no API key with id {key_id!r} (see `affidavit keys api list`)")
+
+    # -- checking ------------------------------------------------------------------------------
+
+    def active(self) -> bool:
+        """True when at least one key is not revoked (the server then requires a key)."""
+        with self._lock:
+            return any(r.get("revoked_at") is None for r in self._refresh())
+
+    def known(self, token: str) -> ApiKeyInfo | None:
+        """The key of a token already checked since the file last changed (no argon2), or None."""
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            self._refresh()
+            return self._checked.get(digest)
+
+    def authenticate(self, token: str) -> ApiKeyInfo:
+        """The key a bearer token belongs to.
+
+        Raises:
+            AuthError: (401) malformed, unknown or revoked token.
+        """
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            records = self._refresh()
+            known = self._checked.get(digest)
+            if known is not None:
+                return known
+            if not token.startswith(_PREFIX) or token.count("_") < 2:
+                raise AuthError(
+                    "the bearer token is not an affidavit API key (afd_<id>_<secret>)", status=401
+                )
+            key_id = token[len(_PREFIX) :].split("_", 1)[0]
+            rec = next((r for r in records if r["id"] == key_id), None)
+        if rec is None:
+            raise AuthError("unknown API key", status=401)
+        hasher = _hasher()
+        from argon2.exceptions import VerificationError
+
+        try:
+            hasher.verify(rec["hash"], token)
+        except VerificationError:
+            raise AuthError("unknown API key", status=401) from None
+        if rec.get("revoked_at") is not None:
+            raise AuthError(f"API key {key_id} was revoked at {rec['revoked_at']}", status=401)
+        info = self._info(rec)
+        with self._lock:
+            self._checked[digest] = info
+        return info

@@ -1,0 +1,659 @@
+"""The FastAPI application of ``affidavit serve``: the one module that imports fastapi/starlette.
+
+Request and response bodies are the library's contracts (``affidavit.core``); errors are
+:class:`~affidavit.core.service.ApiError` with a distinct status each (400 bad input, 401 no or
+bad key, 403 key lacks the scope, 404, 413 body too large, 422 invalid fields, 429 rate limit,
+503 queue full or models loading, with ``Retry-After``, 504 past the request budget).
+Models load once, in a background thread at start-up (``/readyz`` says when they are ready);
+blocking work runs in bounded work queues (:mod:`affidavit.server.limits`), never on the event
+loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+from affidavit.core.errors import (
+    AffidavitError,
+    ConfigError,
+    GenerationError,
+    InputError,
+    MissingDependencyError,
+    RetrievalError,
+    StoreError,
+)
+
+try:
+    from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from fastapi.staticfiles import StaticFiles
+    from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as exc:  # pragma: no cover - the server extra installs them
+    raise MissingDependencyError("fastapi", "server", purpose="affidavit serve") from exc
+
+from affidavit.core.certificate import CertificateVerification
+from affidavit.core.report import AuditReport
+from affidavit.core.service import (
+    ApiError,
+    ApiScope,
+    AskRequest,
+    AskResponse,
+    AuditInput,
+    CertificateEvent,
+    ClaimEvent,
+    ErrorEvent,
+    IngestJob,
+    PublicKeyInfo,
+    Readiness,
+    ResultEvent,
+    SearchResponse,
+    TokenEvent,
+)
+from affidavit.core.settings import Settings, load_settings
+from affidavit.core.types import EnforcementMode
+from affidavit.core.verification import CheckInput, CheckOutput
+from affidavit.server.apikeys import ApiKeyStore, AuthError, default_keys_path
+from affidavit.server.jobs import IngestJobs
+from affidavit.server.limits import Cancelled, QueueFull, RateLimited, RateLimiter, Timeout
+from affidavit.server.limits import WorkQueue as _WorkQueue
+from affidavit.server.metrics import CONTENT_TYPE, Metrics
+from affidavit.server.services import NotReady, Services
+
+log = logging.getLogger(__name__)
+
+__all__ = ["create_app"]
+
+_ERRORS: dict[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid",
+    429: "rate_limited",
+    500: "internal",
+    502: "upstream_failed",
+    503: "unavailable",
+    504: "timeout",
+}
+
+# every documented error answer carries an ApiError body
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ApiError, "description": name.replace("_", " ")}
+    for code, name in _ERRORS.items()
+    if code not in (404, 405, 415, 500, 502)
+}
+
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+def _error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body = ApiError(status=status, error=code or _ERRORS.get(status, "error"), message=message)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+class TooLarge(StarletteHTTPException):
+    """The request body is over the limit (413); raised while the body is read."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413, f"the request body is larger than {limit} bytes (serve.max_body_mb, max_upload_mb)"
+        )
+
+
+def _status_of(exc: AffidavitError) -> tuple[int, dict[str, str]]:
+    """HTTP status and headers for a library error."""
+    if isinstance(exc, AuthError):
+        hdr = {"WWW-Authenticate": 'Bearer realm="affidavit"'} if exc.status == 401 else {}
+        return exc.status, hdr
+    if isinstance(exc, QueueFull | NotReady):
+        return 503, {"Retry-After": str(_RETRY_AFTER.get())}
+    if isinstance(exc, RateLimited):
+        return 429, {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+    if isinstance(exc, Timeout):
+        return 504, {}
+    if isinstance(exc, ConfigError | InputError):
+        return 400, {}
+    if isinstance(exc, GenerationError):
+        return 502, {}
+    if isinstance(exc, StoreError | RetrievalError):
+        return 503, {"Retry-After": str(_RETRY_AFTER.get())}
+    return 500, {}
+
+
+class _RetryAfter:
+    # the Retry-After hint comes from settings; one value per process is enough
+    value = 2
+
+    def get(self) -> int:
+        return self.value
+
+
+_RETRY_AFTER = _RetryAfter()
+
+
+class _Limits:
+    """ASGI middleware: body size limit (413) and request metrics, around everything else."""
+
+    def __init__(self, app: Any, *, state: _State) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        serve = self.state.settings.serve
+        upload = scope["path"] == "/v1/documents"
+        limit = int((serve.max_upload_mb if upload else serve.max_body_mb) * 1024 * 1024)
+        start = time.perf_counter()
+        status = {"code": 500}
+
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            length = dict(scope.get("headers") or []).get(b"content-length")
+            if length is not None and length.isdigit() and int(length) > limit:
+                self.state.metrics.rejections.labels(reason="too_large").inc()
+                await _error(413, TooLarge(limit).detail)(scope, receive, sending)
+                return
+            seen = 0
+
+            async def limited() -> MutableMapping[str, Any]:
+                nonlocal seen
+                message = await receive()
+                if message["type"] == "http.request":
+                    seen += len(message.get("body", b""))
+                    if seen > limit:
+                        self.state.metrics.rejections.labels(reason="too_large").inc()
+                        raise TooLarge(limit)
+                return message
+
+            await self.app(scope, limited, sending)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or (
+                "/static" if scope["path"].startswith("/static/") else "unmatched"
+            )
+            self.state.metrics.requests.labels(
+                method=scope["method"], route=path, status=str(status["code"])
+            ).inc()
+            self.state.metrics.latency.labels(route=path).observe(time.perf_counter() - start)
+
+
+class _State:
+    """Everything one app holds: settings, components, queues, keys, limits, metrics."""
+
+    def __init__(self, settings: Settings, services: Services | None = None) -> None:
+        serve = settings.serve
+        self.settings = settings
+        self.services = services or Services(settings)
+        self.metrics = Metrics()
+        self.keys = ApiKeyStore(default_keys_path(settings))
+        self.rate = RateLimiter(
+            per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst
+        )
+        self.llm = _WorkQueue("llm", concurrency=serve.llm_concurrency, max_waiting=serve.llm_queue)
+        self.verify = _WorkQueue(
+            "verify", concurrency=serve.verify_concurrency, max_waiting=serve.verify_queue
+        )
+        self.jobs = IngestJobs(
+            self._ingest, settings.resolved_home() / "uploads", max_queued=serve.ingest_queue
+        )
+        self.metrics.watch_queue("llm", lambda: self.llm.depth)
+        self.metrics.watch_queue("verify", lambda: self.verify.depth)
+        self.metrics.watch_queue("ingest", lambda: self.jobs.depth)
+        _RETRY_AFTER.value = serve.retry_after_s
+
+    def _ingest(self, folder: Any) -> Any:
+        self.services.require()
+        return self.services.ingest(folder)
+
+    def close(self) -> None:
+        self.llm.close()
+        self.verify.close()
+        self.jobs.close()
+
+
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+    """The ASGI app; models load in a background thread when it starts.
+
+    Args:
+        settings: the effective settings (default: ``load_settings()``).
+        services: components to use instead of loading them (tests, embedding in an app).
+
+    Example:
+        >>> app = create_app()  # doctest: +SKIP
+        >>> import uvicorn; uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+    """
+    settings = settings or load_settings()
+    state = _State(settings, services)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not state.services.ready:
+            threading.Thread(target=state.services.load, name="affidavit-load", daemon=True).start()
+        yield
+        state.close()
+
+    app = FastAPI(
+        title="affidavit",
+        version=_version(),
+        summary="Answers questions from your documents and proves every sentence it shows.",
+        description=(
+            "Every body is a contract of the affidavit library. With API keys configured, send "
+            "`Authorization: Bearer <key>`; read keys ask, audit, check and search, write keys "
+            "also upload documents."
+        ),
+        lifespan=lifespan,
+        responses=_ERROR_RESPONSES,
+        # FastAPI's /docs and /redoc pages load their scripts from a CDN: not served, so that
+        # nothing here runs third-party code (the schema itself is at /openapi.json)
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.affidavit = state
+    _handlers(app, state)
+    _routes(app, state)
+    web = resources.files("affidavit.server") / "web"
+    app.mount("/static", StaticFiles(directory=str(web)), name="static")
+    app.add_middleware(_Limits, state=state)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("affidavit")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _handlers(app: FastAPI, state: _State) -> None:
+    @app.exception_handler(AffidavitError)
+    async def library_error(request: Request, exc: AffidavitError) -> JSONResponse:
+        status, headers = _status_of(exc)
+        if status >= 500 and status not in (503, 504):
+            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+        reason = {401: "unauthorized", 403: "forbidden", 429: "rate_limited", 504: "timeout"}
+        if isinstance(exc, QueueFull):
+            state.metrics.rejections.labels(reason="queue_full").inc()
+        elif status in reason:
+            state.metrics.rejections.labels(reason=reason[status]).inc()
+        code = "queue_full" if isinstance(exc, QueueFull) else None
+        code = "not_ready" if isinstance(exc, NotReady) else code
+        return _error(status, exc.message, code=code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for e in exc.errors()[:5]:
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+            parts.append(f"{loc}: {e.get('msg', 'invalid')}")
+        return _error(422, "; ".join(parts) or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s crashed", request.method, request.url.path)
+        return _error(500, f"internal error ({type(exc).__name__}); see the server log")
+
+
+async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
+    """Check the bearer key (when keys are configured) and the rate limit; returns the caller."""
+    if state.keys.active():
+        header = request.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        if not header:
+            raise AuthError(
+                "this server requires an API key: send 'Authorization: Bearer <key>' "
+                "(create one with `affidavit keys api create --name NAME`)",
+                status=401,
+            )
+        if kind.lower() != "bearer" or not token.strip():
+            raise AuthError("the Authorization header must be 'Bearer <key>'", status=401)
+        token = token.strip()
+        # a key seen before is in memory; a new one costs an argon2 check, off the event loop
+        info = state.keys.known(token)
+        if info is None:
+            info = await run_in_threadpool(state.keys.authenticate, token)
+        if scope == "write" and info.scope != "write":
+            raise AuthError(
+                f"API key {info.id} ({info.name}) has the read scope; this needs a write key",
+                status=403,
+            )
+        caller = f"key:{info.id}"
+    else:
+        caller = f"ip:{request.client.host if request.client else 'unknown'}"
+    state.rate.check(caller)
+    return caller
+
+
+def _routes(app: FastAPI, state: _State) -> None:
+    services = state.services
+    serve = state.settings.serve
+
+    async def reader(request: Request) -> str:
+        return await _caller(request, "read", state)
+
+    async def writer(request: Request) -> str:
+        return await _caller(request, "write", state)
+
+    # -- the page ------------------------------------------------------------------------------
+
+    @app.get("/", include_in_schema=False)
+    def page() -> HTMLResponse:
+        html = (resources.files("affidavit.server") / "web" / "index.html").read_text("utf-8")
+        return HTMLResponse(
+            html,
+            headers={
+                "Content-Security-Policy": _CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+
+    # -- health --------------------------------------------------------------------------------
+
+    @app.get("/healthz", tags=["health"], summary="The process is up.")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        summary="Models loaded and store readable (503 until then).",
+        response_model=Readiness,
+        responses={503: {"model": Readiness, "description": "not ready"}},
+    )
+    def readyz() -> JSONResponse:
+        ready = services.readiness()
+        return JSONResponse(
+            ready.model_dump(mode="json"),
+            status_code=200 if ready.ready else 503,
+            headers=None if ready.ready else {"Retry-After": str(serve.retry_after_s)},
+        )
+
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        summary="Prometheus metrics.",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    def metrics() -> Response:
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE)
+
+    # -- ask -----------------------------------------------------------------------------------
+
+    @app.post(
+        "/v1/ask",
+        tags=["ask"],
+        summary="Answer a question; every shown sentence verified (JSON, or SSE when asked).",
+        response_model=AskResponse,
+        responses={
+            200: {
+                "content": {
+                    "text/event-stream": {
+                        "schema": {
+                            "type": "string",
+                            "description": "Events retrieval, grading, refinement, token..., "
+                            "claim..., certificate, then result or error; each `data:` is the "
+                            "JSON of the event's contract (affidavit.core.service).",
+                        }
+                    }
+                }
+            }
+        },
+    )
+    async def ask(body: AskRequest, request: Request, caller: str = Depends(reader)) -> Any:
+        services.require()
+        ticket = state.llm.enter()  # full: 503 now, before any stream starts
+        if "text/event-stream" in request.headers.get("accept", ""):
+            return StreamingResponse(
+                _event_stream(state, body, ticket),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
+        try:
+            response = await ticket.run(lambda: services.ask(body), timeout=serve.request_timeout_s)
+        except BaseException:
+            ticket.leave()
+            raise
+        _count_ask(state, response)
+        return _json(response)
+
+    # -- audit, check --------------------------------------------------------------------------
+
+    @app.post(
+        "/v1/audit",
+        tags=["audit"],
+        summary="The provenance audit (the JSON `affidavit audit` reads; its --json report).",
+        response_model=AuditReport,
+    )
+    async def audit(
+        body: AuditInput,
+        mode: Annotated[EnforcementMode | None, Query(description="Overrides audit.mode.")] = None,
+        verify: Annotated[
+            bool, Query(description="Also run the entailment verifier (audit.use_verifier).")
+        ] = False,
+        caller: str = Depends(reader),
+    ) -> Any:
+        services.require()
+        report = await state.verify.run(
+            lambda: services.audit(body, mode=mode, verify=verify),
+            timeout=serve.request_timeout_s,
+        )
+        for c in report.claims:
+            state.metrics.verdicts.labels(
+                endpoint="audit", outcome="supported" if c.supported else "unsupported"
+            ).inc()
+        return _json(report)
+
+    @app.post(
+        "/v1/check",
+        tags=["verify"],
+        summary="Verify claims against evidence, one pair or a list (as `affidavit check`).",
+        response_model=CheckOutput | list[CheckOutput],
+    )
+    async def check(body: CheckInput | list[CheckInput], caller: str = Depends(reader)) -> Any:
+        services.require()
+        items = body if isinstance(body, list) else [body]
+        if len(items) > serve.max_check_pairs:
+            raise InputError(
+                f"{len(items)} pairs in one request; at most {serve.max_check_pairs} "
+                "(serve.max_check_pairs)"
+            )
+        out = await state.verify.run(lambda: services.check(items), timeout=serve.request_timeout_s)
+        for row in out:
+            state.metrics.verdicts.labels(endpoint="check", outcome=row.label).inc()
+        return _json(out if isinstance(body, list) else out[0])
+
+    # -- search, documents, jobs ---------------------------------------------------------------
+
+    @app.get(
+        "/v1/search",
+        tags=["store"],
+        summary="Search the store (as `affidavit search`).",
+        response_model=SearchResponse,
+    )
+    async def search(
+        q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
+        k: Annotated[int, Query(ge=1, le=100, description="Hits to return.")] = 10,
+        mode: Annotated[
+            Literal["bm25", "dense", "hybrid"] | None,
+            Query(description="Ranking (default retrieve.mode)."),
+        ] = None,
+        caller: str = Depends(reader),
+    ) -> Any:
+        services.require()
+        chosen = mode or state.settings.retrieve.mode
+        found = await state.verify.run(
+            lambda: services.search(q, k, chosen), timeout=serve.request_timeout_s
+        )
+        return _json(found)
+
+    @app.post(
+        "/v1/documents",
+        tags=["store"],
+        status_code=202,
+        summary="Upload files to ingest; returns a job to poll at /v1/jobs/{id}.",
+        response_model=IngestJob,
+    )
+    async def documents(
+        files: Annotated[list[UploadFile], File(description="PDF, DOCX, HTML, text, JSONL.")],
+        caller: str = Depends(writer),
+    ) -> IngestJob:
+        services.require()
+        data = [(f.filename or "upload", await f.read()) for f in files]
+        return state.jobs.submit(data)
+
+    @app.get(
+        "/v1/jobs/{job_id}",
+        tags=["store"],
+        summary="An ingest job: queued, running, done or failed, with each file's outcome.",
+        response_model=IngestJob,
+        responses={404: {"model": ApiError, "description": "no such job"}},
+    )
+    async def job(job_id: str, caller: str = Depends(reader)) -> IngestJob:
+        found = state.jobs.get(job_id)
+        if found is None:
+            raise StarletteHTTPException(404, f"no job {job_id!r} (jobs live in server memory)")
+        return found
+
+    # -- certificates --------------------------------------------------------------------------
+
+    @app.post(
+        "/v1/certificates/verify",
+        tags=["certify"],
+        summary="Check a certificate: schema, signature, trusted signer, evidence hashes.",
+        response_model=CertificateVerification,
+    )
+    async def verify_certificate(
+        body: dict[str, Any], caller: str = Depends(reader)
+    ) -> CertificateVerification:
+        services.require()
+        return await state.verify.run(
+            lambda: services.verify_certificate(body), timeout=serve.request_timeout_s
+        )
+
+    @app.get(
+        "/v1/keys/public",
+        tags=["certify"],
+        summary="The public key this server signs certificates with.",
+        response_model=PublicKeyInfo,
+        responses={404: {"model": ApiError, "description": "no signing key"}},
+    )
+    async def public_key(caller: str = Depends(reader)) -> PublicKeyInfo:
+        services.require()
+        info = services.public_key()
+        if info is None:
+            raise StarletteHTTPException(
+                404, f"this server has no signing key ({services.signing_note})"
+            )
+        return info
+
+
+def _json(model: Any) -> Response:
+    # the body is already a validated contract: skip FastAPI's re-validation and re-encoding
+    if isinstance(model, list):
+        body = "[" + ",".join(m.model_dump_json() for m in model) + "]"
+    else:
+        body = model.model_dump_json()
+    return Response(body, media_type="application/json")
+
+
+def _count_ask(state: _State, response: AskResponse) -> None:
+    for c in response.result.claims:
+        state.metrics.verdicts.labels(endpoint="ask", outcome=c.decision).inc()
+
+
+def _sse(event: Any) -> bytes:
+    return f"event: {event.kind}\ndata: {event.model_dump_json()}\n\n".encode()
+
+
+_DONE = object()
+
+
+async def _event_stream(state: _State, body: AskRequest, ticket: Any) -> AsyncIterator[bytes]:
+    """The events of one streamed answer; a client that goes away stops the work (and its slot)."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[Any] = asyncio.Queue()
+
+    def push(event: Any) -> None:  # called in the worker thread
+        if ticket.cancel.is_set():
+            raise Cancelled("the client went away")
+        loop.call_soon_threadsafe(events.put_nowait, event)
+
+    def work() -> AskResponse:
+        return state.services.ask(
+            body, on_token=lambda piece: push(TokenEvent(text=piece)), on_event=push
+        )
+
+    task = asyncio.ensure_future(ticket.run(work, timeout=state.settings.serve.request_timeout_s))
+    task.add_done_callback(lambda _: events.put_nowait(_DONE))
+    try:
+        while True:
+            event = await events.get()
+            if event is _DONE:
+                break
+            yield _sse(event)
+        try:
+            response: AskResponse = task.result()
+        except AffidavitError as exc:
+            status, _ = _status_of(exc)
+            error = ApiError(status=status, error=_ERRORS.get(status, "error"), message=exc.message)
+            yield _sse(ErrorEvent(error=error))
+            return
+        _count_ask(state, response)
+        for outcome in response.result.claims:
+            yield _sse(ClaimEvent(outcome=outcome))
+        if response.certificate is not None:
+            yield _sse(CertificateEvent(certificate=response.certificate))
+        yield _sse(ResultEvent(response=response))
+    finally:
+        ticket.leave()
+        if not task.done():
+            ticket.cancel.set()
+            task.cancel()
+
+
+def app_from_environment() -> Any:
+    """The uvicorn factory ``affidavit serve`` starts (settings from TOML and environment)."""
+    import os
+
+    config = os.environ.get("AFFIDAVIT_SERVE_CONFIG") or None
+    return create_app(load_settings(config))

@@ -1,0 +1,174 @@
+"""The web page in headless Chromium (Debian's, driven by Playwright) against a real server.
+
+Asks a question on the sample corpus, watches the answer stream, opens a claim's evidence, reads
+the trace, downloads the certificate and verifies it on the verify view, runs an audit, and
+checks the phone-width layout. Each view is saved as a PNG under tests/output/server/screens/.
+Skips (with the reason) when Playwright or a Chromium binary is not available.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from affidavit.testing.server import ServedApi as Server
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.browser]
+
+SCREENS = Path(__file__).resolve().parents[3] / "tests" / "output" / "server" / "screens"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+# counts how often the answer box changed while it was provisional (tokens streaming in)
+STREAM_PROBE = """
+window.__streamed = 0;
+document.addEventListener("DOMContentLoaded", () => {
+  const box = document.getElementById("answer");
+  new MutationObserver(() => {
+    if (box.classList.contains("provisional") && box.textContent) window.__streamed += 1;
+  }).observe(box, { childList: true, characterData: true, subtree: true });
+});
+"""
+
+
+def _chromium() -> str:
+    found = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
+    found = found or shutil.which("chromium-browser")
+    if not found:
+        pytest.skip("no Chromium binary (apt-get install chromium; .ci/run does it)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    exe = _chromium()
+    with sync_api.sync_playwright() as pw:
+        try:
+            b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        except Exception as exc:  # a broken browser install is an environment problem
+            pytest.skip(f"Chromium at {exe} does not start: {exc}")
+        yield b
+        b.close()
+
+
+def test_page_ask_evidence_trace_certificate_audit(
+    browser: Any, served: Server, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.add_init_script(STREAM_PROBE)
+    page.goto(served.url + "/")
+
+    # the key field, then a question, by keyboard
+    page.click("summary")
+    page.fill("#api-key", served.keys["write"])
+    page.fill("#question", "Who discovered polonium?")
+    page.select_option("#mode", "mixed")
+    page.focus("#ask-button")
+    page.keyboard.press("Enter")
+    expect(page.locator("#ask-status")).to_contain_text("done:", timeout=60_000)
+    # the pieces were shown one by one, before the verified rendering replaced them
+    assert int(page.get_attribute("#answer", "data-pieces") or 0) > 5
+    assert page.evaluate("window.__streamed") > 3, "the answer did not stream in"
+
+    verified = page.locator(".sentence.verified").first
+    expect(verified).to_be_visible()
+    assert (
+        page.locator(
+            "#answer .sentence.verified, #answer .sentence.contradicted, "
+            "#answer .sentence.unverified"
+        ).count()
+        >= 2
+    )
+    verified.focus()
+    page.keyboard.press("Enter")
+    evidence = page.locator("#evidence")
+    expect(evidence).to_be_visible()
+    expect(evidence.locator("mark").first).to_contain_text("polonium")
+    expect(evidence).to_contain_text("p_entail")
+    expect(evidence.locator("table.checks, .empty").first).to_be_visible()
+    page.screenshot(path=str(SCREENS / "ask.png"), full_page=True)
+
+    page.click("#tab-trace")
+    trace = page.locator("#trace")
+    expect(trace).to_contain_text("Retrieved chunks and grades")
+    expect(trace).to_contain_text("thresholds")
+    expect(trace).to_contain_text("Timings")
+    assert trace.locator("table").first.locator("tbody tr").count() >= 3
+    page.screenshot(path=str(SCREENS / "trace.png"), full_page=True)
+
+    # the certificate: download it, then verify the downloaded file on the verify view
+    page.keyboard.press("ArrowRight")  # keyboard tab switching
+    expect(page.locator("#view-cert")).to_be_visible()
+    with page.expect_download() as dl:
+        page.click("#cert-download")
+    saved = tmp_path / "answer.cert.json"
+    dl.value.save_as(saved)
+    cert = json.loads(saved.read_text())
+    assert cert["signature"] and cert["key_id"]
+    page.set_input_files("#cert-file", str(saved))
+    expect(page.locator("#verify-result")).to_contain_text("VALID", timeout=20_000)
+    expect(page.locator("#verify-result .valid")).to_be_visible()
+    page.screenshot(path=str(SCREENS / "certificate.png"), full_page=True)
+    cert["answer"] = cert["answer"] + " Also, the Moon."
+    forged = tmp_path / "forged.cert.json"
+    forged.write_text(json.dumps(cert))
+    page.set_input_files("#cert-file", str(forged))
+    expect(page.locator("#verify-result .invalid")).to_have_text("INVALID", timeout=20_000)
+    expect(page.locator("#verify-result")).to_contain_text("signature")
+    page.screenshot(path=str(SCREENS / "certificate-invalid.png"), full_page=True)
+
+    # the audit view; untrusted text stays text
+    page.click("#tab-audit")
+    page.fill("#audit-query", "When did the Forth Bridge open?")
+    page.fill(
+        "#audit-chunks",
+        "url: https://example.org/forth\nThe Forth Bridge opened on 4 March 1890.\n\n"
+        '<img src=x onerror="window.__pwned=1"> lighthouses',
+    )
+    page.fill("#audit-response", "The Forth Bridge opened on 4 March 1890. It opened in 1990.")
+    page.click("#audit-form button[type=submit]")
+    report = page.locator("#audit-report")
+    expect(report).to_contain_text("TRUST", timeout=20_000)
+    expect(report).to_contain_text("compliance")
+    expect(report).to_contain_text("https://example.org/forth")
+    assert page.locator("#audit-report img").count() == 0
+    assert page.evaluate("window.__pwned === undefined")
+    page.screenshot(path=str(SCREENS / "audit.png"), full_page=True)
+
+    # a phone-width screen: nothing wider than the viewport
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.click("#tab-ask")
+    page.screenshot(path=str(SCREENS / "ask-phone.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 392
+
+    # strict mode: what is not verified is withheld, and shown as such
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.select_option("#mode", "strict")
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_contain_text("(strict mode)", timeout=60_000)
+    expect(page.locator("#answer .sentence.withheld").first).to_be_visible()
+    expect(page.locator("#answer-note")).to_contain_text("Withheld")
+    page.screenshot(path=str(SCREENS / "ask-strict.png"), full_page=True)
+    assert not errors, errors
+    context.close()
