@@ -10,11 +10,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from affidavit.audit.auditor import Auditor, ChunkLike, ConfigLike, resolve_settings, to_chunks
 from affidavit.audit.matcher import EvidenceIndex, ExactBM25
+from affidavit.concurrency import offload
 from affidavit.claims.base import ClaimExtractor
 from affidavit.core.report import AuditReport
 from affidavit.core.types import Chunk
@@ -68,7 +68,11 @@ async def aaudit(
     extractor: ClaimExtractor | None = None,
     verifier: ClaimVerifier | None = None,
 ) -> AuditReport:
-    """:func:`audit` in a worker thread, so the event loop keeps running.
+    """:func:`audit` in the shared worker pool, so the event loop keeps running.
+
+    At most :func:`affidavit.concurrency.max_workers` audits run at once; the rest wait without
+    blocking the loop. A cancelled call that has not started is dropped; the audit itself is pure,
+    so cancelling one that is running leaves nothing half-written.
 
     Example:
         >>> import asyncio
@@ -76,7 +80,7 @@ async def aaudit(
         >>> r.compliance_rate
         1.0
     """
-    return await asyncio.to_thread(
+    return await offload(
         audit, query, chunks, response, config, extractor=extractor, verifier=verifier
     )
 

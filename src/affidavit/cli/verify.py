@@ -18,6 +18,7 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from affidavit.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, cli_settings, usage_errors
+from affidavit.pipeline.check import effective_policy
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -29,24 +30,6 @@ def _overrides(cascade: str | None, threads: int | None) -> dict[str, Any]:
     if threads:
         verify["threads"] = threads
     return {"verify": verify} if verify else {}
-
-
-def effective_policy(settings: Any) -> Any:
-    """The policy thresholds to verify with: explicit settings win; otherwise the preset, with the
-    model's dev-tuned values from its config.json when it has them."""
-    from affidavit.core.errors import AffidavitError
-    from affidavit.verify.calibration import preset_thresholds
-    from affidavit.verify.crossencoder import packaged_model_dir, read_config
-
-    pol = settings.policy
-    if {"tau_entail", "tau_contradict"} & pol.model_fields_set:
-        return pol
-    try:
-        extra = read_config(settings.verify.model_path or packaged_model_dir()).model_extra or {}
-    except AffidavitError:
-        return pol
-    tau_e, tau_c = preset_thresholds(pol.preset, extra)
-    return pol.model_copy(update={"tau_entail": tau_e, "tau_contradict": tau_c})
 
 
 def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
