@@ -1,0 +1,189 @@
+"""The async entry points keep the event loop responsive and bound their concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import doctest
+import importlib
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import affidavit
+from affidavit import concurrency
+from affidavit.core.types import Chunk, Hit
+
+CHUNKS = [
+    {
+        "text": f"The Forth Bridge opened on 4 March 1890 and carries trains number {i}. "
+        "It spans the Firth of Forth near Edinburgh in Scotland.",
+        "url": f"https://example.org/forth/{i}",
+    }
+    for i in range(40)
+]
+ANSWER = "The Forth Bridge opened on 4 March 1925. It spans the Firth of Forth near Edinburgh."
+
+
+async def _max_lag(work: asyncio.Future[object], tick: float = 0.005) -> float:
+    """Largest delay of a periodic timer beyond its period while ``work`` runs."""
+    worst = 0.0
+    while not work.done():
+        t0 = time.perf_counter()
+        await asyncio.sleep(tick)
+        worst = max(worst, time.perf_counter() - t0 - tick)
+    return worst
+
+
+def test_twenty_concurrent_audits_do_not_block_the_event_loop() -> None:
+    async def main() -> tuple[float, float, list[affidavit.AuditReport]]:
+        affidavit.audit("q", CHUNKS, ANSWER)  # warm the imports outside the measurement
+        t0 = time.perf_counter()
+        one = affidavit.audit("q", CHUNKS, ANSWER)
+        single = time.perf_counter() - t0
+        del one
+        work = asyncio.ensure_future(
+            asyncio.gather(*(affidavit.aaudit("q", CHUNKS, ANSWER) for _ in range(20)))
+        )
+        lag = await _max_lag(work)
+        return lag, single, await work
+
+    lag, single, reports = asyncio.run(main())
+    assert len(reports) == 20 and all(not r.trust_passed for r in reports)
+    # the same audit run on the loop would stall it for its whole duration (20 x single);
+    # off the loop the lag stays a small fraction of that, even on a loaded 2-core machine
+    assert lag < max(0.25, 2 * single), (lag, single)
+
+
+def test_concurrency_is_bounded_by_the_pool() -> None:
+    running = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def job() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.02)
+        with lock:
+            running -= 1
+
+    old = concurrency.max_workers()
+    concurrency.set_max_workers(2)
+    try:
+
+        async def main() -> None:
+            await asyncio.gather(*(concurrency.offload(job) for _ in range(10)))
+
+        asyncio.run(main())
+    finally:
+        concurrency.set_max_workers(old)
+    assert peak == 2
+
+
+def test_a_cancelled_call_that_never_started_does_not_run() -> None:
+    started: list[int] = []
+    release = threading.Event()
+
+    def blocker() -> None:
+        release.wait(5)
+
+    def job(i: int) -> None:
+        started.append(i)
+
+    old = concurrency.max_workers()
+    concurrency.set_max_workers(1)
+    try:
+
+        async def main() -> None:
+            first = asyncio.ensure_future(concurrency.offload(blocker))
+            queued = asyncio.ensure_future(concurrency.offload(job, 1))
+            await asyncio.sleep(0.05)
+            queued.cancel()
+            await asyncio.sleep(0.01)  # the task hands the cancellation to the pool's future
+            release.set()
+            await first
+            with pytest.raises(asyncio.CancelledError):
+                await queued
+            await asyncio.sleep(0.05)
+
+        asyncio.run(main())
+    finally:
+        concurrency.set_max_workers(old)
+    assert started == []
+
+
+class _SlowGenerator:
+    """Yields pieces slowly so a test can cancel mid-generation."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.pieces = 0
+
+    def stream(self, messages: object, **_: object) -> object:
+        for piece in ["Rome ", "is ", "in ", "Italy ", "[1]", "."]:
+            time.sleep(0.05)
+            self.pieces += 1
+            yield piece
+
+    def generate(self, messages: object, **_: object) -> str:
+        return "".join(self.stream(messages))
+
+
+class _OneHit:
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", filters: object = None):
+        return [Hit(chunk=Chunk(text="Rome is in Italy."), score=1.0, rank=1, mode="bm25")]
+
+
+def test_cancelling_aask_stops_generation_and_writes_no_certificate(tmp_path: Path) -> None:
+    from affidavit.claims.extractor import RuleBasedExtractor
+    from affidavit.core.settings import load_settings
+    from affidavit.pipeline.ask import AskPipeline
+    from affidavit.testing.verifiers import KeywordVerifier
+
+    written: list[Path] = []
+
+    def writer(*args: object) -> None:
+        written.append(Path(str(args[-1])))
+
+    gen = _SlowGenerator()
+    pipe = AskPipeline(
+        retriever=_OneHit(),
+        generator=gen,  # type: ignore[arg-type]
+        extractor=RuleBasedExtractor(),
+        verifier=KeywordVerifier(),
+        settings=load_settings(),
+        certificate_writer=writer,
+    )
+
+    async def main() -> None:
+        task = asyncio.ensure_future(pipe.aask("Where is Rome?", certify=tmp_path / "c.json"))
+        await asyncio.sleep(0.12)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.4)  # long enough for an unstopped worker to finish
+
+    asyncio.run(main())
+    assert gen.pieces < 6
+    assert written == []
+
+    async def full() -> str:
+        tokens: list[str] = []
+        result = await pipe.aask("Where is Rome?", on_token=tokens.append)
+        await asyncio.sleep(0)  # relayed pieces are scheduled on the loop
+        assert "".join(tokens) == "Rome is in Italy [1]."
+        return result.answer
+
+    assert asyncio.run(full()) == "Rome is in Italy [1]."
+
+
+@pytest.mark.parametrize(
+    "name", ["affidavit.concurrency", "affidavit.pipeline.check", "affidavit.testing.verifiers"]
+)
+def test_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0 and result.attempted > 0
