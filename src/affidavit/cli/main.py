@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 # command modules, each with register(app); imported here, their heavy deps are lazy
-_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask")
+_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "mcp")
 
 
 def _register_all() -> None:
