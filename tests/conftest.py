@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# tests make no network calls: Haystack's usage telemetry is read once, when haystack is imported
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 # two small documents; the integrations' tests ask about them and audit answers against them
 DOCS = {
