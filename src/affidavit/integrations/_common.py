@@ -49,7 +49,7 @@ class StoreSearch:
             raise ConfigError(f"unknown mode {self.mode!r}; valid: {', '.join(SEARCH_MODES)}")
         self._lock = threading.Lock()
         self._store: Any = None
-        self._retriever: Any = None
+        self._retrievers: dict[bool, Any] = {}
 
     @property
     def path(self) -> Path:
@@ -73,26 +73,33 @@ class StoreSearch:
                 self._store = make_store(s, path=self.path)
             return self._store
 
-    def retriever(self) -> Any:
-        """The :class:`~affidavit.retrieve.retriever.StoreRetriever` over the store."""
+    def retriever(self, mode: SearchMode | None = None) -> Any:
+        """The :class:`~affidavit.retrieve.retriever.StoreRetriever` over the store.
+
+        BM25 needs no query embedder, so a BM25 search never loads the embedding model.
+        """
         from affidavit.retrieve.retriever import StoreRetriever
 
+        dense = (mode or self.mode) != "bm25"
         store = self.store()
         with self._lock:
-            if self._retriever is None:
+            if self._retrievers.get(dense) is None:
                 embedder = None
-                if self.mode != "bm25":
+                if dense:
                     from affidavit.retrieve.embedders import make_embedder
 
                     embedder = make_embedder(self.settings.embed)
-                self._retriever = StoreRetriever.from_settings(
+                self._retrievers[dense] = StoreRetriever.from_settings(
                     store, embedder, self.settings.retrieve
                 )
-            return self._retriever
+            return self._retrievers[dense]
 
     def search(self, query: str, k: int = 5, mode: SearchMode | None = None) -> list[Hit]:
         """The top ``k`` hits for ``query``."""
-        hits: list[Hit] = self.retriever().search(query, k=k, mode=mode or self.mode)
+        m = mode or self.mode
+        if m not in SEARCH_MODES:
+            raise ConfigError(f"unknown mode {m!r}; valid: {', '.join(SEARCH_MODES)}")
+        hits: list[Hit] = self.retriever(m).search(query, k=k, mode=m)
         return hits
 
     def close(self) -> None:
@@ -101,7 +108,7 @@ class StoreSearch:
             if self._store is not None:
                 self._store.close()
             self._store = None
-            self._retriever = None
+            self._retrievers = {}
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
