@@ -84,7 +84,8 @@ async def offload(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run ``fn(*args, **kwargs)`` in the shared worker pool and await its result.
 
     Raises:
-        Whatever ``fn`` raises; ``asyncio.CancelledError`` when the awaiting task is cancelled.
+        asyncio.CancelledError: the awaiting task was cancelled (any error ``fn`` raises is
+            raised here too).
     """
     loop = asyncio.get_running_loop()
     call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)

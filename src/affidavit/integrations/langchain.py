@@ -73,7 +73,7 @@ class AffidavitRetriever(BaseRetriever):
     Each document's metadata carries the chunk's provenance (``url``, ``doc_id``, ``chunk_id``,
     ``title``, ``score``, ``rank``) and its own metadata (dates for the freshness policy).
 
-    Args:
+    Attributes:
         store_path: the store folder (default ``settings.store.path``).
         k: documents returned.
         mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
@@ -226,7 +226,9 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     Args:
         chain: the chain to wrap (None: audit the input as described above).
         settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
-        question_key / answer_key / context_key: where the question, answer and documents are.
+        question_key: the input (or output) key holding the question.
+        answer_key: the output key holding the answer.
+        context_key: the output key holding the documents.
     """
 
     def __init__(
@@ -460,7 +462,7 @@ class AuditCallbackHandler(BaseCallbackHandler):
 class AffidavitChatModel(BaseChatModel):
     """Affidavit's generator as a LangChain chat model (offline with the embedded LLM).
 
-    Args:
+    Attributes:
         generator: an affidavit :class:`~affidavit.generate.base.Generator`; when None, the
             one ``settings.generate`` names (the embedded llama.cpp model by default, which
             needs ``affidavit[llm]``; or an OpenAI-compatible server).
