@@ -25,8 +25,8 @@ install-demo: $(BIN)/python
 test: install-dev lint typecheck unit docs
 
 lint:
-	$(BIN)/ruff check src tests benchmarks training
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks training examples
+	$(BIN)/ruff format --check src tests examples
 
 typecheck:
 	$(BIN)/mypy

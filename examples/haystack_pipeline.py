@@ -1,7 +1,7 @@
 """A Haystack pipeline whose answers affidavit audits (``pip install "affidavit[haystack]"``).
 
     python examples/haystack_pipeline.py            # Haystack's MockChatGenerator, offline
-    python examples/haystack_pipeline.py --verify   # also the entailment verifier (affidavit[models])
+    python examples/haystack_pipeline.py --verify   # + the entailment verifier (affidavit[models])
 
 retriever -> prompt builder -> chat generator -> AffidavitAuditor (or AffidavitVerifier). The
 auditor receives the query, the documents the retriever really returned and the generator's
@@ -20,13 +20,13 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store  # noqa: E402
-from haystack import Pipeline  # noqa: E402
-from haystack.components.builders import ChatPromptBuilder  # noqa: E402
-from haystack.components.generators.chat import MockChatGenerator  # noqa: E402
-from haystack.dataclasses import ChatMessage  # noqa: E402
+from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store
+from haystack import Pipeline
+from haystack.components.builders import ChatPromptBuilder
+from haystack.components.generators.chat import MockChatGenerator
+from haystack.dataclasses import ChatMessage
 
-from affidavit.integrations.haystack import (  # noqa: E402
+from affidavit.integrations.haystack import (
     AffidavitAuditor,
     AffidavitRetriever,
     AffidavitVerifier,
@@ -40,13 +40,19 @@ TEMPLATE = [
 ]
 
 
-def make_pipeline(store: Path, generator: object, verify: bool = False, mode: str = "guardrail") -> Pipeline:
+def make_pipeline(
+    store: Path, generator: object, verify: bool = False, mode: str = "guardrail"
+) -> Pipeline:
     """The RAG pipeline with the audit (or verification) as its last component."""
     p = Pipeline()
     p.add_component("retriever", AffidavitRetriever(str(store), top_k=3, mode="bm25"))
-    p.add_component("prompt", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"]))
+    p.add_component(
+        "prompt", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"])
+    )
     p.add_component("llm", generator)
-    p.add_component("audit", AffidavitVerifier(mode=mode) if verify else AffidavitAuditor(mode=mode))
+    p.add_component(
+        "audit", AffidavitVerifier(mode=mode) if verify else AffidavitAuditor(mode=mode)
+    )
     p.connect("retriever.documents", "prompt.documents")
     p.connect("prompt.prompt", "llm.messages")
     p.connect("llm.replies", "audit.replies")
@@ -57,15 +63,26 @@ def make_pipeline(store: Path, generator: object, verify: bool = False, mode: st
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, default=None)
-    ap.add_argument("--verify", action="store_true", help="use AffidavitVerifier (the cross-encoder)")
+    ap.add_argument(
+        "--verify", action="store_true", help="use AffidavitVerifier (the cross-encoder)"
+    )
     ap.add_argument("--mode", choices=["audit", "guardrail", "enforce"], default="guardrail")
     args = ap.parse_args(argv)
     generator = MockChatGenerator(responses=[FAITHFUL, HALLUCINATED])
     pipe = make_pipeline(args.store or build_store(), generator, args.verify, args.mode)
     for _ in range(2):
-        out = pipe.run({"retriever": {"query": QUESTION}, "prompt": {"query": QUESTION}, "audit": {"query": QUESTION}})
+        out = pipe.run(
+            {
+                "retriever": {"query": QUESTION},
+                "prompt": {"query": QUESTION},
+                "audit": {"query": QUESTION},
+            }
+        )
         report = out["audit"]["report"]
-        print(f"Q: {QUESTION}\n  shown: {out['audit']['answer']}\n  trust passed: {report.trust_passed}")
+        print(
+            f"Q: {QUESTION}\n  shown: {out['audit']['answer']}\n"
+            f"  trust passed: {report.trust_passed}"
+        )
         for c in report.claims:
             print(f"    {'ok ' if c.supported else 'BAD'} {c.text}  ({c.reason})")
     return 0

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store  # noqa: E402
-from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
-from langchain_core.runnables import Runnable, RunnableParallel, RunnablePassthrough  # noqa: E402
+from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableParallel, RunnablePassthrough
 
-from affidavit.core.settings import load_settings  # noqa: E402
-from affidavit.integrations.langchain import (  # noqa: E402
+from affidavit.core.settings import load_settings
+from affidavit.integrations.langchain import (
     AffidavitChatModel,
     AffidavitRetriever,
     AuditRunnable,
@@ -56,12 +56,8 @@ def make_chain(store: Path, llm: Runnable, mode: str = "guardrail") -> Runnable:
     def passages(inputs: dict) -> str:
         return "\n\n".join(d.page_content for d in inputs["context"])
 
-    answer = (
-        RunnablePassthrough.assign(passages=passages) | PROMPT | llm | (lambda m: m.content)
-    )
-    rag = RunnableParallel(context=retriever, question=RunnablePassthrough()).assign(
-        answer=answer
-    )
+    answer = RunnablePassthrough.assign(passages=passages) | PROMPT | llm | (lambda m: m.content)
+    rag = RunnableParallel(context=retriever, question=RunnablePassthrough()).assign(answer=answer)
     return rag | AuditRunnable(settings={"mode": mode})
 
 
@@ -69,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", choices=["fake", "embedded", "openai"], default="fake")
     ap.add_argument("--base-url", default=None)
-    ap.add_argument("--store", type=Path, default=None, help="an existing store (default: a new tiny one)")
+    ap.add_argument(
+        "--store", type=Path, default=None, help="an existing store (default: a new tiny one)"
+    )
     ap.add_argument("--mode", choices=["audit", "guardrail", "enforce"], default="guardrail")
     args = ap.parse_args(argv)
     store = args.store or build_store()

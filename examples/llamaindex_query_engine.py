@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store  # noqa: E402
-from llama_index.core.base.response.schema import Response  # noqa: E402
-from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
+from _corpus import FAITHFUL, HALLUCINATED, QUESTION, build_store
+from llama_index.core.base.response.schema import Response
+from llama_index.core.query_engine import RetrieverQueryEngine
 
-from affidavit.core.settings import load_settings  # noqa: E402
-from affidavit.integrations.llamaindex import (  # noqa: E402
+from affidavit.core.settings import load_settings
+from affidavit.integrations.llamaindex import (
     REPORT_KEY,
     AffidavitLLM,
     AffidavitRetriever,
@@ -31,7 +31,7 @@ from affidavit.integrations.llamaindex import (  # noqa: E402
     SourcePolicyPostprocessor,
     VerifiedQueryEngine,
 )
-from affidavit.testing.fake_llm import FakeGenerator  # noqa: E402
+from affidavit.testing.fake_llm import FakeGenerator
 
 
 def make_engine(store: Path, llm: AffidavitLLM, mode: str = "guardrail") -> VerifiedQueryEngine:
@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  shown: {response.response}\n  trust passed: {report.trust_passed}")
         for c in report.claims:
             print(f"    {'ok ' if c.supported else 'BAD'} {c.text}  ({c.reason})")
-        draft = Response(response=response.metadata["affidavit_draft"], source_nodes=response.source_nodes)
+        draft = Response(
+            response=response.metadata["affidavit_draft"], source_nodes=response.source_nodes
+        )
         result = evaluator.evaluate_response(QUESTION, draft)
         print(f"  AuditEvaluator on the draft: passing={result.passing} ({result.feedback})")
     return 0

@@ -15,8 +15,6 @@ Example:
 from __future__ import annotations
 
 from affidavit.audit import aaudit, audit, filter
-from affidavit.pipeline.build import aask
-from affidavit.pipeline.check import acheck, check
 from affidavit.core.report import (
     AuditReport,
     BlockedSource,
@@ -25,6 +23,8 @@ from affidavit.core.report import (
     SourceFreshness,
     Violation,
 )
+from affidavit.pipeline.build import aask
+from affidavit.pipeline.check import acheck, check
 
 __version__ = "0.1.0"
 

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,8 @@ def test_stdio_client_lists_tools_and_audits(sample_store: Path, tmp_path: Path)
                 {
                     "query": "q",
                     "chunks": CHUNKS,
-                    "response": FORTH.replace("1890", "1925") + " It crosses the Firth of Forth in Scotland.",
+                    "response": FORTH.replace("1890", "1925")
+                    + " It crosses the Firth of Forth in Scotland.",
                     "mode": "guardrail",
                 },
             )

@@ -23,7 +23,16 @@ def test_cli_reference_is_current(tmp_path: Path) -> None:
     out = tmp_path / "cli.md"
     typer = Path(sys.executable).parent / "typer"
     subprocess.run(
-        [str(typer), "affidavit.cli.main", "utils", "docs", "--name", "affidavit", "--output", str(out)],
+        [
+            str(typer),
+            "affidavit.cli.main",
+            "utils",
+            "docs",
+            "--name",
+            "affidavit",
+            "--output",
+            str(out),
+        ],
         check=True,
         capture_output=True,
     )

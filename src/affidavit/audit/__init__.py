@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from affidavit.audit.auditor import Auditor, ChunkLike, ConfigLike, resolve_settings, to_chunks
 from affidavit.audit.matcher import EvidenceIndex, ExactBM25
-from affidavit.concurrency import offload
 from affidavit.claims.base import ClaimExtractor
+from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport
 from affidavit.core.types import Chunk
 from affidavit.policy.sources import apply_allowlist

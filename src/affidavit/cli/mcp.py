@@ -25,7 +25,9 @@ def mcp(
     port: Annotated[int, typer.Option("--port", help="HTTP only: port to bind.")] = 8765,
     store: Annotated[
         Path | None,
-        typer.Option("--store", help="Store folder (default: store.path).", envvar="AFFIDAVIT_STORE"),
+        typer.Option(
+            "--store", help="Store folder (default: store.path).", envvar="AFFIDAVIT_STORE"
+        ),
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="affidavit.toml to use.")] = None,
 ) -> None:

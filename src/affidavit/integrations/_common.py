@@ -69,7 +69,9 @@ class StoreSearch:
             if self._store is None:
                 s = self.settings.store
                 if s.backend == "local" and not (self.path / "store.sqlite").exists():
-                    raise ConfigError(f"no store at {self.path} (run `affidavit ingest PATH` first)")
+                    raise ConfigError(
+                        f"no store at {self.path} (run `affidavit ingest PATH` first)"
+                    )
                 self._store = make_store(s, path=self.path)
             return self._store
 
@@ -157,7 +159,7 @@ def shown_answer(report: AuditReport, answer: str) -> str:
 
 def _report(mode: str, guarded: str | None) -> AuditReport:
     return AuditReport(
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         claims=(),
         compliance_rate=0.0,
         passed=False,

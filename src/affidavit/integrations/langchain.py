@@ -128,9 +128,11 @@ def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
         elif isinstance(d, Chunk):
             out.append(d)
         elif isinstance(d, Mapping) and isinstance(d.get("text"), str):
-            out.append(chunk_from(d["text"], d.get("metadata"), None).model_copy(
-                update={"url": d.get("url")} if d.get("url") else {}
-            ))
+            out.append(
+                chunk_from(d["text"], d.get("metadata"), None).model_copy(
+                    update={"url": d.get("url")} if d.get("url") else {}
+                )
+            )
         else:
             raise InputError(f"context[{i}] is not a Document: {type(d).__name__}")
     return out
@@ -494,10 +496,7 @@ class AffidavitChatModel(BaseChatModel):
 
     def _messages(self, messages: Sequence[BaseMessage]) -> list[Message]:
         roles = {"human": "user", "ai": "assistant", "system": "system"}
-        return [
-            Message(role=roles.get(m.type, "user"), content=answer_text(m))  # type: ignore[arg-type]
-            for m in messages
-        ]
+        return [Message(role=roles.get(m.type, "user"), content=answer_text(m)) for m in messages]
 
     def _stream_text(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
         yield from self.generator.stream(self._messages(messages))

@@ -18,7 +18,8 @@ Example:
     ...                        metadata={"url": "https://ok.org/rome"})),
     ...          NodeWithScore(node=TextNode(text="Rome is in Spain.",
     ...                        metadata={"url": "https://bad.net/x"}))]
-    >>> kept = SourcePolicyPostprocessor(settings={"allowlist": ["ok.org"]}).postprocess_nodes(nodes)
+    >>> policy = SourcePolicyPostprocessor(settings={"allowlist": ["ok.org"]})
+    >>> kept = policy.postprocess_nodes(nodes)
     >>> len(kept), kept[0].node.metadata["url"]
     (1, 'https://ok.org/rome')
 """
@@ -35,6 +36,11 @@ from affidavit.core.errors import MissingDependencyError
 try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.base.llms.types import (
+        CompletionResponse,
+        CompletionResponseGen,
+        LLMMetadata,
+    )
     from llama_index.core.base.response.schema import (
         RESPONSE_TYPE,
         PydanticResponse,
@@ -42,11 +48,6 @@ try:
         StreamingResponse,
     )
     from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
-    from llama_index.core.base.llms.types import (
-        CompletionResponse,
-        CompletionResponseGen,
-        LLMMetadata,
-    )
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
     from llama_index.core.llms.callbacks import llm_completion_callback
     from llama_index.core.llms.custom import CustomLLM
@@ -239,7 +240,8 @@ class VerifiedQueryEngine(BaseQueryEngine):
             ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
 
     Example:
-        >>> engine = VerifiedQueryEngine(index.as_query_engine(), {"mode": "guardrail"})  # doctest: +SKIP
+        >>> engine = VerifiedQueryEngine(  # doctest: +SKIP
+        ...     index.as_query_engine(), {"mode": "guardrail"})
         >>> response = engine.query("When did the Forth Bridge open?")  # doctest: +SKIP
         >>> response.metadata["affidavit_report"].trust_passed  # doctest: +SKIP
     """

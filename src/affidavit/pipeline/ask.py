@@ -47,8 +47,8 @@ import asyncio
 import logging
 import threading
 import time
-from concurrent.futures import CancelledError
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable

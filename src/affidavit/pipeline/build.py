@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from affidavit.core.answer import AskResult
 from affidavit.core.errors import ConfigError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import Settings
-from affidavit.core.answer import AskResult
 from affidavit.core.types import Claim, DisplayMode, Verdict
 from affidavit.generate.base import Generator
 from affidavit.pipeline.ask import AskPipeline, Corrector, TokenCallback

@@ -22,7 +22,9 @@ from typing import Any
 from affidavit.core.types import Chunk, Claim, EvidenceSpan, Verdict
 
 _WORD = re.compile(r"\w+")
-_STOP = frozenset("a an the is are was were in on of to and or it its by for with at as".split())
+_STOP = frozenset(
+    "a an the is are was were in on of to and or it its by for with at as".split()  # noqa: SIM905
+)
 
 
 def _words(text: str) -> set[str]:

@@ -10,20 +10,20 @@ import pytest
 
 pytest.importorskip("haystack")
 
-from haystack import Document, Pipeline  # noqa: E402
-from haystack.components.builders import ChatPromptBuilder  # noqa: E402
-from haystack.components.generators.chat import MockChatGenerator  # noqa: E402
-from haystack.core.errors import PipelineConnectError, PipelineRuntimeError  # noqa: E402
-from haystack.dataclasses import ChatMessage  # noqa: E402
+from haystack import Document, Pipeline
+from haystack.components.builders import ChatPromptBuilder
+from haystack.components.generators.chat import MockChatGenerator
+from haystack.core.errors import PipelineConnectError, PipelineRuntimeError
+from haystack.dataclasses import ChatMessage
 
-from affidavit.core.errors import EnforcementError  # noqa: E402
-from affidavit.core.report import AuditReport  # noqa: E402
-from affidavit.integrations.haystack import (  # noqa: E402
+from affidavit.core.errors import EnforcementError
+from affidavit.core.report import AuditReport
+from affidavit.integrations.haystack import (
     AffidavitAuditor,
     AffidavitRetriever,
     AffidavitVerifier,
 )
-from affidavit.testing.verifiers import KeywordVerifier  # noqa: E402
+from affidavit.testing.verifiers import KeywordVerifier
 
 QUESTION = "When did the Forth Bridge open?"
 FAITHFUL = "The Forth Bridge opened on 4 March 1890."

@@ -13,10 +13,7 @@ HEAVY = ("langchain_core", "llama_index", "haystack", "mcp", "onnxruntime", "tor
 
 
 def test_import_affidavit_imports_no_framework() -> None:
-    code = (
-        "import sys, affidavit; "
-        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
-    )
+    code = f"import sys, affidavit; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

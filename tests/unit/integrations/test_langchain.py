@@ -10,19 +10,19 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.language_models import FakeListChatModel  # noqa: E402
-from langchain_core.output_parsers import StrOutputParser  # noqa: E402
-from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
-from langchain_core.runnables import RunnableParallel, RunnablePassthrough  # noqa: E402
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 
-from affidavit.core.errors import EnforcementError, InputError  # noqa: E402
-from affidavit.integrations.langchain import (  # noqa: E402
+from affidavit.core.errors import EnforcementError, InputError
+from affidavit.integrations.langchain import (
     AffidavitChatModel,
     AffidavitRetriever,
     AuditCallbackHandler,
     AuditRunnable,
 )
-from affidavit.testing.fake_llm import FakeGenerator  # noqa: E402
+from affidavit.testing.fake_llm import FakeGenerator
 
 QUESTION = "When did the Forth Bridge open?"
 FAITHFUL = "The Forth Bridge opened on 4 March 1890."
@@ -39,9 +39,7 @@ def rag_dict(store: Path, answers: list[str]):
     retriever = AffidavitRetriever(store_path=str(store), k=2, mode="bm25")
     llm = FakeListChatModel(responses=answers)
     answer = RunnablePassthrough.assign(passages=_passages) | PROMPT | llm | StrOutputParser()
-    return RunnableParallel(context=retriever, question=RunnablePassthrough()).assign(
-        answer=answer
-    )
+    return RunnableParallel(context=retriever, question=RunnablePassthrough()).assign(answer=answer)
 
 
 def rag_string(store: Path, answers: list[str]):
@@ -85,10 +83,12 @@ def test_guardrail_withholds_a_hallucination_and_passes_a_faithful_answer(
 
 
 def test_wrapping_a_chain_takes_the_documents_from_its_callbacks(sample_store: Path) -> None:
-    audited = AuditRunnable(rag_string(sample_store, [HALLUCINATED]), settings={"mode": "guardrail"})
+    audited = AuditRunnable(
+        rag_string(sample_store, [HALLUCINATED]), settings={"mode": "guardrail"}
+    )
     out = audited.invoke(QUESTION)
     assert out["question"] == QUESTION
-    assert [d.metadata["doc_id"] for d in out["context"]][0] == "forth_bridge"
+    assert out["context"][0].metadata["doc_id"] == "forth_bridge"
     assert "[withheld" in out["answer"] and out["trust_passed"] is False
     # without the retrieved documents nothing could be supported: the audit saw them
     assert out["report"].n_chunks == len(out["context"]) > 0

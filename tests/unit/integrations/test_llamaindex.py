@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core.base.response.schema import Response  # noqa: E402
-from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
-from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
+from llama_index.core.base.response.schema import Response
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import NodeWithScore, TextNode
 
-from affidavit.core.errors import ConfigError, EnforcementError  # noqa: E402
-from affidavit.integrations.llamaindex import (  # noqa: E402
+from affidavit.core.errors import ConfigError, EnforcementError
+from affidavit.integrations.llamaindex import (
     REPORT_KEY,
     AffidavitLLM,
     AffidavitRetriever,
@@ -24,7 +24,7 @@ from affidavit.integrations.llamaindex import (  # noqa: E402
     SourcePolicyPostprocessor,
     VerifiedQueryEngine,
 )
-from affidavit.testing.fake_llm import FakeGenerator  # noqa: E402
+from affidavit.testing.fake_llm import FakeGenerator
 
 QUESTION = "When did the Forth Bridge open?"
 FAITHFUL = "The Forth Bridge opened on 4 March 1890."
@@ -47,14 +47,18 @@ def test_retriever_returns_nodes_with_provenance(sample_store: Path) -> None:
     assert nodes[0].node.metadata["doc_id"] == "forth_bridge"
     assert nodes[0].node.metadata["url"].endswith("Forth_Bridge")
     assert "4 March 1890" in nodes[0].node.get_content()
-    anodes = asyncio.run(AffidavitRetriever(str(sample_store), k=2, mode="bm25").aretrieve(QUESTION))
+    anodes = asyncio.run(
+        AffidavitRetriever(str(sample_store), k=2, mode="bm25").aretrieve(QUESTION)
+    )
     assert [n.node.node_id for n in anodes] == [n.node.node_id for n in nodes]
 
 
 def test_query_engine_wrapper_withholds_a_hallucination_in_guardrail_mode(
     sample_store: Path,
 ) -> None:
-    wrapped = VerifiedQueryEngine(engine(sample_store, [HALLUCINATED, FAITHFUL]), {"mode": "guardrail"})
+    wrapped = VerifiedQueryEngine(
+        engine(sample_store, [HALLUCINATED, FAITHFUL]), {"mode": "guardrail"}
+    )
     bad = wrapped.query(QUESTION)
     report = bad.metadata[REPORT_KEY]
     assert "1925" not in bad.response and "[withheld" in bad.response

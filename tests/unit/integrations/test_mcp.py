@@ -12,14 +12,14 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp import Client  # noqa: E402
+from mcp import Client
 
-from affidavit.claims.extractor import RuleBasedExtractor  # noqa: E402
-from affidavit.core.settings import Settings  # noqa: E402
-from affidavit.integrations.mcp import make_server  # noqa: E402
-from affidavit.pipeline.ask import AskPipeline  # noqa: E402
-from affidavit.testing.fake_llm import FakeGenerator  # noqa: E402
-from affidavit.testing.verifiers import KeywordVerifier  # noqa: E402
+from affidavit.claims.extractor import RuleBasedExtractor
+from affidavit.core.settings import Settings
+from affidavit.integrations.mcp import make_server
+from affidavit.pipeline.ask import AskPipeline
+from affidavit.testing.fake_llm import FakeGenerator
+from affidavit.testing.verifiers import KeywordVerifier
 
 CHUNK = {"text": "The Forth Bridge opened on 4 March 1890.", "url": "https://en.wikipedia.org/f"}
 
