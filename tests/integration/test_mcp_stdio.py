@@ -77,6 +77,10 @@ def test_stdio_client_lists_tools_and_audits(sample_store: Path, tmp_path: Path)
             )
             out["ask"] = await client.call_tool("ask", {"question": "When did it open?"})
             out["cert"] = await client.call_tool("verify_certificate", {"certificate": {"a": 1}})
+            out["check"] = await client.call_tool(
+                "check",
+                {"claim": "The bridge opened in 1925.", "evidence": ["The bridge opened in 1890."]},
+            )
             out["resources"] = (await client.list_resources()).resources
             out["doc"] = await client.read_resource("affidavit://documents/forth_bridge")
             # still alive after the errors
@@ -119,6 +123,10 @@ def test_stdio_client_lists_tools_and_audits(sample_store: Path, tmp_path: Path)
         assert "answer" in json.loads(_text(out["ask"]))
     assert not out["cert"].is_error
     assert out["cert"].structured_content["valid"] is False
+    # the shipped verifier cascade ran in the server (or, without the models extra, said why)
+    verdict = out["check"].structured_content
+    assert verdict["label"] != "supported"
+    assert verdict["stages"] or verdict["errors"]
     uris = {str(r.uri) for r in out["resources"]}
     assert {"affidavit://documents/forth_bridge", "affidavit://documents/eiffel_tower"} <= uris
     assert "4 March 1890" in out["doc"].contents[0].text

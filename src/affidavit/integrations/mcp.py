@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,13 +75,16 @@ class _Tools:
         self.store_path = store_path
         self.pipeline = pipeline
         self.verifier = verifier
+        self._lock = threading.Lock()
 
     def _pipeline(self) -> AskPipeline:
-        if self.pipeline is None:
-            from affidavit.pipeline.build import build_pipeline
+        # two first calls arriving together build the models once
+        with self._lock:
+            if self.pipeline is None:
+                from affidavit.pipeline.build import build_pipeline
 
-            self.pipeline = build_pipeline(self.settings, store_path=self.store_path)
-        return self.pipeline
+                self.pipeline = build_pipeline(self.settings, store_path=self.store_path)
+            return self.pipeline
 
     def ask(self, question: str, mode: Literal["strict", "mixed", "debug"] | None) -> AskResult:
         return self._pipeline().ask(question, mode=mode)

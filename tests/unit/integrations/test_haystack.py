@@ -124,14 +124,3 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
         sys.path.remove(str(root / "examples"))
     out = capsys.readouterr().out
     assert "trust passed: True" in out and "trust passed: False" in out and "[withheld" in out
-
-
-@pytest.mark.integration
-def test_verifier_component_with_the_shipped_cross_encoder(sample_store: Path) -> None:
-    pytest.importorskip("onnxruntime")
-    p = pipeline(sample_store, [HALLUCINATED, FAITHFUL], AffidavitVerifier(mode="guardrail"))
-    bad = p.run(inputs())["audit"]
-    assert bad["trust_passed"] is False and "[withheld" in bad["answer"]
-    good = p.run(inputs())["audit"]
-    verdict = good["report"].claims[0].verdict
-    assert verdict is not None and verdict.stages  # the cascade really ran
