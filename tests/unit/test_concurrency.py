@@ -15,15 +15,20 @@ import affidavit
 from affidavit import concurrency
 from affidavit.core.types import Chunk, Hit
 
+# enough text that 20 audits take about a second on a 2-core machine
 CHUNKS = [
     {
         "text": f"The Forth Bridge opened on 4 March 1890 and carries trains number {i}. "
-        "It spans the Firth of Forth near Edinburgh in Scotland.",
+        "It spans the Firth of Forth near Edinburgh in Scotland. Its engineers were John Fowler "
+        f"and Benjamin Baker, and it is {i} metres from the shore.",
         "url": f"https://example.org/forth/{i}",
     }
-    for i in range(40)
+    for i in range(200)
 ]
-ANSWER = "The Forth Bridge opened on 4 March 1925. It spans the Firth of Forth near Edinburgh."
+ANSWER = (
+    "The Forth Bridge opened on 4 March 1925. It spans the Firth of Forth near Edinburgh. "
+    "Its engineers were John Fowler and Gustave Eiffel. It carries trains."
+)
 
 
 async def _max_lag(work: asyncio.Future[object], tick: float = 0.005) -> float:
@@ -40,18 +45,33 @@ def test_twenty_concurrent_audits_do_not_block_the_event_loop() -> None:
     async def main() -> tuple[float, float, list[affidavit.AuditReport]]:
         affidavit.audit("q", CHUNKS, ANSWER)  # warm the imports outside the measurement
         t0 = time.perf_counter()
-        one = affidavit.audit("q", CHUNKS, ANSWER)
-        single = time.perf_counter() - t0
-        del one
         work = asyncio.gather(*(affidavit.aaudit("q", CHUNKS, ANSWER) for _ in range(20)))
         lag = await _max_lag(work)
-        return lag, single, list(await work)
+        return lag, time.perf_counter() - t0, list(await work)
 
-    lag, single, reports = asyncio.run(main())
+    lag, wall, reports = asyncio.run(main())
     assert len(reports) == 20 and all(not r.trust_passed for r in reports)
-    # the same audit run on the loop would stall it for its whole duration (20 x single);
-    # off the loop the lag stays a small fraction of that, even on a loaded 2-core machine
-    assert lag < max(0.25, 2 * single), (lag, single)
+    # run on the loop, the audits would stall its timer for the whole wall time (lag ~ wall,
+    # next test); off the loop the timer keeps firing and the worst delay is a small share of
+    # the work: GIL hand-offs (the lexical audit is pure Python) and a loaded machine's
+    # scheduler; 0.04-0.25 of wall measured on 2 shared cores at load average 20
+    assert lag < wall / 2, (lag, wall)
+
+
+def test_the_same_audits_on_the_loop_would_block_it() -> None:
+    """The measurement discriminates: a blocking audit stalls the timer for its whole run."""
+
+    async def main() -> tuple[float, float]:
+        async def blocking() -> None:
+            for _ in range(5):
+                affidavit.audit("q", CHUNKS, ANSWER)
+
+        t0 = time.perf_counter()
+        lag = await _max_lag(asyncio.ensure_future(blocking()))
+        return lag, time.perf_counter() - t0
+
+    lag, wall = asyncio.run(main())
+    assert lag > wall / 2
 
 
 def test_concurrency_is_bounded_by_the_pool() -> None:
