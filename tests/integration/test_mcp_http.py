@@ -29,8 +29,10 @@ def test_streamable_http_serves_the_tools(sample_store: Path, tmp_path: Path) ->
     port = _free_port()
     env = {**os.environ, "AFFIDAVIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "affidavit.cli.main", "mcp", "--transport", "streamable-http"]
-        + ["--port", str(port), "--store", str(sample_store)],
+        [
+            *(sys.executable, "-m", "affidavit.cli.main", "mcp"),
+            *("--transport", "streamable-http", "--port", str(port), "--store", str(sample_store)),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
