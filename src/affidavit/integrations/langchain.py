@@ -32,8 +32,10 @@ from affidavit.core.errors import InputError, MissingDependencyError
 
 try:
     from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
         BaseCallbackHandler,
         BaseCallbackManager,
+        CallbackManagerForChainRun,
         CallbackManagerForLLMRun,
         CallbackManagerForRetrieverRun,
     )
@@ -43,7 +45,7 @@ try:
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import Runnable, RunnableConfig
-    from langchain_core.runnables.config import ensure_config
+    from langchain_core.runnables.config import patch_config
     from pydantic import ConfigDict, PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -268,15 +270,28 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     ) -> dict[str, Any]:
         """Run (the chain and) the audit; see the class docstring.
 
+        The audit is a run of its own in LangChain's callbacks and traces, with the wrapped
+        chain's runs as its children.
+
         Raises:
             InputError: the answer or the documents cannot be found.
             EnforcementError: enforce mode and the audit failed (``exc.report``).
         """
-        cfg = ensure_config(config)
+        result: dict[str, Any] = self._call_with_config(self._run, input, config, **kwargs)
+        return result
+
+    def _run(
+        self,
+        input: Any,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         if self.chain is None:
             return self._audit(question_text(input, self.question_key), input, [])
         collector = _Collector()
-        output = self.chain.invoke(input, _with_handler(cfg, collector), **kwargs)
+        child = patch_config(config, callbacks=run_manager.get_child())
+        output = self.chain.invoke(input, _with_handler(child, collector), **kwargs)
         question = question_text(input, self.question_key) or question_text(output)
         return self._audit(question, output, collector.documents)
 
@@ -284,13 +299,23 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         """:meth:`invoke` with the chain awaited and the audit off the event loop."""
-        cfg = ensure_config(config)
+        result: dict[str, Any] = await self._acall_with_config(self._arun, input, config, **kwargs)
+        return result
+
+    async def _arun(
+        self,
+        input: Any,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         if self.chain is None:
             q = question_text(input, self.question_key)
             result: dict[str, Any] = await offload(self._audit, q, input, [])
             return result
         collector = _Collector()
-        output = await self.chain.ainvoke(input, _with_handler(cfg, collector), **kwargs)
+        child = patch_config(config, callbacks=run_manager.get_child())
+        output = await self.chain.ainvoke(input, _with_handler(child, collector), **kwargs)
         question = question_text(input, self.question_key) or question_text(output)
         result = await offload(self._audit, question, output, collector.documents)
         return result
@@ -422,6 +447,9 @@ class AuditCallbackHandler(BaseCallbackHandler):
             question = self._question.pop(run_id, "")
             docs = self._docs.pop(run_id, [])
             self._forget(run_id)
+        if isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport):
+            self._record(outputs["report"])  # the run was an AuditRunnable: it audited already
+            return
         if isinstance(outputs, Mapping) and isinstance(outputs.get("context"), list):
             docs = _dedupe([*outputs["context"], *docs])
         question = question or question_text(outputs, self.question_key)

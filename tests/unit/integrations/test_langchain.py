@@ -151,3 +151,28 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "trust passed: True" in out and "trust passed: False" in out
     assert "[withheld" in out
+
+
+def test_the_audit_is_a_traced_run_with_the_chain_as_its_child(sample_store: Path) -> None:
+    from langchain_core.tracers.context import collect_runs
+
+    audited = AuditRunnable(rag_string(sample_store, [FAITHFUL]))
+    with collect_runs() as cb:
+        audited.invoke(QUESTION)
+    root = cb.traced_runs[0]
+    assert root.name == "AuditRunnable"
+    assert any(child.run_type == "retriever" for child in _descendants(root))
+    assert root.outputs is not None and root.outputs["trust_passed"] is True
+
+
+def _descendants(run):
+    for child in run.child_runs:
+        yield child
+        yield from _descendants(child)
+
+
+def test_callback_handler_takes_an_audit_runnables_report_as_is(sample_store: Path) -> None:
+    handler = AuditCallbackHandler()
+    chain = rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable(settings={"mode": "guardrail"})
+    out = chain.invoke(QUESTION, config={"callbacks": [handler]})
+    assert handler.reports == [out["report"]]
