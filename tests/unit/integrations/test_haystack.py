@@ -124,3 +124,14 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
         sys.path.remove(str(root / "examples"))
     out = capsys.readouterr().out
     assert "trust passed: True" in out and "trust passed: False" in out and "[withheld" in out
+
+
+def test_a_pipeline_with_the_components_round_trips_through_yaml() -> None:
+    p = Pipeline()
+    p.add_component("audit", AffidavitAuditor(mode="enforce", allowlist=["wikipedia.org"]))
+    p.add_component("retriever", AffidavitRetriever(".affidavit", top_k=3, mode="bm25"))
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    audit = q.get_component("audit")
+    assert audit.auditor.settings.mode == "enforce"
+    assert audit.auditor.settings.allowlist == ["wikipedia.org"]
+    assert q.get_component("retriever").top_k == 3
