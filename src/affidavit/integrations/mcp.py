@@ -202,9 +202,11 @@ def make_server(
         description="Answer a question from the user's documents; every sentence shown is "
         "verified against its sources (unverified ones are withheld in strict mode)."
     )
-    async def ask(question: str, mode: Literal["strict", "mixed", "debug"] | None = None) -> Any:
+    async def ask(
+        question: str, mode: Literal["strict", "mixed", "debug"] | None = None
+    ) -> AskResult:
         result: AskResult = await _run(tools.ask, question, mode)
-        return result.model_dump(mode="json")
+        return result
 
     @server.tool(description="Search the user's documents; returns the top chunks as hits.")
     async def search(

@@ -58,7 +58,7 @@ def test_ask_check_and_search_in_process(sample_store: Path, tmp_path: Path) -> 
         ("search", {"query": "x", "k": 0}),
     )
     assert not ask.is_error
-    answer = json.loads(ask.content[0].text)
+    answer = ask.structured_content
     assert answer["answer"] == "The Forth Bridge opened on 4 March 1890 [1]."
     assert check.structured_content["label"] == "supported"
     assert bad_check.is_error and "claim" in bad_check.content[0].text
