@@ -2,9 +2,16 @@
 
 Every ``a*`` entry point (:func:`affidavit.aaudit`, :func:`affidavit.acheck`,
 :func:`affidavit.aask` and the framework integrations' async paths) goes through
-:func:`offload`: the call runs in one shared worker pool of at most :func:`max_workers` threads,
-so twenty concurrent audits on a 2-core machine queue up instead of oversubscribing the CPU, and
-the event loop only ever awaits a future.
+:func:`offload` or :func:`offload_process`, so the event loop only ever awaits a future:
+
+- :func:`offload` runs the call in one shared pool of at most :func:`max_workers` threads. Model
+  inference (onnxruntime, llama.cpp) releases the GIL, so threads run it in parallel while the
+  loop keeps going.
+- :func:`offload_process` runs a picklable call in one shared pool of at most
+  :func:`max_workers` worker processes. The lexical audit is pure Python: in a thread it would
+  hold the GIL and delay the loop's own callbacks; in a process it cannot.
+
+Either way twenty concurrent calls on a 2-core machine queue up instead of oversubscribing it.
 
 Cancellation: a call still waiting for a worker is dropped before it starts; a call already
 running finishes in its thread and its result is discarded. Every job is either pure (audit,
@@ -21,10 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from affidavit.core.errors import ConfigError
@@ -39,6 +47,7 @@ _DEFAULT_WORKERS = max(2, os.cpu_count() or 2)
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+_processes: ProcessPoolExecutor | None = None
 _workers = int(os.environ.get("AFFIDAVIT_MAX_WORKERS", "0") or 0) or _DEFAULT_WORKERS
 
 
@@ -63,13 +72,16 @@ def set_max_workers(n: int) -> None:
         3
         >>> set_max_workers(old)
     """
-    global _pool, _workers
+    global _pool, _processes, _workers
     if n < 1:
         raise ConfigError(f"max_workers must be >= 1, got {n}")
     with _lock:
         old, _pool, _workers = _pool, None, n
+        old_processes, _processes = _processes, None
     if old is not None:
         old.shutdown(wait=False, cancel_futures=False)
+    if old_processes is not None:
+        old_processes.shutdown(wait=False, cancel_futures=False)
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -78,6 +90,49 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=_workers, thread_name_prefix="affidavit")
         return _pool
+
+
+def _process_executor() -> ProcessPoolExecutor:
+    global _processes
+    with _lock:
+        if _processes is None:
+            # spawn, not fork: the parent may hold threads (model runtimes, the thread pool)
+            # whose locks a forked child would inherit held
+            ctx = multiprocessing.get_context("spawn")
+            _processes = ProcessPoolExecutor(max_workers=_workers, mp_context=ctx)
+        return _processes
+
+
+def _reset_processes(broken: ProcessPoolExecutor) -> None:
+    global _processes
+    with _lock:
+        if _processes is broken:
+            _processes = None
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
+async def offload_process(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn(*args, **kwargs)`` in the shared worker-process pool and await its result.
+
+    ``fn`` must be a module-level function and its arguments and result picklable. The first
+    call starts the workers (each imports affidavit once). A worker that dies breaks only the
+    calls it held: the pool is replaced for the next call.
+
+    Raises:
+        asyncio.CancelledError: the awaiting task was cancelled (any error ``fn`` raises is
+            raised here too; pickling errors as ``TypeError`` or ``pickle.PicklingError``).
+    """
+    from concurrent.futures.process import BrokenProcessPool
+
+    loop = asyncio.get_running_loop()
+    pool = _process_executor()
+    call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)
+    try:
+        result: T = await loop.run_in_executor(pool, call)
+    except BrokenProcessPool:
+        _reset_processes(pool)
+        raise
+    return result
 
 
 async def offload(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -94,4 +149,4 @@ async def offload(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     return result
 
 
-__all__ = ["max_workers", "offload", "set_max_workers"]
+__all__ = ["max_workers", "offload", "offload_process", "set_max_workers"]
