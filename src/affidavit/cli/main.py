@@ -25,7 +25,7 @@ app = typer.Typer(
 )
 
 # command modules, each with register(app); imported here, their heavy deps are lazy
-_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "serve")
+_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "serve", "mcp")
 
 
 def _register_all() -> None:
