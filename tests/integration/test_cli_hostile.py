@@ -351,3 +351,42 @@ def test_no_debug_log_without_verbose(env: Path) -> None:
     p = cli(["audit", path])
     assert p.returncode in (0, 1)
     assert b"DEBUG" not in p.stderr, p.stderr.decode()
+
+
+def _wait_until_blocked(pid: int, timeout: float = 90.0) -> None:
+    """Until the process sleeps with its CPU time unchanged for a second (blocked on a read)."""
+    import time
+
+    def sample() -> tuple[str, str]:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0], fields[11]  # state, utime
+
+    deadline = time.monotonic() + timeout
+    last = sample()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = sample()
+        if now[0] == "S" and now == last:
+            return
+        last = now
+    raise AssertionError("the child never blocked on stdin")
+
+
+def test_interrupt_is_exit_130_not_1(env: Path) -> None:
+    # conformance with the table (typer already did this before issue 13; kept so it stays so)
+    import signal
+
+    p = subprocess.Popen(
+        [sys.executable, "-m", "affidavit.cli.main", "audit", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdin is not None
+    p.stdin.write(b'{"chunks": [], ')  # then wait for more input, as a slow pipe would
+    p.stdin.flush()
+    _wait_until_blocked(p.pid)  # started, handler installed, waiting on stdin
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err.decode()
+    assert b"Traceback" not in err

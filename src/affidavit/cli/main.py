@@ -5,7 +5,8 @@ deferred into the command bodies so ``affidavit --help`` works without optional 
 
 Exit codes (docs/cli-exit-codes.md): 0 success / trust passed; 1 the input was judged and failed
 (trust, policy or verification failed, certificate invalid, some ingest inputs failed); 2 usage,
-input, configuration or environment error (nothing was judged); 3 internal error (a bug).
+input, configuration or environment error (nothing was judged); 3 internal error (a bug);
+130 interrupted (Ctrl-C, typer's own handling).
 """
 
 from __future__ import annotations
