@@ -104,16 +104,19 @@ class _Tools:
             for h in hits
         ]
 
+    def audit_settings(self, mode: EnforcementMode | None) -> Settings:
+        if mode is None:
+            return self.settings
+        return self.settings.model_copy(
+            update={"audit": self.settings.audit.model_copy(update={"mode": mode})}
+        )
+
     def audit(
         self, query: str, chunks: list[Chunk], response: str, mode: EnforcementMode | None
     ) -> AuditReport:
         from affidavit.audit import Auditor
 
-        settings = self.settings
-        if mode is not None:
-            settings = settings.model_copy(
-                update={"audit": settings.audit.model_copy(update={"mode": mode})}
-            )
+        settings = self.audit_settings(mode)
         verifier = None
         if settings.audit.use_verifier:
             from affidavit.pipeline.check import default_verifier
@@ -229,8 +232,20 @@ def make_server(
         response: str,
         mode: EnforcementMode | None = None,
     ) -> AuditReport:
-        report: AuditReport = await _run(tools.audit, query, chunks, response, mode)
-        return report
+        settings = tools.audit_settings(mode)
+        if settings.audit.use_verifier:
+            report: AuditReport = await _run(tools.audit, query, chunks, response, mode)
+            return report
+        # the lexical audit is pure Python: a worker process keeps it off the server's GIL
+        from affidavit.audit import aaudit
+
+        try:
+            return await aaudit(query, chunks, response, settings)
+        except EnforcementError as exc:
+            enforced: AuditReport = exc.report  # enforce mode: the failing report, as the CLI
+            return enforced
+        except AffidavitError as exc:
+            raise ToolError(exc.message) from exc
 
     @server.tool(
         description="Verify one claim against evidence passages with the entailment verifier "
