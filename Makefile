@@ -4,8 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA ?= ../shared/data
 export OMP_NUM_THREADS ?= 2
+# no network from tests or the docs build: Haystack's usage telemetry off, MkDocs' banner quiet
+export HAYSTACK_TELEMETRY_ENABLED ?= False
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: demo test lint typecheck unit venv install-dev install-demo bench clean
+.PHONY: demo test lint typecheck unit docs docs-cli venv install-dev install-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +22,11 @@ install-dev: $(BIN)/python
 install-demo: $(BIN)/python
 	$(BIN)/pip install -q -e '.[models,ingest,llm]'
 
-test: install-dev lint typecheck unit
+test: install-dev lint typecheck unit docs
 
 lint:
-	$(BIN)/ruff check src tests benchmarks training
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks training examples
+	$(BIN)/ruff format --check src tests examples
 
 typecheck:
 	$(BIN)/mypy
@@ -31,8 +34,16 @@ typecheck:
 unit:
 	$(BIN)/pytest
 
+# the documentation site, built strictly (a broken link or docstring fails the build)
+docs:
+	$(BIN)/mkdocs build --strict --quiet
+
+# regenerate the CLI reference from the typer app (tests/unit/test_docs.py checks it is current)
+docs-cli:
+	$(BIN)/typer affidavit.cli.main utils docs --name affidavit --output docs/cli.md
+
 demo: install-demo
 	$(BIN)/python -m affidavit.demo
 
 clean:
-	rm -rf $(VENV) .affidavit .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .affidavit .pytest_cache .mypy_cache .ruff_cache site

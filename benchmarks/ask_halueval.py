@@ -1,7 +1,8 @@
 """``affidavit ask`` vs plain RAG on HaluEval qa (dev), in one run, with the embedded LLM.
 
 Corpus: every distinct ``knowledge`` passage of ``halueval/qa_dev.jsonl`` (one store, hybrid
-retrieval). For a seeded sample of questions:
+retrieval). For a seeded sample of questions from the rows held out of verifier training
+(``training/splits.json``):
 
 - **generated**: both systems answer with the same retriever and LLM. Plain RAG shows the model's
   text as is; ``ask`` adds corrective retrieval, citation clean-up, verification and the strict
@@ -119,6 +120,7 @@ def main() -> None:
     from affidavit.retrieve.embedders import make_embedder
     from affidavit.retrieve.retriever import StoreRetriever
     from affidavit.testing.fake_llm import FakeGenerator
+    from affidavit.verify.calibration import effective_policy
     from affidavit.verify.cascade import ClaimCascade
 
     rows = [
@@ -137,7 +139,7 @@ def main() -> None:
     t0 = time.perf_counter()
     getattr(llm, "load", lambda: None)()
     load_s = time.perf_counter() - t0
-    verifier = ClaimCascade(settings.verify, settings.policy)
+    verifier = ClaimCascade(settings.verify, effective_policy(settings))
     extractor = RuleBasedExtractor(settings.claims)
     corrector = default_corrector(settings, llm)
 
@@ -153,7 +155,10 @@ def main() -> None:
 
     ours = pipeline(llm)
     rng = np.random.default_rng(args.seed)
-    order = rng.permutation(len(rows))
+    # questions only from the rows the verifier never trained on (training/splits.json)
+    splits = json.loads((ROOT / "training" / "splits.json").read_text())
+    held = np.array(splits["halueval"]["qa"]["eval_row_indices"])
+    order = held[rng.permutation(len(held))]
     gen_idx = [int(i) for i in order[: args.sample]]
     fed_idx = [int(i) for i in order[: args.fed_sample]]
     k = settings.correct.top_k_documents

@@ -1,9 +1,14 @@
 """Cascade ablation: each stage alone and combined, balanced accuracy per evaluation set.
 
 Configurations (the real ``ClaimCascade`` each time, same evidence selection):
+  word_overlap      baseline: share of the claim's content words found anywhere in the evidence,
+                    thresholded at its dev-chosen value (combiner.json); ``word_overlap_oracle``
+                    is the same rule at the best threshold *for each eval set* (flatters it)
   checks            typed checks + lexical coverage of the best window (model-free)
   cross_encoder     the packaged ONNX model alone
-  checks+cross_enc  the default cascade (a failed check decides contradiction first)
+  checks+cross_enc  checks then model, the hand-set cascade rules (no combiner)
+  default           what ``affidavit check`` runs: checks + model, sentence by sentence for
+                    longer texts, decided by the fitted combiner shipped with the model
 
 Rows: held-out rows only (``training/splits.json``) plus the evaluation-only sets, capped at
 ``--limit`` rows per set (seeded sample) so the whole run stays under ~10 minutes on 2 cores.
@@ -42,9 +47,31 @@ from affidavit.verify.cascade import ClaimCascade  # noqa: E402
 from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir  # noqa: E402
 from affidavit.verify.datasets import ALL_SETS, load_set, read_splits, sample  # noqa: E402
 from affidavit.verify.eval import metrics_for, reliability_plot, run_set  # noqa: E402
+from affidavit.verify.evidence import overlap  # noqa: E402
+
+
+def bacc(y: np.ndarray, pred: np.ndarray) -> float:
+    if y.all() or (~y).all():
+        return float("nan")
+    return float(0.5 * (pred[y].mean() + (~pred[~y]).mean()))
+
 
 OUT = ROOT / "benchmarks" / "results" / "verifier_ablation.json"
 
+
+KINDS = {
+    "web_evidence": ["wice", "bingcheck"],
+    "scientific": ["citation_integrity_dev"],
+    "summaries": [
+        "summac_factcc",
+        "summac_polytope",
+        "summac_summeval",
+        "summac_xsumfaith",
+        "aggrefact_error_types",
+        "halueval_summarization",
+    ],
+    "qa": ["halueval_qa"],
+}
 
 # ../shared/REFERENCE.md: ANLI dev accuracy of RoBERTa-large (3-way), for scale
 ANLI_REFERENCE = {"anli_r1": 73.8, "anli_r2": 50.6, "anli_r3": 46.1}
@@ -77,6 +104,7 @@ class CachedScorer:
         self.name = inner.name
         self.max_len = inner.max_len
         self.tokenizer = inner.tokenizer
+        self.combiner = inner.combiner
         self.cache: dict[tuple[str, str], StageScore] = {}
         self.model_pairs = 0
 
@@ -118,19 +146,26 @@ def main() -> None:
     policy = PolicySettings(tau_entail=tau_e, tau_contradict=0.5)
     splits = read_splits(args.splits)
     names = [s for s in args.sets.split(",") if s] or list(ALL_SETS)
-    configs = {
-        "checks": ["checks"],
-        "cross_encoder": ["cross_encoder"],
-        "checks+cross_encoder": ["checks", "cross_encoder"],
+    configs: dict[str, tuple[list[str], bool]] = {
+        "checks": (["checks"], False),
+        "cross_encoder": (["cross_encoder"], False),
+        "checks+cross_encoder": (["checks", "cross_encoder"], False),
     }
+    model_tau = float(th.get("model_tau_entail") or tau_e)
+    if cached.combiner is not None:
+        configs["default"] = (["checks", "cross_encoder"], True)
     verifiers = {
         k: ClaimCascade(
-            VerifySettings(cascade=v, threads=args.threads, max_len=args.max_len),  # type: ignore[arg-type]
-            policy,
+            VerifySettings(cascade=v, threads=args.threads, max_len=args.max_len, combiner=comb),  # type: ignore[arg-type]
+            policy if comb else PolicySettings(tau_entail=model_tau, tau_contradict=0.5),
             scorers={"cross_encoder": cached},
         )
-        for k, v in configs.items()
+        for k, (v, comb) in configs.items()
     }
+    combiner_file = args.model_dir / "combiner.json"
+    wo_tau = 0.5
+    if combiner_file.exists():
+        wo_tau = float(json.loads(combiner_file.read_text()).get("word_overlap_tau", 0.5))
     table: dict[str, dict[str, Any]] = {}
     curves: dict[str, Any] = {}
     t_all = time.perf_counter()
@@ -138,6 +173,16 @@ def main() -> None:
         items = sample(load_set(name, args.data, splits), args.limit)
         y = np.array([it.label == "entail" for it in items])
         table[name] = {"n": len(items), "n_positive": int(y.sum())}
+        cov = np.array([overlap(it.claim, it.evidence) for it in items])
+        table[name]["word_overlap"] = {
+            "balanced_accuracy": bacc(y, cov >= wo_tau),
+            "threshold": wo_tau,
+        }
+        best_t = max(np.unique(cov), key=lambda t: bacc(y, cov >= t)) if len(items) else 0.5
+        table[name]["word_overlap_oracle"] = {
+            "balanced_accuracy": bacc(y, cov >= best_t),
+            "threshold": float(best_t),
+        }
         for cfg, ver in verifiers.items():
             before = cached.model_pairs
             verdicts, secs = run_set(ver, items)
@@ -151,12 +196,15 @@ def main() -> None:
                 ),
                 "new_model_pairs": cached.model_pairs - before,
             }
-            if cfg == "checks+cross_encoder":
+            if cfg == list(configs)[-1]:
                 curves[name] = (y, np.array([v.p_entail for v in verdicts]))
         row = table[name]
         print(
             f"{name:24s} n={row['n']:4d}  "
-            + "  ".join(f"{c}={row[c]['balanced_accuracy']:.3f}" for c in configs),
+            + "  ".join(
+                f"{c}={row[c]['balanced_accuracy']:.3f}"
+                for c in ["word_overlap", "word_overlap_oracle", *configs]
+            ),
             flush=True,
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -164,13 +212,32 @@ def main() -> None:
     binary = [n for n in names if not n.startswith("anli")]
     means = (
         {
-            c: round(float(np.mean([table[n][c]["balanced_accuracy"] for n in binary])), 4)
-            for c in configs
+            c: round(float(np.nanmean([table[n][c]["balanced_accuracy"] for n in binary])), 4)
+            for c in ["word_overlap", "word_overlap_oracle", *configs]
         }
         if binary
         else {}
     )
+    # the four kinds of issue 12 (web evidence, scientific claims, summaries, QA): mean per kind,
+    # then the mean of the kinds
+    kinds: dict[str, dict[str, float]] = {}
+    for kind, members in KINDS.items():
+        have = [n for n in members if n in table]
+        if have:
+            kinds[kind] = {
+                c: round(float(np.nanmean([table[n][c]["balanced_accuracy"] for n in have])), 4)
+                for c in ["word_overlap", "word_overlap_oracle", *configs]
+            }
+    if kinds:
+        kinds["mean_of_kinds"] = {
+            c: round(float(np.mean([kinds[k][c] for k in KINDS if k in kinds])), 4)
+            for c in ["word_overlap", "word_overlap_oracle", *configs]
+        }
+        for k, v in kinds.items():
+            print(f"kind {k:14s} " + "  ".join(f"{c}={x:.3f}" for c, x in v.items()))
     result = {
+        "by_kind": kinds,
+        "kinds": KINDS,
         "limit_per_set": args.limit,
         "max_len": args.max_len,
         "tau_entail": tau_e,
@@ -188,7 +255,7 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    png = reliability_plot(curves, args.out.with_suffix(".png"), "checks + cross-encoder")
+    png = reliability_plot(curves, args.out.with_suffix(".png"), list(configs)[-1])
     print("mean balanced accuracy (binary sets):", means)
     print(f"reliability plot: {png}")
     print(f"wrote {args.out} in {result['seconds_total']}s")

@@ -321,6 +321,69 @@ def synthesize(rows: list[dict], rng: random.Random, n_target: int) -> list[dict
     return out
 
 
+_KEY_RE = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z]{2,}|\d[\d,.]*)\b")
+
+
+def synthesize_topic_negatives(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Same-topic, unrelated evidence (neutral): the hard negative that must not read as support.
+
+    A real entailed claim is paired with the evidence window of *another* group that shares the
+    most of its rarer content words (what a retriever would bring back: "the University of
+    Texas was founded in 1883" against a passage on the University of Virginia), provided the
+    window lacks at least one of the claim's names or numbers, so it cannot state the fact.
+    The label is neutral (unsupported), never contradict: unrelated evidence says nothing against
+    the claim.
+    """
+    inv: dict[str, list[int]] = defaultdict(list)
+    ev_words = []
+    for i, r in enumerate(rows):
+        ws = content_words(r["evidence"])
+        ev_words.append(ws)
+        for w in ws:
+            inv[w].append(i)
+    df = {w: len(v) for w, v in inv.items()}
+    anchors = [r for r in rows if r["label"] == "entail"]
+    rng.shuffle(anchors)
+    out: list[dict] = []
+    for r in anchors:
+        if len(out) >= n_target:
+            break
+        cw = content_words(r["claim"])
+        keys = {k.lower() for k in _KEY_RE.findall(r["claim"]) if k.lower() not in STOP_KEYS}
+        if len(cw) < 3 or not keys:
+            continue
+        rare = sorted((w for w in cw if 2 <= df.get(w, 0) <= 2000), key=lambda w: df[w])[:6]
+        score: Counter[int] = Counter()
+        for w in rare:
+            for j in inv[w]:
+                score[j] += 1
+        for j, _ in score.most_common(20):
+            o = rows[j]
+            if o["group"] == r["group"] or o["evidence"] == r["evidence"]:
+                continue
+            shared = len(cw & ev_words[j]) / len(cw)
+            ev_low = o["evidence"].lower()
+            if shared < 0.3 or all(k in ev_low for k in keys):
+                continue
+            out.append(
+                {
+                    "id": f"synth:topic:{len(out)}:{r['id']}",
+                    "source": "synthetic_topic",
+                    "group": r["group"],
+                    "claim": r["claim"],
+                    "evidence": o["evidence"],
+                    "label": "neutral",
+                    "n_windows": o["n_windows"],
+                    "from": o["id"],
+                }
+            )
+            break
+    return out
+
+
+STOP_KEYS = frozenset({"the", "a", "an", "in", "on", "it", "he", "she", "they", "this", "there"})
+
+
 def synthesize_grounding(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
     """Pairs that teach where the support is, built from the rows' own evidence windows.
 
@@ -418,6 +481,19 @@ def main() -> None:
         default=9000,
         help="synthetic deletion/fragment/short-evidence pairs (synthesize_grounding)",
     )
+    ap.add_argument(
+        "--topic-negatives",
+        type=int,
+        default=6000,
+        help="same-topic unrelated evidence pairs, neutral (synthesize_topic_negatives)",
+    )
+    ap.add_argument(
+        "--snli-rows",
+        type=int,
+        default=8000,
+        help="SNLI rows kept (of 19.7k: short captions, the farthest from our domain)",
+    )
+    ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
@@ -426,7 +502,11 @@ def main() -> None:
     splits = make_splits(args.data)
     (Path(__file__).resolve().parent / "splits.json").write_text(json.dumps(splits, indent=1))
 
-    pool = list(train_pool(args.data, splits))
+    pool = list(train_pool(args.data, splits, extra=not args.no_extra))
+    snli = [it for it in pool if it.source == "x_snli"]
+    if len(snli) > args.snli_rows:
+        keep_snli = {it.id for it in random.Random(args.seed).sample(snli, args.snli_rows)}
+        pool = [it for it in pool if it.source != "x_snli" or it.id in keep_snli]
     # subsample HaluEval groups (rows) to keep the data within the CPU training budget
     by_src: dict[str, list[str]] = defaultdict(list)
     for it in pool:
@@ -455,6 +535,12 @@ def main() -> None:
     train_rows += synthesize_grounding(real_train, random.Random(args.seed + 4), args.grounding)
     dev_rows += synthesize_grounding(
         real_dev, random.Random(args.seed + 5), int(args.grounding * args.dev_frac)
+    )
+    train_rows += synthesize_topic_negatives(
+        real_train, random.Random(args.seed + 6), args.topic_negatives
+    )
+    dev_rows += synthesize_topic_negatives(
+        real_dev, random.Random(args.seed + 7), int(args.topic_negatives * args.dev_frac)
     )
     rng.shuffle(train_rows)
     rng.shuffle(dev_rows)

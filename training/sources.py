@@ -147,6 +147,51 @@ def wice_items(data: Path) -> list[Item]:
     return out
 
 
+# --------------------------------------------------------------------------- verification_extra
+EXTRA_LABELS = {"supported": "entail", "contradicted": "contradict", "unsupported": "neutral"}
+EXTRA_FILES = (
+    "snli/dev.jsonl",
+    "snli/test.jsonl",
+    "fever_nli/dev.jsonl",
+    "fm2/dev.jsonl",
+    "fm2/test.jsonl",
+    "fever_symmetric/dev.jsonl",
+    "fever_symmetric/test.jsonl",
+    "sufficient_facts/test.jsonl",
+    "summedits/dev.jsonl",
+    "summedits/test.jsonl",
+    "wice_nst/train.jsonl",
+)
+
+
+def extra_items(data: Path, files: tuple[str, ...] = EXTRA_FILES) -> list[Item]:
+    """``verification_extra``: 43.7k licence-clean rows in one schema (see its README).
+
+    Its ``group`` ids are kept (FEVER-derived claims share one group across fever_nli,
+    fever_symmetric and sufficient_facts), prefixed so that they never collide with ours.
+    """
+    out = []
+    for f in files:
+        ds = f.split("/", 1)[0]
+        for row in read_jsonl(data / "verification_extra" / f):
+            label = EXTRA_LABELS[row["label"]]
+            if ds == "summedits" and label != "entail":
+                # its README: contradicted vs unsupported comes from GPT-4 edit typing and is
+                # noisy; only "not consistent" is human. Train the binary label.
+                label = "not_entail"
+            out.append(
+                Item(
+                    f"extra:{row['id']}",
+                    f"x_{ds}",
+                    f"extra:{row['group']}",
+                    row["claim"],
+                    row["evidence"],
+                    label,
+                )
+            )
+    return out
+
+
 # --------------------------------------------------------------------------- eval-only sets
 def bingcheck_items(data: Path) -> list[Item]:
     out = []
@@ -241,6 +286,12 @@ def make_splits(data: Path) -> dict[str, Any]:
     return sp
 
 
+def read_splits_file(path: Path | None = None) -> dict[str, Any]:
+    """``training/splits.json`` as written by build_data.py."""
+    p = path or Path(__file__).resolve().parent / "splits.json"
+    return json.loads(p.read_text())
+
+
 def eval_sets(data: Path, splits: dict[str, Any]) -> dict[str, list[Item]]:
     """Every evaluation set, rebuilt from splits.json."""
     out: dict[str, list[Item]] = {}
@@ -265,7 +316,7 @@ def eval_sets(data: Path, splits: dict[str, Any]) -> dict[str, list[Item]]:
     return out
 
 
-def train_pool(data: Path, splits: dict[str, Any]) -> Iterator[Item]:
+def train_pool(data: Path, splits: dict[str, Any], extra: bool = True) -> Iterator[Item]:
     """Every real row that may train the shipped model and is not held out."""
     for kind, s in splits["halueval"].items():
         held = set(s["eval_row_indices"])
@@ -285,3 +336,5 @@ def train_pool(data: Path, splits: dict[str, Any]) -> Iterator[Item]:
             yield it
     yield from citint_items(data, "train")
     yield from vitaminc_items(data, [f"train_{i}.jsonl" for i in range(5)])
+    if extra:
+        yield from extra_items(data)

@@ -11,6 +11,9 @@ Usage (project root, training venv):
 
 Checkpoints (HF format) go to training/checkpoints/{ckpt-<minutes>m,latest,final}/ every
 --ckpt-every-min minutes, each with run.json (hyper-parameters, step, pairs seen, dev metrics).
+``latest`` also holds resume_state.pt (optimiser, schedule position, data order): re-running the
+same command with --resume continues an interrupted run where its last checkpoint left it, so
+one long run can be spread over several sittings (the wall-clock budget counts them all).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from common import LABELS, base_model_dir
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 HERE = Path(__file__).resolve().parent
+STATE_FILE = "resume_state.pt"
 LAB2ID = {"entail": 0, "neutral": 1, "contradict": 2, "not_entail": 3}
 log = logging.getLogger("train_verifier")
 
@@ -90,7 +94,7 @@ def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
 def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     logp = torch.log_softmax(logits, dim=-1)
     three = labels < 3
-    nll = torch.zeros(len(labels))
+    nll = torch.zeros(len(labels), device=logits.device)
     if three.any():
         nll[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
     if (~three).any():
@@ -109,13 +113,15 @@ def distill_loss(logits: torch.Tensor, teacher: torch.Tensor, temp: float) -> to
 @torch.no_grad()
 def evaluate(model, data: list, pad_id: int, bs: int = 32) -> dict[str, float]:
     model.eval()
+    dev = next(model.parameters()).device
     probs, labels = [], []
     order = sorted(range(len(data)), key=lambda i: len(data[i][0]))
     for s in range(0, len(order), bs):
         b = [data[i] for i in order[s : s + bs]]
         x = collate(b, pad_id)
         labels += x.pop("labels").tolist()
-        probs.append(torch.softmax(model(**x).logits, -1).numpy())
+        x = {k: v.to(dev) for k, v in x.items()}
+        probs.append(torch.softmax(model(**x).logits, -1).cpu().numpy())
     model.train()
     p = np.concatenate(probs)
     y = np.array(labels)
@@ -157,6 +163,29 @@ def save(model, tok, path: Path, meta: dict) -> None:
     model.save_pretrained(path)
     tok.save_pretrained(path)
     (path / "run.json").write_text(json.dumps(meta, indent=1))
+
+
+def newest_complete_checkpoint(out: Path) -> Path | None:
+    """The checkpoint folder of ``out`` with the most training done that has a resume state."""
+    best, best_el = None, -1.0
+    for d in [out / "latest", *sorted(out.glob("ckpt-*m"))]:
+        f = d / STATE_FILE
+        if f.exists():
+            el = float(torch.load(f, weights_only=False, map_location="cpu")["elapsed"])
+            if el > best_el:
+                best, best_el = d, el
+    return best
+
+
+def save_state(path: Path, opt, start: float, **state) -> None:  # type: ignore[no-untyped-def]
+    """What --resume needs besides the weights, written last and atomically: a checkpoint
+    folder without it is incomplete, and --resume then starts from the previous one's state."""
+    state.update(
+        optimizer=opt.state_dict(), elapsed=time.time() - start, torch_rng=torch.get_rng_state()
+    )
+    tmp = path / (STATE_FILE + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path / STATE_FILE)
 
 
 def main() -> None:
@@ -206,6 +235,18 @@ def main() -> None:
     )
     ap.add_argument("--distill-weight", type=float, default=0.5)
     ap.add_argument("--distill-temp", type=float, default=2.0)
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its latest checkpoint (weights, optimiser, schedule "
+        "position, data order); the time budget counts all sittings together",
+    )
+    ap.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="auto: cuda when torch sees a GPU (training/gpu_long_run.sh), else cpu",
+    )
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -215,8 +256,17 @@ def main() -> None:
 
     base = base_model_dir()
     tok = AutoTokenizer.from_pretrained(base)
+    state = None
+    resume_dir = newest_complete_checkpoint(args.out) if args.resume else None
+    if resume_dir is not None:
+        state = torch.load(resume_dir / STATE_FILE, weights_only=False, map_location="cpu")
+        log.info(
+            "resuming %s at step %d (%.1f min done)", args.out, state["step"], state["elapsed"] / 60
+        )
+        # the layer subset is already applied in the saved checkpoint
+        args.keep_layers = None
     model = AutoModelForSequenceClassification.from_pretrained(
-        args.init or base,
+        resume_dir or args.init or base,
         num_labels=3,
         id2label=dict(enumerate(LABELS)),
         label2id={k: i for i, k in enumerate(LABELS)},
@@ -224,6 +274,12 @@ def main() -> None:
     if args.bench:
         bench(model, tok, HERE / "logs" / "bench_train.json")
         return
+    device = torch.device(
+        "cuda"
+        if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        else "cpu"
+    )
+    log.info("training on %s", device)
 
     if args.keep_layers:
         keep = [int(i) for i in args.keep_layers.split(",")]
@@ -232,7 +288,7 @@ def main() -> None:
         log.info("kept encoder layers %s", keep)
     teacher = None
     if args.distill_from:
-        teacher = AutoModelForSequenceClassification.from_pretrained(args.distill_from)
+        teacher = AutoModelForSequenceClassification.from_pretrained(args.distill_from).to(device)
         teacher.eval()
         for p in teacher.parameters():
             p.requires_grad_(False)
@@ -245,6 +301,7 @@ def main() -> None:
         for layer in model.bert.encoder.layer[: args.freeze_layers]:
             for p in layer.parameters():
                 p.requires_grad_(False)
+    model.to(device)
     log.info(
         "trainable parameters: %d of %d",
         sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -288,6 +345,8 @@ def main() -> None:
         },
     ]
     opt = torch.optim.AdamW(groups, lr=args.lr)
+    if state:
+        opt.load_state_dict(state["optimizer"])
     budget = args.time_budget_min * 60
     meta = {
         "args": {k: str(v) for k, v in vars(args).items()},
@@ -302,10 +361,28 @@ def main() -> None:
     next_ckpt = args.ckpt_every_min * 60
     step = seen = epoch = 0
     run_loss = 0.0
+    skip_batches = 0
+    if state:
+        start -= state["elapsed"]
+        next_ckpt = state["elapsed"] + args.ckpt_every_min * 60
+        step, seen, epoch, run_loss = (
+            state["step"],
+            state["seen"],
+            state["epoch"] - 1,
+            state["loss"],
+        )
+        skip_batches = state["batch_in_epoch"]
+        rng.setstate(state["epoch_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        meta["history"] = state["history"]
     done = False
     while not done:
         epoch += 1
-        for batch in make_batches(train, args.batch_size, rng):
+        epoch_rng = rng.getstate()
+        for b_i, batch in enumerate(make_batches(train, args.batch_size, rng)):
+            if skip_batches:
+                skip_batches -= 1
+                continue
             el = time.time() - start
             if el >= budget:
                 done = True
@@ -318,7 +395,7 @@ def main() -> None:
                 lr = args.lr * (1 - frac) / (1 - args.warmup_frac)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x = collate(batch, tok.pad_token_id)
+            x = {k: v.to(device) for k, v in collate(batch, tok.pad_token_id).items()}
             y = x.pop("labels")
             logits = model(**x).logits
             loss = verifier_loss(logits, y)
@@ -329,6 +406,7 @@ def main() -> None:
                     with torch.no_grad():
                         sub = collate([batch[k] for k in todo], tok.pad_token_id)
                         sub.pop("labels")
+                        sub = {k: v.to(device) for k, v in sub.items()}
                         t_logits = teacher(**sub).logits
                     for k, tl in zip(todo, t_logits, strict=True):
                         teacher_cache[batch[k][3]] = tl
@@ -367,7 +445,21 @@ def main() -> None:
                 meta["history"].append(h)
                 log.info("checkpoint %s", json.dumps(h))
                 for name in (f"ckpt-{mins}m", "latest"):
+                    # weights first, state last: a folder caught half-written has no state file
+                    (args.out / name / STATE_FILE).unlink(missing_ok=True)
                     save(model, tok, args.out / name, {**meta, "step": step, "seen": seen})
+                    save_state(
+                        args.out / name,
+                        opt,
+                        start,
+                        step=step,
+                        seen=seen,
+                        epoch=epoch,
+                        batch_in_epoch=b_i + 1,
+                        epoch_rng=epoch_rng,
+                        loss=run_loss,
+                        history=meta["history"],
+                    )
                 next_ckpt += args.ckpt_every_min * 60
     m = evaluate(model, dev, tok.pad_token_id)
     h = {
@@ -381,8 +473,22 @@ def main() -> None:
     meta["history"].append(h)
     meta["train_wall_min"] = round((time.time() - t0) / 60, 2)
     log.info("final %s", json.dumps(h))
+    (args.out / "latest" / STATE_FILE).unlink(missing_ok=True)
     for name in ("final", "latest"):
         save(model, tok, args.out / name, {**meta, "step": step, "seen": seen})
+    # a finished run resumes as finished (its whole budget is spent)
+    save_state(
+        args.out / "latest",
+        opt,
+        time.time() - max(budget, time.time() - start),
+        step=step,
+        seen=seen,
+        epoch=epoch,
+        batch_in_epoch=0,
+        epoch_rng=rng.getstate(),
+        loss=run_loss,
+        history=meta["history"],
+    )
     log.info("done in %.1f min", (time.time() - t0) / 60)
 
 

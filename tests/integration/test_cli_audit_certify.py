@@ -35,13 +35,20 @@ def test_audit_certify_round_trip_and_tamper(tmp_path: Path) -> None:
     assert not cert.exists()
 
     assert _run(["keys", "generate"], home, tmp_path).returncode == 0
-    r = _run(["audit", str(sample), "--certify", str(cert)], home, tmp_path)
+    r = _run(["audit", str(sample), "--certify", str(cert), "--json"], home, tmp_path)
     assert r.returncode == 1  # the failing sample fails trust ...
     assert cert.exists()  # ... and its certificate is still written
     data = json.loads(cert.read_text())
     decisions = {c["decision"] for c in data["claims"]}
-    assert "verified" not in decisions  # lexical audit alone never verifies (fail closed)
     assert "blocked" in decisions  # the failing sample has a typed-check failure
+    # one story per claim: --certify runs the entailment verifier, and what is printed agrees
+    # with what is signed (supported exactly when verified)
+    report = json.loads(r.stdout)
+    assert len(report["claims"]) == len(data["claims"])
+    for printed, signed in zip(report["claims"], data["claims"], strict=True):
+        assert printed["supported"] == (signed["decision"] == "verified"), (printed, signed)
+        if printed["supported"]:
+            assert printed["verdict"]["label"] == "supported"
 
     assert _run(["certificate", "verify", str(cert)], home, tmp_path).returncode == 0
 

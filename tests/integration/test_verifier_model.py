@@ -134,3 +134,72 @@ def test_check_cli_with_the_packaged_model(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     out = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     assert [o["id"] for o in out] == [0, 1]
+
+
+def _default_cascade() -> ClaimCascade:
+    from affidavit.core.settings import load_settings
+    from affidavit.verify.calibration import effective_policy
+
+    settings = load_settings()
+    return ClaimCascade(settings.verify, effective_policy(settings))
+
+
+@needs_model
+def test_same_topic_unrelated_evidence_is_unsupported_not_contradicted() -> None:
+    # issue 12: in ask, a claim about one university checked against a passage about another was
+    # withheld as "contradicted"; unrelated evidence says nothing against a claim
+    v = _default_cascade().verify(
+        claim_from_text("The University of Texas at Austin was founded in 1883."),
+        [
+            Chunk(
+                text="The University of Virginia is a public research university in "
+                "Charlottesville. It was founded in 1819 by Thomas Jefferson, and its "
+                "original Academical Village is a World Heritage Site."
+            )
+        ],
+    )
+    assert v.label == "unsupported", v.reason
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        (
+            "Marie Curie discovered polonium and radium in 1898.",
+            "Marie Curie was a Polish and naturalised-French physicist and chemist. In 1898, "
+            "working with her husband Pierre Curie, she announced the discovery of two new "
+            "elements: polonium, which she named after her native Poland, and radium.",
+        ),
+        (
+            "The Eiffel Tower was completed in March 1889.",
+            "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+            "Construction began in January 1887 and was completed in March 1889.",
+        ),
+        (
+            "The Apollo 11 lunar module landed on the Moon on July 20, 1969.",
+            "Apollo 11 was the American spaceflight that first landed humans on the Moon. Neil "
+            "Armstrong and Buzz Aldrin landed the lunar module Eagle on July 20, 1969.",
+        ),
+    ],
+)
+def test_the_demos_true_answers_are_verified(claim: str, evidence: str) -> None:
+    v = _default_cascade().verify(claim_from_text(claim), [Chunk(text=evidence)])
+    assert v.label == "supported", v.reason
+    assert v.complete and v.evidence
+
+
+@needs_model
+def test_a_summary_with_an_invented_sentence_is_not_supported() -> None:
+    doc = (
+        "Marie Curie was a Polish and naturalised-French physicist and chemist. In 1898, working "
+        "with her husband Pierre Curie, she announced the discovery of two new elements: "
+        "polonium, which she named after her native Poland, and radium. She was awarded the "
+        "Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911."
+    )
+    cascade = _default_cascade()
+    first = "Marie Curie discovered polonium and radium in 1898."
+    faithful = f"{first} She won the Nobel Prize in Chemistry in 1911."
+    invented = f"{first} She later founded a hospital in Madrid."
+    assert cascade.verify(claim_from_text(faithful), [Chunk(text=doc)]).label == "supported"
+    assert cascade.verify(claim_from_text(invented), [Chunk(text=doc)]).label != "supported"

@@ -23,6 +23,7 @@ from affidavit.core.settings import Settings
 from affidavit.core.types import Claim, StageScore, Verdict
 
 _NO_VERIFIER = "entailment verifier not run (audit.use_verifier is false): lexical audit only"
+_NOT_NEEDED = "not supported by the lexical audit: the entailment verifier was not needed"
 
 
 def report_claims(report: AuditReport) -> list[Claim]:
@@ -30,7 +31,7 @@ def report_claims(report: AuditReport) -> list[Claim]:
     return [Claim(id=c.id, text=c.text, start=c.start, end=c.end) for c in report.claims]
 
 
-def _verdict(c: ClaimAudit) -> Verdict:
+def _verdict(c: ClaimAudit, verifier_used: bool = False) -> Verdict:
     if c.verdict is not None and not c.failed_checks:
         return c.verdict
     evidence = (c.evidence,) if c.evidence is not None else ()
@@ -54,6 +55,19 @@ def _verdict(c: ClaimAudit) -> Verdict:
             stages=(lexical,),
             reason="; ".join(f.reason for f in c.failed_checks) or c.reason,
         )
+    if verifier_used and not c.supported:
+        # the audit already rejected it before any entailment was needed: a complete decision
+        return Verdict(
+            claim_id=c.id,
+            label="unsupported",
+            p_entail=0.0,
+            p_neutral=1.0,
+            p_contradict=0.0,
+            evidence=evidence,
+            checks=c.checks,
+            stages=(lexical,),
+            reason=f"{c.reason or 'not supported'} ({_NOT_NEEDED})",
+        )
     return Verdict(
         claim_id=c.id,
         label="unsupported",
@@ -69,9 +83,16 @@ def _verdict(c: ClaimAudit) -> Verdict:
     )
 
 
-def report_verdicts(report: AuditReport) -> list[Verdict]:
-    """One conservative Verdict per audited claim (see the module docstring)."""
-    return [_verdict(c) for c in report.claims]
+def report_verdicts(report: AuditReport, verifier_used: bool = False) -> list[Verdict]:
+    """One conservative Verdict per audited claim (see the module docstring).
+
+    Args:
+        report: the audit report.
+        verifier_used: the audit ran with the entailment verifier (``audit.use_verifier``): a
+            claim the lexical audit rejected is then a complete "unsupported", not "unverified
+            because the verifier never ran".
+    """
+    return [_verdict(c, verifier_used) for c in report.claims]
 
 
 def certify_report(
@@ -98,7 +119,7 @@ def certify_report(
         report.query,
         report.response,
         report_claims(report),
-        report_verdicts(report),
+        report_verdicts(report, verifier_used=settings.audit.use_verifier),
         settings,
         models=models or [],
         path=path,

@@ -36,6 +36,7 @@ BM25S_MIN_CHUNKS = 2000
 K1 = 1.5
 B = 0.75
 _NUMERIC = re.compile(r"^\d[\d,.]*$")
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER_WORDS = frozenset(
     {stem(w) for w in SPELLED if " " not in w}
     | {stem(w) for w in SCALES}
@@ -121,7 +122,13 @@ class Bm25sIndex:
     """The same scores through bm25s (for many chunks)."""
 
     def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        import logging
+
         import bm25s  # core dependency; imported here to keep `import affidavit` light
+
+        # bm25s sets its own logger to DEBUG on import: without this, "DEBUG bm25s: Building
+        # index" reached stderr on every audit, with or without -v
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
 
         self.n = len(docs)
         self._vocab: set[str] = set()
@@ -167,6 +174,28 @@ class EvidenceIndex:
         # at 500 chunks; the candidates' windows are then stemmed for the coverage score
         docs = [bm25_tokens(c.text) for c in self.chunks]
         self.bm25: ExactBM25 | Bm25sIndex = Bm25sIndex(docs) if use_bm25s else ExactBM25(docs)
+        self._flat_and_numbers: tuple[list[str], list[frozenset[str]]] | None = None
+
+    def _tie_breaks(self, claim: str) -> tuple[list[bool], list[int]]:
+        """Per chunk: does it hold the claim verbatim, and how many of the claim's numbers.
+
+        BM25 here ignores numbers (the number check owns them), so among near-identical chunks
+        that differ only in their numbers every score ties and the first ``top_k`` chunks won:
+        a sentence copied word for word from chunk 17 of 100 was checked against chunk 0
+        ("year 1961 disagrees with 1301"). A chunk that holds the claim verbatim, then one that
+        shares more of its numbers, now comes first.
+        """
+        if self._flat_and_numbers is None:  # built once per index, on the first claim
+            self._flat_and_numbers = (
+                [" ".join(c.text.split()) for c in self.chunks],
+                [frozenset(_DIGITS.findall(c.text)) for c in self.chunks],
+            )
+        flat, numbers = self._flat_and_numbers
+        needle = " ".join(claim.split()).rstrip(".!?;: ")
+        verbatim = [bool(needle) and needle in t for t in flat]
+        nums = set(_DIGITS.findall(claim))
+        shared = [len(nums & n) for n in numbers] if nums else [0] * len(self.chunks)
+        return verbatim, shared
 
     def _sentence_stems(self, i: int) -> tuple[list[tuple[int, int]], list[list[str]]]:
         if i not in self._sentences:
@@ -197,8 +226,9 @@ class EvidenceIndex:
             return []
         q = list(dict.fromkeys(match_stems(claim)))
         scores = self.bm25.scores(bm25_tokens(claim))
-        order = sorted(range(len(scores)), key=lambda i: -scores[i])
-        cands = [i for i in order[:top_k] if scores[i] > 0.0]
+        verbatim, shared = self._tie_breaks(claim)
+        order = sorted(range(len(scores)), key=lambda i: (-verbatim[i], -scores[i], -shared[i]))
+        cands = [i for i in order[:top_k] if scores[i] > 0.0 or verbatim[i]]
         out: list[Match] = []
         for i in cands:
             best: tuple[float, int, int] = (-1.0, 0, 0)
@@ -209,7 +239,15 @@ class EvidenceIndex:
                     best = (cov, w.start, w.end)
             cov, a, b = best
             out.append(Match(i, scores[i], max(cov, 0.0), a, b, self.chunks[i].text[a:b]))
-        out.sort(key=lambda m: (-m.coverage, -m.bm25))
+        # ties in coverage: the chunk holding the claim verbatim, then BM25, then shared numbers
+        out.sort(
+            key=lambda m: (
+                -m.coverage,
+                -verbatim[m.chunk_index],
+                -m.bm25,
+                -shared[m.chunk_index],
+            )
+        )
         return out
 
 

@@ -36,6 +36,7 @@ from affidavit.core.certificate import (
     PolicyRecord,
 )
 from affidavit.core.errors import CertificateError, InputError
+from affidavit.core.limits import MAX_CERTIFICATE_BYTES, read_file_bounded
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import PolicySettings, Settings
 from affidavit.core.types import Claim, Verdict
@@ -242,10 +243,7 @@ def load_certificate(path: Path | str) -> Certificate:
         InputError: unreadable, not JSON (or duplicate keys), or not a certificate.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", source=str(path)) from exc
+    raw = read_file_bounded(path, MAX_CERTIFICATE_BYTES, "certificate")
     tree = loads_strict(raw, source=str(path))
     try:
         return Certificate.model_validate_json(json.dumps(tree), strict=True)

@@ -27,7 +27,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from affidavit.core.errors import CertificateError, SigningKeyError
+from affidavit.core.errors import CertificateError, InputError, SigningKeyError
+from affidavit.core.limits import MAX_KEY_BYTES, read_bounded
 from affidavit.core.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -141,7 +142,10 @@ def load_private_key(path: Path, passphrase: str | None = None) -> Ed25519Privat
         SigningKeyError: missing, unreadable, wrong or missing passphrase, or not Ed25519.
     """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            data = read_bounded(fh, MAX_KEY_BYTES, f"signing key {path}")
+    except InputError as exc:
+        raise SigningKeyError(exc.message, source=str(path)) from None
     except FileNotFoundError:
         raise SigningKeyError(
             f"no signing key at {path}: run `affidavit keys generate` or set certify.key_path",
@@ -200,7 +204,10 @@ def load_public_key(source: PublicKeyLike) -> Ed25519PublicKey:
     if isinstance(source, Path):
         where = str(source)
         try:
-            data = source.read_bytes()
+            with source.open("rb") as fh:
+                data = read_bounded(fh, MAX_KEY_BYTES, f"public key {source}")
+        except InputError as exc:
+            raise CertificateError(exc.message, source=where) from None
         except OSError as exc:
             raise CertificateError(
                 f"cannot read public key {source}: {exc.strerror or exc}", source=where

@@ -48,6 +48,7 @@ from affidavit.core.certificate import (
     EvidenceRecord,
 )
 from affidavit.core.errors import CertificateError, InputError
+from affidavit.core.limits import MAX_CERTIFICATE_BYTES, read_file_bounded
 from affidavit.core.types import EvidenceSpan, Verdict, sha256_text
 from affidavit.policy.render import decide
 
@@ -66,10 +67,7 @@ def read_certificate_tree(path: Path | str) -> dict[str, Any]:
         InputError: unreadable or not a JSON object.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", source=str(path)) from exc
+    raw = read_file_bounded(path, MAX_CERTIFICATE_BYTES, "certificate")
     tree = loads_strict(raw, source=str(path))
     if not isinstance(tree, dict):
         raise InputError(f"{path}: a certificate is a JSON object", source=str(path))

@@ -1,8 +1,9 @@
 """``affidavit ask``: a question in, a streamed answer out, then the verified rendering.
 
-Exit codes: 0 an answer was produced (sentences the policy withheld are listed, not an error);
-1 retrieval, generation or certification failed; 2 usage or input error (no store, bad option or
-config, no signing key for ``--certify``).
+Exit codes (docs/cli-exit-codes.md): 0 an answer was produced (sentences the policy withheld are
+listed, not an error); 2 nothing could be answered: usage or input error (no store, bad option or
+config, no signing key for ``--certify``) or a stage that could not run (retrieval, generation,
+a certificate that cannot be written).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from affidavit.cli.common import EXIT_FAIL, cli_settings, dump_json, fail_usage
+from affidavit.cli.common import cli_settings, dump_json, fail_usage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,15 +37,27 @@ def result_json(result: AskResult) -> dict[str, Any]:
     return data
 
 
+def _safe(text: str) -> str:
+    from affidavit.core.text import safe_terminal
+
+    return safe_terminal(text, keep_newlines=True)
+
+
+def _text(text: str, style: str = "") -> Any:
+    """A rich Text of untrusted text (model output, documents): control characters escaped."""
+    from rich.text import Text
+
+    return Text(_safe(text), style=style)
+
+
 def print_result(console: Console, result: AskResult) -> None:
     """The verified rendering: answer, claim badges, sources, corrections, certificate, timing."""
     from rich.panel import Panel
     from rich.table import Table
-    from rich.text import Text
 
-    body = Text(result.answer or "(nothing could be shown)")
+    body = _text(result.answer or "(nothing could be shown)")
     if result.note and result.note not in result.answer:
-        body.append("\n\n" + result.note, style="dim")
+        body.append(_safe("\n\n" + result.note), style="dim")
     console.print(Panel(body, title=f"answer ({result.mode})", title_align="left"))
 
     if result.claims:
@@ -57,37 +70,37 @@ def print_result(console: Console, result: AskResult) -> None:
         for outcome in result.claims:
             label, colour = _BADGE[outcome.decision]
             table.add_row(
-                outcome.claim.id,
-                Text(label, style=f"bold {colour}"),
+                _text(outcome.claim.id),
+                _text(label, style=f"bold {colour}"),
                 f"{outcome.verdict.p_entail:.2f}",
                 "".join(f"[{n}]" for n in outcome.evidence_numbers) or "-",
-                Text(outcome.claim.text),
+                _text(outcome.claim.text),
             )
         console.print(table)
 
     if result.sources:
-        console.print(Text("sources", style="bold"))
+        console.print(_text("sources", style="bold"))
         for s in result.sources:
             where = s.title or s.url or s.doc_id or s.chunk_id
             extra = f"  ({s.url})" if s.title and s.url else ""
             tag = "  [web]" if s.origin == "web" else ""
-            console.print(Text(f"  [{s.number}] {where}{extra}{tag}"))
+            console.print(_text(f"  [{s.number}] {where}{extra}{tag}"))
     trace = result.trace
     for r in trace.removed_citations:
-        console.print(Text(f"removed citation {r.marker}: {r.reason}", style="yellow"))
+        console.print(_text(f"removed citation {r.marker}: {r.reason}", style="yellow"))
     for c in trace.citation_corrections:
         old = "".join(f"[{n}]" for n in c.from_numbers) or "none"
         new = "".join(f"[{n}]" for n in c.to_numbers)
-        console.print(Text(f"citation corrected {old} -> {new}: {c.reason}", style="cyan"))
+        console.print(_text(f"citation corrected {old} -> {new}: {c.reason}", style="cyan"))
     if trace.classification:
-        console.print(Text(f"retrieval judged {trace.classification}", style="dim"))
+        console.print(_text(f"retrieval judged {trace.classification}", style="dim"))
     for skipped in trace.skipped_stages:
-        console.print(Text(f"note: {skipped}", style="dim"))
+        console.print(_text(f"note: {skipped}", style="dim"))
     if result.certificate_path:
-        console.print(Text(f"certificate: {result.certificate_path}", style="bold"))
+        console.print(_text(f"certificate: {result.certificate_path}", style="bold"))
     ttft = trace.time_to_first_token_s
     console.print(
-        Text(
+        _text(
             f"{result.timings.get('total', 0.0):.1f}s total"
             + (f", first token after {ttft:.1f}s" if ttft is not None else "")
             + f", {len(result.claims)} claims, "
@@ -153,7 +166,7 @@ def ask(
             with Live(provisional, console=console, transient=True, refresh_per_second=12) as live:
 
                 def show(piece: str) -> None:
-                    provisional.append(piece)
+                    provisional.append(_safe(piece))
                     live.update(provisional)
 
                 result = pipe.ask(question, mode=display, on_token=show, certify=certify)
@@ -162,9 +175,12 @@ def ask(
                 result = pipe.ask(question, mode=display, certify=certify)
     except (ConfigError, InputError) as exc:
         raise fail_usage(exc.message) from None
-    except AffidavitError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(EXIT_FAIL) from None
+    except AffidavitError as exc:  # a stage could not run: nothing was judged (exit 2)
+        raise fail_usage(exc.message) from None
+    except OSError as exc:
+        from affidavit.cli.common import describe_os_error
+
+        raise fail_usage(describe_os_error(exc)) from None
 
     if as_json:
         typer.echo(dump_json(result_json(result)))

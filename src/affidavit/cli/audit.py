@@ -6,23 +6,36 @@ Input is JSON: ``{"query": "...", "chunks": [{"text": ..., "url": ..., "metadata
 
 Exit codes: 0 trust passed; 1 policy or trust failed (also ``--mode enforce``); 2 usage or input
 error, with a one-line reason (malformed JSON with line and column, missing field, wrong type,
-non-UTF-8 input, unknown or invalid setting).
+non-UTF-8 input or a lone surrogate, input over the 64 MiB cap, unknown or invalid setting, a
+certificate that cannot be written). See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from affidavit.cli.batch import (
+    AddressOpt,
+    EngineOpt,
+    ShardOpt,
+    WorkersOpt,
+    batch_overrides,
+    run_with_progress,
+)
 from affidavit.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
+    EXIT_USAGE,
     cli_settings,
+    dump_json,
     fail_usage,
+    no_color_requested,
     read_text_arg,
+    safe,
     usage_errors,
 )
 
@@ -41,6 +54,7 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
         ''
     """
     from affidavit.core.errors import InputError
+    from affidavit.core.text import find_lone_surrogate
 
     try:
         data = json.loads(text)
@@ -66,6 +80,14 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
     for name in _REQUIRED:
         if name not in data:
             raise InputError(f"{source}: missing field '{name}'", source=source)
+    bad = find_lone_surrogate(data)
+    if bad is not None:
+        # legal JSON ("\\ud800" escape) but not Unicode text: it cannot be printed, hashed or signed
+        raise InputError(
+            f"{source}: {bad} holds a lone surrogate (an invalid \\uD800-\\uDFFF escape); "
+            "not valid Unicode text",
+            source=source,
+        )
     data.setdefault("query", "")
     if data["query"] is None:
         data["query"] = ""
@@ -93,9 +115,17 @@ def _json_type(value: Any) -> str:
 
 def _print_report(report: AuditReport, no_color: bool) -> None:
     from rich.console import Console
-    from rich.markup import escape
 
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    from affidavit.core.text import safe_terminal
+
+    # every string below comes from the input (answer, chunks, URLs): printed with control
+    # characters escaped, so an answer cannot paint a fake verdict or clear the screen
+    console = Console(
+        no_color=no_color,
+        color_system=None if no_color else "auto",  # plain: no colour, no bold or dim either
+        highlight=False,
+        soft_wrap=True,
+    )
     ok = report.trust_passed
     head = "[bold green]TRUST PASSED[/]" if ok else "[bold red]TRUST FAILED[/]"
     n_ok = sum(c.supported for c in report.claims)
@@ -109,23 +139,23 @@ def _print_report(report: AuditReport, no_color: bool) -> None:
             mark = "[green]✓ supported[/]"
             if c.freshness == "supported_stale":
                 mark = "[yellow]✓ supported (stale source)[/]"
-            where = escape(c.source_url or c.chunk_id or "")
-            console.print(f"{mark} {escape(c.text)}  [dim]({c.confidence:.2f}, {where})[/]")
+            where = safe(c.source_url or c.chunk_id or "")
+            console.print(f"{mark} {safe(c.text)}  [dim]({c.confidence:.2f}, {where})[/]")
         else:
-            console.print(f"[red]✗ unsupported[/] {escape(c.text)}  [dim]({c.confidence:.2f})[/]")
-            console.print(f"    [red]{escape(c.reason)}[/]")
+            console.print(f"[red]✗ unsupported[/] {safe(c.text)}  [dim]({c.confidence:.2f})[/]")
+            console.print(f"    [red]{safe(c.reason)}[/]")
     for b in report.blocked_sources:
         console.print(
-            f"[yellow]blocked source[/] {escape(b.url or b.chunk_id)}: {b.reason} "
-            f"[dim]({escape(b.detail)})[/]"
+            f"[yellow]blocked source[/] {safe(b.url or b.chunk_id)}: {safe(b.reason)} "
+            f"[dim]({safe(b.detail)})[/]"
         )
     shown = {"unsupported_claims", "contradicted_claims", "blocked_sources"}
     for i in report.policy_issues:
         if i.kind not in shown:
-            console.print(f"[yellow]policy issue[/] {i.kind}: {escape(i.message)}")
+            console.print(f"[yellow]policy issue[/] {safe(i.kind)}: {safe(i.message)}")
     if report.guarded_response is not None:
         console.print("[bold]guarded response:[/]")
-        console.print(escape(report.guarded_response))
+        console.print(safe_terminal(report.guarded_response, keep_newlines=True), markup=False)
 
 
 def audit(
@@ -139,11 +169,15 @@ def audit(
         bool, typer.Option("--json", help="Print the full report as JSON.")
     ] = False,
     no_color: Annotated[
-        bool, typer.Option("--no-color", help="Plain output without colour.", envvar="NO_COLOR")
+        bool,
+        typer.Option("--no-color", help="Plain output without colour (also: NO_COLOR set)."),
     ] = False,
     certify: Annotated[
         Path | None,
-        typer.Option("--certify", help="Write a signed certificate of the audit to this path."),
+        typer.Option(
+            "--certify",
+            help="Write a signed certificate of the audit to this path (runs the verifier).",
+        ),
     ] = None,
     verify: Annotated[
         bool,
@@ -152,35 +186,61 @@ def audit(
             help="Also run the entailment verifier (sets audit.use_verifier).",
         ),
     ] = False,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="FILE is JSONL, one audit input a line; reports go to --output, one a line "
+            '({"line", "report"} or {"line", "error"}).',
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Output JSONL of --batch.")
+    ] = None,
+    engine: EngineOpt = None,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    shard_size: ShardOpt = None,
 ) -> None:
     """Audit an answer against the chunks it was generated from.
 
-    Exit 0 when trust passed, 1 when policy or trust failed, 2 on usage or input errors.
+    Exit 0 when trust passed, 1 when policy or trust failed, 2 on usage or input errors. With
+    ``--batch``: 0 every line passed, 1 some failed trust, 2 some lines were malformed.
     """
     from affidavit.audit import Auditor
     from affidavit.core.errors import EnforcementError
+    from affidavit.core.limits import MAX_AUDIT_INPUT_BYTES
 
     beside = None if file == "-" else Path(file)
     audit_over: dict[str, Any] = {}
     if mode is not None:
         audit_over["mode"] = mode
-    if verify:
+    if verify or certify is not None:
+        # a certificate states that claims were verified: --certify runs the entailment verifier,
+        # so what is printed and what is signed come from the same verdict, claim by claim
         audit_over["use_verifier"] = True
-    settings = cli_settings(
-        config, beside=beside, overrides={"audit": audit_over} if audit_over else None
+    overrides: dict[str, Any] = {"audit": audit_over} if audit_over else {}
+    overrides |= batch_overrides(
+        engine or ("local" if batch else None), address, workers, shard_size
     )
+    settings = cli_settings(config, beside=beside, overrides=overrides or None)
+    if batch or engine is not None:
+        _audit_batch(file, output, settings, batch=batch, certify=certify)
     models: list[dict[str, str]] = []
     with usage_errors():
         if certify is not None:
             from affidavit.certify.keys import load_signing_key
 
             load_signing_key(settings)  # no key: exit before any work, never unsigned
-        data = parse_input(read_text_arg(file), "stdin" if file == "-" else file)
+        data = parse_input(
+            read_text_arg(file, MAX_AUDIT_INPUT_BYTES), "stdin" if file == "-" else file
+        )
         verifier = None
         if settings.audit.use_verifier:
+            from affidavit.verify.calibration import effective_policy
             from affidavit.verify.cascade import ClaimCascade
 
-            verifier = ClaimCascade(settings.verify, settings.policy)
+            verifier = ClaimCascade(settings.verify, effective_policy(settings))
             models = verifier.model_identities()
         auditor = Auditor(settings, verifier=verifier)
         try:
@@ -188,9 +248,9 @@ def audit(
         except EnforcementError as exc:
             report = exc.report
     if json_out:
-        typer.echo(report.model_dump_json(indent=2))
+        typer.echo(dump_json(report.model_dump(mode="json")))
     else:
-        _print_report(report, no_color)
+        _print_report(report, no_color_requested(no_color))
     if certify is not None:
         from affidavit.audit.certify import certify_report
 
@@ -200,6 +260,31 @@ def audit(
     if not report.trust_passed:
         raise typer.Exit(EXIT_FAIL)
     raise typer.Exit(EXIT_OK)
+
+
+def _audit_batch(
+    file: str, output: Path | None, settings: Any, *, batch: bool, certify: Path | None
+) -> NoReturn:
+    if not batch:
+        raise fail_usage("--engine needs --batch (FILE is then JSONL, one audit input a line)")
+    if output is None:
+        raise fail_usage("--batch needs --output FILE (shards are written beside it)")
+    if certify is not None:
+        raise fail_usage("--certify certifies one audit; it cannot be combined with --batch")
+    with usage_errors():
+        text = read_text_arg(file)
+    report = run_with_progress("audit", text, output, settings)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    c = report.counts
+    typer.echo(
+        f"{c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "
+        f"{c.get('malformed', 0)} malformed; wrote {output}",
+        err=True,
+    )
+    if c.get("malformed"):
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(EXIT_FAIL if c.get("failed") else EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,8 @@ Commands:
 ``--replay`` also re-runs the verifier on that evidence and compares the decisions.
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
-(including ``--replay`` when the store or the verifier cannot run here).
+(including ``--replay`` when the store or the verifier cannot run here, and a certificate over
+the 16 MiB cap). See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from affidavit.cli.common import (
     dump_json,
     fail_usage,
     read_text_arg,
+    safe,
     usage_errors,
 )
+from affidavit.core.text import safe_terminal
 
 ConfigOpt = Annotated[
     Path | None,
@@ -75,6 +78,10 @@ def keys_generate(
         key = generate_key(path, force=force, passphrase=passphrase)
     except SigningKeyError as exc:
         raise fail_usage(exc.message) from None
+    except OSError as exc:
+        from affidavit.cli.common import describe_os_error
+
+        raise fail_usage(f"cannot write the key: {describe_os_error(exc)}") from None
     typer.echo(f"private key: {path}")
     typer.echo(f"public key:  {public_key_path(path)}")
     typer.echo(f"key id:      {key_id(key.public_key())}")
@@ -230,11 +237,11 @@ def certificate_verify(
             + ("; replay agrees" if replay else "")
         )
         for w in result.warnings:
-            typer.echo(f"warning: {w}", err=True)
+            typer.echo(f"warning: {safe_terminal(w)}", err=True)
     else:
         typer.echo("INVALID", err=True)
-        for r in reasons:
-            typer.echo(f"  - {r}", err=True)
+        for r in reasons:  # reasons quote the certificate: untrusted text
+            typer.echo(f"  - {safe_terminal(r)}", err=True)
     raise typer.Exit(EXIT_OK if valid else EXIT_FAIL)
 
 
@@ -244,32 +251,34 @@ def certificate_show(
 ) -> None:
     """Print a certificate's claims, decisions and reasons (does not check the signature)."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     from affidavit.certify.certificate import load_certificate
 
     with usage_errors():
         c = load_certificate(cert)
-    console = Console()
-    console.print(f"question:  {escape(c.question)}")
-    console.print(f"created:   {c.created_at}   key id: {c.key_id or '(unsigned)'}")
+    # nothing here is checked (no signature check): every string is printed escaped
+    console = Console(highlight=False)
+    console.print(f"question:  {safe(c.question)}")
+    console.print(f"created:   {c.created_at}   key id: {safe(c.key_id or '(unsigned)')}")
     console.print(
-        f"policy:    {c.policy.preset} (tau_entail {c.policy.tau_entail}, "
-        f"tau_contradict {c.policy.tau_contradict}, display {c.policy.display})"
+        f"policy:    {safe(c.policy.preset)} (tau_entail {c.policy.tau_entail}, "
+        f"tau_contradict {c.policy.tau_contradict}, display {safe(c.policy.display)})"
     )
     if c.models:
-        console.print("models:    " + ", ".join(f"{m.name} ({m.sha256[:12]})" for m in c.models))
+        console.print(
+            "models:    " + ", ".join(f"{safe(m.name)} ({safe(m.sha256[:12])})" for m in c.models)
+        )
     table = Table("claim", "decision", "p_entail", "p_contra", "text", "reason", show_lines=True)
     style = {"verified": "green", "unverified": "yellow", "blocked": "red"}
     for r in c.claims:
         table.add_row(
-            r.claim.id,
+            safe(r.claim.id),
             f"[{style[r.decision]}]{r.decision}[/]",
             "-" if r.p_entail is None else f"{r.p_entail:.2f}",
             "-" if r.p_contradict is None else f"{r.p_contradict:.2f}",
-            escape(r.claim.text),
-            escape(r.reason),  # evidence locations look like [markup]
+            safe(r.claim.text),
+            safe(r.reason),  # evidence locations look like [markup]
         )
     console.print(table)
     console.print("(not checked: run `affidavit certificate verify` to check the signature)")
@@ -304,15 +313,16 @@ def validate_cmd(
     """Validate a JSON file against a contract's schema (exit 0 valid, 1 invalid)."""
     from affidavit.certify.canonical import loads_strict
     from affidavit.certify.schemas import validate_json
+    from affidavit.core.limits import MAX_CERTIFICATE_BYTES
 
     with usage_errors():
-        text = read_text_arg(file)
+        text = read_text_arg(file, MAX_CERTIFICATE_BYTES)
         loads_strict(text, source=file)  # not JSON at all is a usage error, not a schema failure
         errors = validate_json(text, schema)
     if errors:
         typer.echo(f"INVALID against {schema}:", err=True)
         for e in errors:
-            typer.echo(f"  - {e}", err=True)
+            typer.echo(f"  - {safe_terminal(e)}", err=True)
         raise typer.Exit(EXIT_FAIL)
     typer.echo(f"valid {schema}")
 

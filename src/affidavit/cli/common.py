@@ -1,8 +1,21 @@
-"""Helpers shared by CLI commands: settings loading and error-to-exit-code mapping."""
+"""Helpers shared by CLI commands: settings, bounded input, safe output, exit codes.
+
+Exit codes (the one table, ``docs/cli-exit-codes.md``; every command follows it):
+
+* 0: success (trust passed, certificate valid, everything ingested).
+* 1: the input was judged and failed (trust or policy failed, certificate invalid, some claims
+  could not be verified, some ingest inputs failed: each listed).
+* 2: nothing could be judged: usage, input, configuration or environment error (malformed or
+  oversized input, bad setting or environment variable, unreadable or unwritable file or store,
+  a store built with another embedder, a certificate that cannot be written).
+* 3: internal error (a bug): one line on stderr, the traceback only with ``-v``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,30 +24,51 @@ from typing import Any
 
 import typer
 
-from affidavit.core.errors import AffidavitError, ConfigError, InputError, SigningKeyError
+from affidavit.core.errors import AffidavitError, ConfigError
+from affidavit.core.limits import MAX_AUDIT_INPUT_BYTES, read_bounded, read_file_bounded
 from affidavit.core.settings import Settings, load_settings
+from affidavit.core.text import safe_terminal
 
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
 
 
 def fail_usage(message: str) -> typer.Exit:
     """Print a one-line reason to stderr and return an Exit(2) to raise."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {safe_terminal(message)}", err=True)
     return typer.Exit(EXIT_USAGE)
 
 
 @contextmanager
 def usage_errors() -> Iterator[None]:
-    """Turn config and input errors into exit code 2 with a one-line reason, never a traceback."""
+    """Turn affidavit's errors and file errors into exit code 2 with a one-line reason.
+
+    Exit 1 is kept for a judged failure (trust failed, certificate invalid), which commands
+    signal themselves; an error that stopped the work (bad input, unwritable file, missing
+    model, unusable store) is exit 2, never a traceback.
+    """
     try:
         yield
-    except (ConfigError, InputError, SigningKeyError) as exc:
-        raise fail_usage(exc.message) from None
     except AffidavitError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(EXIT_FAIL) from None
+        raise fail_usage(exc.message) from None
+    except OSError as exc:
+        raise fail_usage(describe_os_error(exc)) from None
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One sentence for a file error (FileExistsError, PermissionError, IsADirectoryError...)."""
+    where = exc.filename if exc.filename is not None else ""
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
+    reason = exc.strerror or exc.__class__.__name__
+    return f"{where}: {reason}" if where else str(reason)
+
+
+def no_color_requested(flag: bool) -> bool:
+    """``--no-color``, or ``NO_COLOR`` set to any non-empty value (https://no-color.org)."""
+    return flag or bool(os.environ.get("NO_COLOR"))
 
 
 def cli_settings(
@@ -47,12 +81,18 @@ def cli_settings(
         raise fail_usage(exc.message) from None
 
 
-def read_text_arg(path: str) -> str:
-    """Read a file argument (``-`` for stdin) as UTF-8; bad bytes are an input error."""
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", source=path) from exc
+def read_text_arg(path: str, limit: int = MAX_AUDIT_INPUT_BYTES) -> str:
+    """Read a file argument (``-`` for stdin) of at most ``limit`` bytes as UTF-8.
+
+    Raises:
+        InputError: unreadable, larger than ``limit`` (read no further), or not UTF-8.
+    """
+    from affidavit.core.errors import InputError
+
+    if path == "-":
+        raw = read_bounded(sys.stdin.buffer, limit, "stdin")
+    else:
+        raw = read_file_bounded(path, limit)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -62,6 +102,30 @@ def read_text_arg(path: str) -> str:
         ) from exc
 
 
+# Inside JSON strings only (structural characters are ASCII): DEL, C1 controls, bidi overrides
+# and lone surrogates, which json.dumps(ensure_ascii=False) leaves raw.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
 def dump_json(data: Any) -> str:
-    """JSON for the terminal."""
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    """JSON for the terminal: readable Unicode, but every control character escaped.
+
+    ``json.dumps`` escapes C0 controls (ESC) itself; C1 controls (a one-byte CSI), bidi
+    overrides and lone surrogates are escaped here as ``\\uXXXX``, so the output is still the
+    same JSON value and cannot repaint the terminal or fail to encode.
+    """
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_line(data: Any) -> str:
+    """One line of JSONL, control characters escaped as in :func:`dump_json`."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def safe(text: object) -> str:
+    """An untrusted value for rich output: control characters escaped, markup escaped."""
+    from rich.markup import escape
+
+    return escape(safe_terminal(str(text)))

@@ -4,19 +4,32 @@ Exit codes:
     ingest: 0 every input ingested or unchanged; 1 at least one input failed (the report lists
     each with its reason; everything else was still ingested); 2 usage error (no such path,
     bad option or config, store unusable).
-    search: 0 success (also with no hits); 2 usage or input error (no store, bad queries file).
+    search: 0 success (also with no hits); 2 usage or input error (no store, bad queries file,
+    an --output that cannot be written).
+    See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from affidavit.cli.common import EXIT_FAIL, EXIT_OK, cli_settings, dump_json, fail_usage
+from affidavit.cli.batch import AddressOpt, EngineOpt, WorkersOpt, batch_overrides
+from affidavit.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    cli_settings,
+    describe_os_error,
+    dump_json,
+    fail_usage,
+    safe,
+)
 
 if TYPE_CHECKING:
     from affidavit.core.retrieval import IngestReport
@@ -44,6 +57,8 @@ def _open(settings: Settings, store: Path | None, *, must_exist: bool) -> Any:
         return make_store(settings.store, path=where)
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None
+    except OSError as exc:  # a file where the folder should be, no permission
+        raise fail_usage(f"cannot open store: {describe_os_error(exc)}") from None
 
 
 def _embedder(settings: Settings) -> Any:
@@ -60,16 +75,17 @@ def _print_report(report: IngestReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(stderr=False)
+    console = Console(stderr=False, highlight=False)
     counts = report.counts()
-    table = Table(title=f"ingest into {report.store} ({report.seconds:.1f}s)")
+    table = Table(title=f"ingest into {safe(report.store)} ({report.seconds:.1f}s)")
     for name in counts:
         table.add_column(name, justify="right")
     table.add_row(*(str(v) for v in counts.values()))
     console.print(table)
     console.print(f"chunks in store: {report.chunks_total}")
     for o in report.failed:
-        console.print(f"[red]failed[/red] {o.source}: {o.reason}", highlight=False, markup=True)
+        # file names and reasons quote the input: escaped, never interpreted
+        console.print(f"[red]failed[/red] {safe(o.source)}: {safe(o.reason)}")
 
 
 def ingest(
@@ -80,25 +96,72 @@ def ingest(
     ] = False,
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
+    engine: EngineOpt = None,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Load documents into the store (incremental: unchanged files are skipped).
+
+    With ``--engine ray`` the chunks are embedded by Ray workers (each loads the embedder once)
+    while this process reads, chunks and writes the store; a killed ingest run again resumes
+    (finished batches are committed and unchanged documents skipped).
 
     Exit codes: 0 everything ingested or unchanged; 1 some inputs failed (each is listed with
     its reason, the rest was ingested); 2 usage error.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from contextlib import ExitStack
 
-    from affidavit.core.errors import StoreError
-    from affidavit.ingest.pipeline import Ingestor
-
-    settings = cli_settings(config)
+    settings = cli_settings(config, overrides=batch_overrides(engine, address, workers, None))
     for p in paths:
         if not p.exists() and not p.is_symlink():
             raise fail_usage(f"no such file or folder: {p}")
     embedder = _embedder(settings)
+    with ExitStack() as stack:
+        batch_chunks = 256
+        if settings.batch.engine == "ray":
+            embedder = stack.enter_context(_ray_embedder(settings, embedder))
+            batch_chunks = 256 * settings.batch.workers
+        report = _run_ingest(settings, store, embedder, paths, prune, json_out, batch_chunks)
+    if json_out:
+        typer.echo(dump_json({"counts": report.counts(), **report.model_dump(mode="json")}))
+    else:
+        _print_report(report)
+    raise typer.Exit(EXIT_FAIL if report.failed else EXIT_OK)
+
+
+@contextmanager
+def _ray_embedder(settings: Settings, local: Any) -> Iterator[Any]:
+    from affidavit.batch.ray_engine import RayEmbedder, ray_session
+    from affidavit.core.errors import AffidavitError
+
+    try:
+        with ray_session(settings.batch):
+            ray_embedder = RayEmbedder(settings, local.name, local.dim)
+            try:
+                yield ray_embedder
+            finally:
+                ray_embedder.close()
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None
+
+
+def _run_ingest(
+    settings: Settings,
+    store: Path | None,
+    embedder: Any,
+    paths: list[Path],
+    prune: bool,
+    json_out: bool,
+    batch_chunks: int,
+) -> IngestReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from affidavit.core.errors import AffidavitError, StoreError
+    from affidavit.ingest.pipeline import Ingestor
+
     st = _open(settings, store, must_exist=False)
     try:
-        ingestor = Ingestor(st, embedder, settings.ingest)
+        ingestor = Ingestor(st, embedder, settings.ingest, batch_chunks=batch_chunks)
         with Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -110,19 +173,18 @@ def ingest(
             task = bar.add_task("ingest", total=None, current="")
 
             def progress(done: int, total: int, current: str) -> None:
-                bar.update(task, completed=done, total=total, current=Path(current).name)
+                bar.update(task, completed=done, total=total, current=safe(Path(current).name))
 
             try:
-                report = ingestor.ingest(paths, prune=prune, progress=progress)
+                return ingestor.ingest(paths, prune=prune, progress=progress)
             except StoreError as exc:
                 raise fail_usage(exc.message) from None
+            except OSError as exc:  # the store folder itself is not writable
+                raise fail_usage(f"cannot write to store: {describe_os_error(exc)}") from None
+    except AffidavitError as exc:
+        raise fail_usage(exc.message) from None
     finally:
         st.close()
-    if json_out:
-        typer.echo(dump_json({"counts": report.counts(), **report.model_dump(mode="json")}))
-    else:
-        _print_report(report)
-    raise typer.Exit(EXIT_FAIL if report.failed else EXIT_OK)
 
 
 def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:
@@ -146,17 +208,22 @@ def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:
 
 
 def _read_queries(path: Path) -> list[tuple[Any, str]]:
+    from affidavit.core.errors import InputError
+    from affidavit.core.limits import MAX_QUERIES_BYTES, read_file_bounded
+
     out: list[tuple[Any, str]] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_file_bounded(path, MAX_QUERIES_BYTES).decode("utf-8").splitlines()
+    except InputError as exc:
+        raise fail_usage(exc.message) from None
+    except UnicodeDecodeError as exc:
         raise fail_usage(f"cannot read {path}: {exc}") from None
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise fail_usage(f"{path}:{n}: invalid JSON ({exc})") from None
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("query"), str):
             raise fail_usage(f'{path}:{n}: each line needs "id" and a string "query"')
@@ -208,6 +275,10 @@ def search(
         raise fail_usage("give either a QUERY or --queries FILE")
     if queries is not None and output is None:
         raise fail_usage("--queries needs --output")
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        # checked before the search runs, so no work is lost to a typo in the path
+        what = "is a folder" if output.is_dir() else "is in a folder that does not exist"
+        raise fail_usage(f"--output {output} {what}")
     try:
         filters = SearchFilters(
             domains=tuple(domain or ()),
@@ -217,6 +288,12 @@ def search(
     except (ValueError, ValidationError) as exc:
         raise fail_usage(f"bad filter: {exc}") from None
     batch = _read_queries(queries) if queries is not None else [(None, query or "")]
+    from affidavit.core.text import has_lone_surrogate
+
+    for qid, q in batch:
+        if has_lone_surrogate(q):  # argv bytes that are not UTF-8, or a "\ud800" escape
+            which = "the query" if qid is None else f"query {safe(qid)}"
+            raise fail_usage(f"{which} is not valid UTF-8 / Unicode text")
     st = _open(settings, store, must_exist=True)
     try:
         embedder = _embedder(settings) if mode != "bm25" else None
@@ -238,10 +315,13 @@ def search(
     finally:
         st.close()
     if queries is not None and output is not None:
-        with output.open("w", encoding="utf-8") as fh:
-            for (qid, _), hits in zip(batch, results, strict=True):
-                line = {"id": qid, "hits": [_hit_json(h, full=False) for h in hits]}
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        try:
+            with output.open("w", encoding="utf-8") as fh:
+                for (qid, _), hits in zip(batch, results, strict=True):
+                    line = {"id": qid, "hits": [_hit_json(h, full=False) for h in hits]}
+                    fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise fail_usage(f"cannot write --output: {describe_os_error(exc)}") from None
         typer.echo(f"wrote {len(batch)} results to {output}", err=True)
         raise typer.Exit(EXIT_OK)
     hits = results[0]
@@ -250,15 +330,16 @@ def search(
         raise typer.Exit(EXIT_OK)
     from rich.console import Console
 
-    console = Console()
+    console = Console(highlight=False)
     if not hits:
         console.print("no hits")
     for h in hits:
         c = h.chunk
-        where = c.title or c.url or c.doc_id
-        page = f" p.{c.metadata['page']}" if "page" in c.metadata else ""
-        console.print(f"[bold]{h.rank}.[/bold] {h.score:.4f}  {where}{page}", highlight=False)
-        console.print(f"   {c.text[:300]}", highlight=False, markup=False)
+        # titles, URLs and chunk text come from the documents: escaped, never interpreted
+        where = safe(c.title or c.url or c.doc_id)
+        page = f" p.{safe(c.metadata['page'])}" if "page" in c.metadata else ""
+        console.print(f"[bold]{h.rank}.[/bold] {h.score:.4f}  {where}{page}")
+        console.print(f"   {safe(c.text[:300])}")
 
 
 def register(app: typer.Typer) -> None:

@@ -3,14 +3,17 @@
 Each command group lives in its own module with a ``register(app)`` function; heavy imports are
 deferred into the command bodies so ``affidavit --help`` works without optional extras.
 
-Exit codes: 0 success / trust passed, 1 policy, trust or verification failed, 2 usage or input
-error.
+Exit codes (docs/cli-exit-codes.md): 0 success / trust passed; 1 the input was judged and failed
+(trust, policy or verification failed, certificate invalid, some ingest inputs failed); 2 usage,
+input, configuration or environment error (nothing was judged); 3 internal error (a bug);
+130 interrupted (Ctrl-C, typer's own handling).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import sys
 
 import typer
 
@@ -23,7 +26,7 @@ app = typer.Typer(
 )
 
 # command modules, each with register(app); imported here, their heavy deps are lazy
-_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "serve")
+_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "serve", "mcp")
 
 
 def _register_all() -> None:
@@ -39,15 +42,33 @@ _register_all()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug detail to stderr."),
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # the handler filters too: a library that sets its own logger to DEBUG on import (bm25s
+    # does) must not reach stderr without -v
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: no traceback reaches the user unless ``-v`` asks for it."""
+    from affidavit.cli.common import EXIT_INTERNAL, EXIT_USAGE
+    from affidavit.core.text import safe_terminal
+
+    try:
+        app()
+    except MemoryError:
+        # every input is capped (docs/cli-exit-codes.md); this is the last line of defence
+        sys.stderr.write("error: out of memory (input too large for this machine)\n")
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a bug: one line (the traceback with -v), and a distinct code
+        if {"-v", "--verbose"} & set(sys.argv[1:]):
+            raise
+        sys.stderr.write(
+            f"internal error: {type(exc).__name__}: {safe_terminal(str(exc))[:500]}\n"
+            "this is a bug in affidavit; rerun with -v for the traceback and please report it\n"
+        )
+        sys.exit(EXIT_INTERNAL)
 
 
 if __name__ == "__main__":

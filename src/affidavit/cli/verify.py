@@ -5,22 +5,36 @@ otherwise the ``policy.preset`` with the verifier model's dev-tuned values from 
 
 ``check`` exit codes: 0 all lines verified (whatever their label), 1 some verdicts incomplete
 (model missing, timeout, stage error: those claims are unsupported), 2 malformed input lines (each
-gets an error line in the output) or a usage error.
+gets an error line in the output; a lone surrogate makes a line malformed), input over the 64 MiB
+cap, or a usage error. See ``docs/cli-exit-codes.md``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 
-from affidavit.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, cli_settings, usage_errors
-
-if TYPE_CHECKING:
-    from affidavit.core.verification import CheckInput, CheckOutput
+from affidavit.cli.batch import (
+    AddressOpt,
+    EngineOpt,
+    ShardOpt,
+    WorkersOpt,
+    batch_overrides,
+    run_with_progress,
+)
+from affidavit.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    cli_settings,
+    describe_os_error,
+    fail_usage,
+    json_line,
+    usage_errors,
+)
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -34,97 +48,36 @@ def _overrides(cascade: str | None, threads: int | None) -> dict[str, Any]:
     return {"verify": verify} if verify else {}
 
 
-def effective_policy(settings: Any) -> Any:
-    """The policy thresholds to verify with: explicit settings win; otherwise the preset, with the
-    model's dev-tuned values from its config.json when it has them."""
-    from affidavit.core.errors import AffidavitError
-    from affidavit.verify.calibration import preset_thresholds
-    from affidavit.verify.crossencoder import packaged_model_dir, read_config
-
-    pol = settings.policy
-    if {"tau_entail", "tau_contradict"} & pol.model_fields_set:
-        return pol
-    try:
-        extra = read_config(settings.verify.model_path or packaged_model_dir()).model_extra or {}
-    except AffidavitError:
-        return pol
-    tau_e, tau_c = preset_thresholds(pol.preset, extra)
-    return pol.model_copy(update={"tau_entail": tau_e, "tau_contradict": tau_c})
-
-
 def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
     """Verify each JSONL line of ``text``, writing one output line per input line.
 
     Returns:
         (lines written, malformed lines, incomplete verdicts).
     """
-    from pydantic import ValidationError
-
-    from affidavit.core.verification import CheckInput
+    from affidavit.batch.jobs import check_row
 
     written = malformed = incomplete = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        line_id: Any = None
-        try:
-            data = json.loads(raw)
-            if isinstance(data, dict):
-                line_id = data.get("id") if isinstance(data.get("id"), str | int) else None
-            item = CheckInput.model_validate(data)
-        except json.JSONDecodeError as exc:
-            row = _error_line(line_id, f"line {lineno}: not JSON: {exc.msg}")
-            malformed += 1
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "line"
-            row = _error_line(line_id, f"line {lineno}: {where}: {first['msg']}")
-            malformed += 1
-        else:
-            checked, complete = check_one(item, verifier)
-            if not complete:
-                incomplete += 1
-            row = checked.to_line()
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        row, outcome = check_row(lineno, raw, verifier)
+        malformed += outcome == "malformed"
+        incomplete += outcome == "incomplete"
+        out.write(json_line(row) + "\n")
         out.flush()
         written += 1
     return written, malformed, incomplete
 
 
-def check_one(item: CheckInput, verifier: Any) -> tuple[CheckOutput, bool]:
-    """Verify one claim against its evidence (``affidavit check`` and ``POST /v1/check``).
-
-    Returns:
-        The output line, and whether the verdict is complete (every stage ran).
-    """
-    from affidavit.core.verification import CheckOutput
-    from affidavit.verify.cascade import chunks_from_texts, claim_from_text
-
-    verdict = verifier.verify(
-        claim_from_text(item.claim, str(item.id)), chunks_from_texts(item.evidence)
-    )
-    out = CheckOutput(
-        id=item.id,
-        label=verdict.label,
-        p_entail=round(verdict.p_entail, 6),
-        p_contradict=round(verdict.p_contradict, 6),
-        evidence_used=[e.text for e in verdict.evidence],
-        error="; ".join(verdict.errors) if verdict.errors else None,
-    )
-    return out, verdict.complete
-
-
-def _error_line(line_id: Any, message: str) -> dict[str, Any]:
-    from affidavit.core.verification import CheckOutput
-
-    return CheckOutput(
-        id=line_id,
-        label="unsupported",
-        p_entail=0.0,
-        p_contradict=0.0,
-        evidence_used=[],
-        error=message,
-    ).to_line()
+def _check_exit(malformed: int, incomplete: int) -> NoReturn:
+    """Exit 2 on malformed lines, 1 on incomplete verdicts, else 0."""
+    if malformed:
+        typer.echo(f"error: {malformed} malformed input line(s); see their error lines", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if incomplete:
+        typer.echo(f"warning: {incomplete} claim(s) could not be fully verified", err=True)
+        raise typer.Exit(EXIT_FAIL)
+    raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:
@@ -143,15 +96,39 @@ def register(app: typer.Typer) -> None:
         ] = None,
         cascade: Annotated[str | None, typer.Option("--cascade", help=CASCADE_HELP)] = None,
         threads: Annotated[int | None, typer.Option("--threads", help="Inference threads.")] = None,
+        engine: EngineOpt = None,
+        address: AddressOpt = None,
+        workers: WorkersOpt = None,
+        shard_size: ShardOpt = None,
     ) -> None:
-        """Verify claims against their evidence, one JSON line in, one JSON line out."""
+        """Verify claims against their evidence, one JSON line in, one JSON line out.
+
+        With ``--engine local|ray`` the input is cut into shards written beside OUTPUT and joined
+        at the end; a run killed and started again with the same OUTPUT resumes.
+        """
         from affidavit.cli.common import read_text_arg
+        from affidavit.core.limits import MAX_CHECK_INPUT_BYTES
         from affidavit.verify.cascade import ClaimCascade
 
         beside = None if input == "-" else Path(input)
-        settings = cli_settings(config, beside, _overrides(cascade, threads))
+        overrides = _overrides(cascade, threads) | batch_overrides(
+            engine, address, workers, shard_size
+        )
+        settings = cli_settings(config, beside, overrides)
         with usage_errors():
-            text = read_text_arg(input)
+            text = read_text_arg(input, MAX_CHECK_INPUT_BYTES)
+            from affidavit.verify.calibration import effective_policy
+
+        if engine is not None:
+            if output == "-":
+                raise fail_usage("--engine needs --output FILE (shards are written beside it)")
+            with usage_errors():
+                settings = settings.model_copy(update={"policy": effective_policy(settings)})
+            report = run_with_progress("check", text, Path(output), settings)
+            for warning in report.warnings:
+                typer.echo(f"warning: {warning}", err=True)
+            _check_exit(report.counts.get("malformed", 0), report.counts.get("incomplete", 0))
+        with usage_errors():
             verifier = ClaimCascade(settings.verify, effective_policy(settings))
         for stage, err in verifier.stage_errors.items():
             typer.echo(f"warning: {err} (claims stay unsupported)", err=True)
@@ -163,17 +140,9 @@ def register(app: typer.Typer) -> None:
                 with Path(output).open("w", encoding="utf-8") as fh:
                     _, malformed, incomplete = check_lines(text, verifier, fh)
             except OSError as exc:
-                typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+                typer.echo(f"error: cannot write {output}: {describe_os_error(exc)}", err=True)
                 raise typer.Exit(EXIT_USAGE) from None
-        if malformed:
-            typer.echo(
-                f"error: {malformed} malformed input line(s); see their error lines", err=True
-            )
-            raise typer.Exit(EXIT_USAGE)
-        if incomplete:
-            typer.echo(f"warning: {incomplete} claim(s) could not be fully verified", err=True)
-            raise typer.Exit(EXIT_FAIL)
-        raise typer.Exit(EXIT_OK)
+        _check_exit(malformed, incomplete)
 
     @app.command("eval")
     def eval_(
@@ -213,6 +182,8 @@ def register(app: typer.Typer) -> None:
         names = [s.strip() for s in sets.split(",")] if sets else list(ALL_SETS)
         with usage_errors():
             split_data = read_splits(splits) if splits.is_file() else None
+            from affidavit.verify.calibration import effective_policy
+
             verifier = ClaimCascade(settings.verify, effective_policy(settings))
             loaded = {n: sample(load_set(n, data, split_data), limit) for n in names}
         for e in verifier.stage_errors.values():

@@ -14,8 +14,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from affidavit.core.text import escape_surrogates
 from affidavit.core.types import Frozen
 
 OutcomeStatus = Literal["added", "skipped", "replaced", "failed", "pruned"]
@@ -38,6 +39,13 @@ class FileOutcome(Frozen):
     chunks: int = Field(default=0, ge=0, description="Chunks written for this document.")
     mime: str | None = Field(default=None, description="Detected content type.")
     reason: str = Field(default="", description="Why it failed or was skipped, in plain words.")
+
+    @field_validator("source", "doc_id", "reason", mode="before")
+    @classmethod
+    def _printable(cls, v: object) -> object:
+        # a file name that is not UTF-8 (or a JSONL id with a lone surrogate) must still be
+        # reportable: as JSON, on the terminal, in the log
+        return escape_surrogates(v) if isinstance(v, str) else v
 
 
 class IngestReport(Frozen):

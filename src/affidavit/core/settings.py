@@ -17,8 +17,10 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,12 +30,16 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from affidavit.core.errors import ConfigError
 from affidavit.core.types import DisplayMode, EnforcementMode
 
 CONFIG_FILENAME = "affidavit.toml"
+ENV_PREFIX = "AFFIDAVIT_"
+# A config file is a few kB; anything far larger is a mistake (or /dev/zero), refused unread.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm_judge"]
 
@@ -131,6 +137,30 @@ class StoreSettings(Section):
     collection: str = Field(default="affidavit", description="Qdrant collection name.")
 
 
+class BatchSettings(Section):
+    """Batch jobs (``check``, ``audit --batch``, ``ingest``) on one process or on Ray."""
+
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="local: this process; ray: Ray workers (the ray extra)."
+    )
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to join (ray://host:10001 or auto); None starts Ray locally.",
+    )
+    workers: int = Field(
+        default=2, ge=1, description="Workers (Ray actors), each loading its models once."
+    )
+    worker_threads: int = Field(
+        default=1, ge=1, description="Inference threads inside each worker."
+    )
+    shard_size: int = Field(
+        default=50, ge=1, description="Input lines per shard (the unit of work and of resume)."
+    )
+    object_store_mb: int = Field(
+        default=256, ge=100, description="Object store of a locally started Ray (MB)."
+    )
+
+
 class EmbedSettings(Section):
     """Dense embeddings."""
 
@@ -191,6 +221,17 @@ class VerifySettings(Section):
     )
     max_combination: int = Field(
         default=3, ge=1, le=4, description="Largest span set tried for minimal evidence (1: off)."
+    )
+    combiner: bool = Field(
+        default=True,
+        description="Decide with the model's fitted combiner (combiner.json in its folder) when "
+        "it ships one: p(supported) from p_entail, p_contradict, coverage, the typed checks and "
+        "evidence length, instead of the hand-set cascade rules.",
+    )
+    split_sentences: bool = Field(
+        default=True,
+        description="Judge a claim of several sentences sentence by sentence (each against its "
+        "own best evidence) and combine (needs the combiner; without it the text is judged whole).",
     )
     calibration_path: Path | None = Field(
         default=None,
@@ -355,6 +396,9 @@ LEGACY_ENV = {
     "TAVILY_API_KEY": ("correct", "tavily_api_key"),
 }
 
+# Short names users expect, accepted as flat environment variables (``--store`` reads it too).
+ENV_ALIASES = {"STORE": ("store", "path")}
+
 _toml_data: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "affidavit_toml", default=None
 )
@@ -373,11 +417,110 @@ class _LegacyEnvSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        out: dict[str, dict[str, str]] = {}
-        for name, (section, key) in LEGACY_ENV.items():
-            value = os.environ.get(f"AFFIDAVIT_{name}")
+        out: dict[str, dict[str, Any]] = {}
+        for name, (section, key) in {**LEGACY_ENV, **ENV_ALIASES}.items():
+            value = _env_lookup(f"{ENV_PREFIX}{name}")
             if value is not None:
-                out.setdefault(section, {})[key] = value
+                out.setdefault(section, {})[key] = _env_value(section, key, value, name)
+        return out
+
+
+def _env_lookup(name: str) -> str | None:
+    for k, v in os.environ.items():
+        if k.upper() == name:
+            return v
+    return None
+
+
+def _section_fields(section: str) -> dict[str, FieldInfo]:
+    annotation = Settings.model_fields[section].annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return dict(annotation.model_fields)
+    return {}
+
+
+def _is_list(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is list:
+        return True
+    return any(_is_list(a) for a in typing.get_args(annotation) if a is not type(None))
+
+
+def _env_value(section: str, key: str, value: str, name: str) -> Any:
+    """A list setting takes JSON (``["a", "b"]``) or a comma-separated list (``a,b``)."""
+    field = _section_fields(section).get(key)
+    if field is None or not _is_list(field.annotation):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"environment variable {ENV_PREFIX}{name}: malformed JSON list ({exc}); "
+                'give ["a", "b"] or a,b',
+                source=f"{ENV_PREFIX}{name}",
+            ) from None
+        if not isinstance(parsed, list):
+            raise ConfigError(
+                f"environment variable {ENV_PREFIX}{name}: expected a list",
+                source=f"{ENV_PREFIX}{name}",
+            )
+        return parsed
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class _EnvSource(PydanticBaseSettingsSource):
+    """``AFFIDAVIT_<SECTION>__<KEY>`` and ``AFFIDAVIT_HOME``, strictly.
+
+    Replaces pydantic-settings' environment source, which raised a traceback for a value it could
+    not parse as JSON (``AFFIDAVIT_STORE=/x`` read as the whole ``store`` section, a list given as
+    ``a,b``) and silently ignored a misspelt section while an unknown key was an error. Here every
+    ``AFFIDAVIT_*`` name must be a known setting (or a legacy name or alias); anything else is a
+    :class:`ConfigError` naming the variable.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        sections = [n for n in Settings.model_fields if n != "home"]
+        flat = {*LEGACY_ENV, *ENV_ALIASES}
+        for env_name in sorted(os.environ):
+            name = env_name.upper()
+            if not name.startswith(ENV_PREFIX):
+                continue
+            value = os.environ[env_name]
+            rest = name[len(ENV_PREFIX) :]
+            if rest in flat:
+                continue  # read by _LegacyEnvSource
+            parts = rest.lower().split("__")
+            if parts == ["home"]:
+                out["home"] = value
+                continue
+            if len(parts) == 1:
+                hint = (
+                    f"; set one key with {ENV_PREFIX}{rest}__KEY"
+                    if parts[0] in sections
+                    else f"; settings are {ENV_PREFIX}<SECTION>__<KEY> with sections "
+                    f"{', '.join(sections)}, or {ENV_PREFIX}HOME"
+                )
+                raise ConfigError(f"unknown environment variable {env_name}{hint}", source=env_name)
+            section, key = parts[0], "__".join(parts[1:])
+            if section not in sections:
+                raise ConfigError(
+                    f"unknown environment variable {env_name}: no settings section {section!r} "
+                    f"(valid: {', '.join(sections)})",
+                    source=env_name,
+                )
+            known = _section_fields(section)
+            if key not in known:
+                raise ConfigError(
+                    f"unknown environment variable {env_name}: section {section!r} has no "
+                    f"setting {key!r} (valid: {', '.join(known)})",
+                    source=env_name,
+                )
+            out.setdefault(section, {})[key] = _env_value(section, key, value, rest)
         return out
 
 
@@ -400,6 +543,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
     retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
     verify: VerifySettings = Field(default_factory=VerifySettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
@@ -420,7 +564,7 @@ class Settings(BaseSettings):
         # first wins: arguments > env > legacy env names > TOML > defaults
         return (
             init_settings,
-            env_settings,
+            _EnvSource(settings_cls),
             _LegacyEnvSource(settings_cls),
             _TomlSource(settings_cls),
         )
@@ -489,7 +633,14 @@ def load_settings(
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            with path.open("rb") as fh:
+                raw = fh.read(MAX_CONFIG_BYTES + 1)
+            if len(raw) > MAX_CONFIG_BYTES:
+                raise ConfigError(
+                    f"config {path} is larger than {MAX_CONFIG_BYTES // 1024} kB; refused",
+                    source=str(path),
+                )
+            data = tomllib.loads(raw.decode("utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}", source=str(path)) from exc
     token = _toml_data.set(data)
@@ -497,9 +648,33 @@ def load_settings(
         return Settings(**(overrides or {}))
     except ValidationError as exc:
         where = f" (from {path})" if path else ""
+        env = _env_names_in(exc)
+        if env:
+            where += f" (environment: {', '.join(env)})"
         raise ConfigError(
             f"invalid settings{where}: {_format_validation_error(exc)}",
             source=str(path) if path else None,
         ) from exc
+    except SettingsError as exc:  # a source failed to parse a value: still one clear line
+        raise ConfigError(f"invalid settings: {exc}", source=str(path) if path else None) from exc
     finally:
         _toml_data.reset(token)
+
+
+def _env_names_in(err: ValidationError) -> list[str]:
+    """The ``AFFIDAVIT_*`` variables set for the settings an error is about."""
+    names: list[str] = []
+    for e in err.errors():
+        loc = [str(x).upper() for x in e["loc"][:2]]
+        if not loc:
+            continue
+        wanted = ENV_PREFIX + "__".join(loc)
+        legacy = [
+            ENV_PREFIX + n
+            for n, where in {**LEGACY_ENV, **ENV_ALIASES}.items()
+            if [w.upper() for w in where] == loc
+        ]
+        for cand in [wanted, *legacy]:
+            if _env_lookup(cand) is not None and cand not in names:
+                names.append(cand)
+    return names

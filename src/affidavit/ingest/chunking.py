@@ -85,6 +85,9 @@ _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
 _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _LIST_OR_HEADING = re.compile(r"\n(?=[ \t]*(?:#{1,6}\s|[-*•]\s|\d{1,3}[.)]\s))")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+# The word before a full stop is looked for in this many characters only: every abbreviation is
+# far shorter, and a search from offset 0 made splitting quadratic in the text's length.
+_WORD_WINDOW = 64
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
@@ -95,18 +98,23 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _is_boundary(text: str, punct_start: int, punct_end: int) -> bool:
-    """Decide whether the punctuation at ``text[punct_start:punct_end]`` ends a sentence."""
+def _is_boundary(text: str, punct_start: int, punct_end: int, limit: int | None = None) -> bool:
+    """Decide whether the punctuation at ``text[punct_start:punct_end]`` ends a sentence.
+
+    ``limit`` is the end of the block (paragraph) being split; the text is never copied, so the
+    cost is independent of the text's length.
+    """
+    end = len(text) if limit is None else limit
     nxt = punct_end
-    while nxt < len(text) and text[nxt].isspace():
+    while nxt < end and text[nxt].isspace():
         nxt += 1
-    if nxt >= len(text):
+    if nxt >= end:
         return True
     if text[nxt].islower():
         return False  # "e.g. the", "approx. five": a sentence rarely starts lower-case
     if text[punct_start] != ".":
         return True
-    m = _WORD_BEFORE.search(text, 0, punct_start)
+    m = _WORD_BEFORE.search(text, max(0, punct_start - _WORD_WINDOW), punct_start)
     if m is None:
         return True
     word = m.group(1).lower().rstrip(".")
@@ -137,7 +145,7 @@ def split_sentences(text: str) -> list[SentenceSpan]:
         for m in _LIST_OR_HEADING.finditer(text, b_start, b_end):
             cuts.append(m.start() + 1)
         for m in _BOUNDARY.finditer(text, b_start, b_end):
-            if _is_boundary(text[:b_end], m.start(), m.end()):
+            if _is_boundary(text, m.start(), m.end(), b_end):
                 cuts.append(m.end())
         cuts = [*sorted(set(cuts)), b_end]
         for s, e in itertools.pairwise(cuts):

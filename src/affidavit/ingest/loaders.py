@@ -6,10 +6,13 @@ the ingest run records it as a failure and continues.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -21,10 +24,13 @@ from affidavit.core.types import Document, sha256_text
 
 logger = logging.getLogger(__name__)
 
-# Zip-bomb guard for DOCX: refuse archives that inflate beyond these before parsing them.
-MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+# Zip-bomb guard for DOCX: every member is inflated in bounded pieces before python-docx sees the
+# archive, and the archive is refused past these, whatever its own size fields say.
+MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024
 MAX_COMPRESSION_RATIO = 100.0
 _RATIO_CHECK_MIN_BYTES = 10 * 1024 * 1024
+_INFLATE_PIECE = 1024 * 1024
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # PK\3\4 ... name length, extra length
 
 
 def file_doc_id(path: Path) -> str:
@@ -168,27 +174,93 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
     ]
 
 
-def check_zip_bomb(path: Path, max_total: int = MAX_UNCOMPRESSED_BYTES) -> None:
-    """Refuse a zip container whose declared contents inflate too far (before reading them)."""
+def _inflate_member(raw: bytes, info: zipfile.ZipInfo, budget: int, source: str) -> int:
+    """Inflate one member in pieces of at most 1 MiB; its real size (raises past ``budget``).
+
+    The compressed bytes are read from the member's local header on, never trusting
+    ``info.file_size``: zipfile asks zlib for up to 2 GiB at once and cuts the output to the
+    declared size afterwards, so an under-stated size drove a 3.5 MB DOCX to 2.1 GB of memory.
+    """
+    off = info.header_offset
+    head = raw[off : off + _LOCAL_HEADER.size]
+    if len(head) < _LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
+        raise IngestError(f"corrupt DOCX: bad local header for {info.filename}", source=source)
+    fields = _LOCAL_HEADER.unpack(head)
+    start = off + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+    data = memoryview(raw)[start : start + info.compress_size]
+    if info.flag_bits & 0x1:
+        raise IngestError(f"encrypted DOCX member {info.filename}", source=source)
+    if info.compress_type == zipfile.ZIP_STORED:
+        size = len(data)
+    elif info.compress_type == zipfile.ZIP_DEFLATED:
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        size = 0
+        try:
+            for pos in range(0, len(data), _INFLATE_PIECE):
+                pending = bytes(data[pos : pos + _INFLATE_PIECE])
+                while pending:
+                    size += len(inflater.decompress(pending, _INFLATE_PIECE))
+                    if size > budget:
+                        break
+                    pending = inflater.unconsumed_tail
+                if size > budget or inflater.eof:
+                    break
+            if size <= budget:
+                size += len(inflater.flush(_INFLATE_PIECE))
+        except zlib.error as exc:
+            raise IngestError(
+                f"corrupt DOCX: {info.filename} does not inflate ({exc})", source=source
+            ) from exc
+    else:
+        raise IngestError(
+            f"unsupported compression ({info.compress_type}) in DOCX member {info.filename}",
+            source=source,
+        )
+    if size > budget:
+        raise IngestError(
+            f"refused as a zip bomb: {info.filename} inflates past "
+            f"{budget / 1048576:.0f} MiB (its header says {info.file_size / 1048576:.1f} MiB)",
+            source=source,
+        )
+    return size
+
+
+def check_zip_bomb(
+    path: Path, max_total: int = MAX_UNCOMPRESSED_BYTES, raw: bytes | None = None
+) -> None:
+    """Refuse a zip container that inflates too far, measured by inflating it in bounded pieces.
+
+    Each member is inflated (and discarded) at most 1 MiB at a time; the run stops as soon as
+    the total passes ``max_total``. A member whose real size differs from the size its headers
+    state is refused too, since the parser that reads it next trusts those headers.
+
+    Raises:
+        IngestError: a zip bomb, lying size fields, or a corrupt container.
+    """
+    source = str(path)
+    if raw is None:
+        raw = path.read_bytes()
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             total = 0
             for info in zf.infolist():
-                total += info.file_size
-                ratio = info.file_size / max(info.compress_size, 1)
-                if info.file_size > _RATIO_CHECK_MIN_BYTES and ratio > MAX_COMPRESSION_RATIO:
+                size = _inflate_member(raw, info, max_total - total, source)
+                total += size
+                if size != info.file_size:
+                    raise IngestError(
+                        f"refused: {info.filename} inflates to {size} bytes but its header "
+                        f"says {info.file_size} (a forged or corrupt archive)",
+                        source=source,
+                    )
+                ratio = size / max(info.compress_size, 1)
+                if size > _RATIO_CHECK_MIN_BYTES and ratio > MAX_COMPRESSION_RATIO:
                     raise IngestError(
                         f"refused as a zip bomb: {info.filename} inflates {ratio:.0f}x "
-                        f"to {info.file_size / 1e6:.0f} MB",
-                        source=str(path),
+                        f"to {size / 1e6:.0f} MB",
+                        source=source,
                     )
-            if total > max_total:
-                raise IngestError(
-                    f"refused as a zip bomb: contents inflate to {total / 1e6:.0f} MB",
-                    source=str(path),
-                )
     except zipfile.BadZipFile as exc:
-        raise IngestError(f"corrupt DOCX (bad zip container): {exc}", source=str(path)) from exc
+        raise IngestError(f"corrupt DOCX (bad zip container): {exc}", source=source) from exc
 
 
 def load_docx(path: Path, raw: bytes) -> list[Document]:
@@ -197,9 +269,9 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
         import docx
     except ImportError as exc:
         raise MissingDependencyError("python-docx", "ingest", purpose="reading DOCX") from exc
-    check_zip_bomb(path)
+    check_zip_bomb(path, raw=raw)
     try:
-        d = docx.Document(str(path))
+        d = docx.Document(io.BytesIO(raw))
         blocks = [p.text.strip() for p in d.paragraphs if p.text.strip()]
         for table in d.tables:
             for row in table.rows:

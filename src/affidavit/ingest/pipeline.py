@@ -2,6 +2,7 @@
 
 Example:
     >>> from affidavit.core.settings import IngestSettings
+from affidavit.core.text import find_lone_surrogate
     >>> from affidavit.store.local import LocalStore
     >>> from affidavit.testing.embedder import FakeEmbedder
     >>> store = LocalStore(tmp_path / "store")  # doctest: +SKIP
@@ -19,9 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from affidavit.core.errors import AffidavitError, IngestError
+from affidavit.core.errors import AffidavitError, IngestError, StoreError
 from affidavit.core.retrieval import FileOutcome, IngestReport
 from affidavit.core.settings import IngestSettings
+from affidavit.core.text import find_lone_surrogate
 from affidavit.core.types import Chunk, Document
 from affidavit.ingest.chunking import SentenceChunker
 from affidavit.ingest.detect import MIME, UnsupportedType, detect
@@ -88,13 +90,22 @@ class Ingestor:
         """Ingest files and folders; never raises for a bad input file (it is reported).
 
         Raises:
-            StoreError: the store cannot be locked or opened for writing at all.
+            StoreError: the store cannot be locked or opened for writing at all, or it holds
+                vectors of another embedder (an unusable store, not a bad input file).
         """
         t0 = time.perf_counter()
         lock = getattr(self.store, "lock_for_writing", None)
         if callable(lock):
             lock()
         try:
+            stored = self.store.embedder()
+            if stored is not None and stored != self.embedder.name:
+                raise StoreError(
+                    f"store holds vectors of {stored!r}, not of the configured embedder "
+                    f"{self.embedder.name!r} (use another --store, or the embedder it was built "
+                    "with)",
+                    source=str(getattr(self.store, "path", "")),
+                )
             run = _Run(records=self.store.records())
             skip = [Path(p) for p in [getattr(self.store, "path", None)] if p is not None]
             found = list(walk(paths, skip=skip))
@@ -194,6 +205,20 @@ class Ingestor:
         return docs
 
     def _document(self, doc: Document, origin: str, run: _Run) -> None:
+        bad = _unencodable(doc)
+        if bad is not None:
+            # SQLite, the tokenizer and JSON cannot take it: this item fails, the batch goes on
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="failed",
+                    doc_id=doc.id,
+                    mime=doc.mime,
+                    reason=bad,
+                )
+            )
+            run.failed_origins.add(origin)
+            return
         if doc.id in run.seen_ids:
             run.outcomes.append(
                 FileOutcome(
@@ -256,6 +281,24 @@ class Ingestor:
         if not run.pending:
             return
         batch, run.pending, run.pending_chunks = run.pending, [], 0
+        error = self._write(batch)
+        if error is None:
+            run.outcomes.extend(p.outcome for p in batch)
+            return
+        logger.error("batch of %d documents failed: %s", len(batch), error)
+        # one bad document must not lose the batch: write the others one by one
+        for p in batch:
+            single = error if len(batch) == 1 else self._write([p])
+            if single is None:
+                run.outcomes.append(p.outcome)
+                continue
+            run.outcomes.append(
+                p.outcome.model_copy(update={"status": "failed", "chunks": 0, "reason": single})
+            )
+            run.failed_origins.add(p.origin)
+
+    def _write(self, batch: list[_Pending]) -> str | None:
+        """Embed and store a batch in one transaction; the reason it failed, or None."""
         texts = [f"{c.title}\n{c.text}" if c.title else c.text for p in batch for c in p.chunks]
         try:
             vectors = self.embedder.embed(texts)
@@ -273,16 +316,11 @@ class Ingestor:
                 pos += n
             self.store.upsert(items, embedder=self.embedder.name)
         except AffidavitError as exc:
-            logger.error("batch of %d documents failed: %s", len(batch), exc)
-            for p in batch:
-                run.outcomes.append(
-                    p.outcome.model_copy(
-                        update={"status": "failed", "chunks": 0, "reason": exc.message}
-                    )
-                )
-                run.failed_origins.add(p.origin)
-            return
-        run.outcomes.extend(p.outcome for p in batch)
+            return exc.message
+        except (UnicodeError, TypeError, ValueError) as exc:
+            # a tokenizer or driver rejecting a string: that batch failed, the run goes on
+            return f"cannot embed or store: {exc}"
+        return None
 
     def _prune(self, paths: Sequence[Path | str], run: _Run) -> None:
         roots = [os.path.realpath(p) for p in paths]
@@ -305,3 +343,19 @@ class Ingestor:
             )
             for r in gone
         )
+
+
+def _unencodable(doc: Document) -> str | None:
+    """Why a document cannot be stored as UTF-8 (a lone surrogate somewhere), or None."""
+    if find_lone_surrogate(doc.metadata.get("path", "")) or find_lone_surrogate(doc.source):
+        return "file name is not valid UTF-8 (rename the file)"
+    for name, value in (
+        ("id", doc.id),
+        ("text", doc.text),
+        ("title", doc.title or ""),
+        ("metadata", doc.metadata),
+    ):
+        where = find_lone_surrogate(value, name)
+        if where is not None:
+            return f"{where} holds a lone surrogate (not valid Unicode text); record skipped"
+    return None

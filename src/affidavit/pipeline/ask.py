@@ -43,9 +43,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -238,6 +241,7 @@ class AskPipeline:
         on_token: TokenCallback | None = None,
         certify: Path | str | None = None,
         on_event: EventCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> AskResult:
         """Answer ``question``; stream pieces to ``on_token`` while the model writes.
 
@@ -248,14 +252,22 @@ class AskPipeline:
             certify: write a signed certificate of the answer to this path.
             on_event: called with the retrieval, grading and refinement events as each stage
                 ends (the HTTP API streams them); an exception it raises aborts the answer.
+            cancel: when set (from another thread), the call stops at the next stage boundary
+                or generated piece and raises ``concurrent.futures.CancelledError``; it is
+                checked last just before the certificate is written, which is atomic.
 
         Raises:
             RetrievalError: the store could not be searched.
             GenerationError: the LLM failed.
             CertificateError / SigningKeyError: a certificate was asked for and could not be made.
             ConfigError: ``certify`` given but no certificate writer configured.
+            concurrent.futures.CancelledError: ``cancel`` was set.
         """
         from affidavit.core.errors import ConfigError
+
+        def check_cancel() -> None:
+            if cancel is not None and cancel.is_set():
+                raise CancelledError("ask cancelled")
 
         if not question.strip():
             raise ConfigError("the question is empty")
@@ -273,6 +285,7 @@ class AskPipeline:
                 load()
 
         t_stage = time.perf_counter()
+        check_cancel()
         with clock.stage("retrieve"):
             hits = self._retrieve(question)
         if on_event is not None:
@@ -305,11 +318,13 @@ class AskPipeline:
             if on_token is not None:
                 on_token(raw)
         else:
+            check_cancel()
             with clock.stage("generate"):
                 start = time.perf_counter()
                 parts: list[str] = []
                 try:
                     for piece in self.generator.stream(prompt.messages):
+                        check_cancel()
                         if ttft is None:
                             ttft = time.perf_counter() - start
                         parts.append(piece)
@@ -333,6 +348,7 @@ class AskPipeline:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
                 claims = [*claims, *fragment_claims(question, draft, claims)]
 
+        check_cancel()
         verdicts: list[Verdict] = []
         vtrace: list[VerificationTrace] = []
         with clock.stage("verify"):
@@ -371,6 +387,7 @@ class AskPipeline:
 
         certificate_path: str | None = None
         if certify is not None and self.certificate_writer is not None:
+            check_cancel()
             with clock.stage("certify"):
                 path = Path(certify)
                 self.certificate_writer(question, draft, claims, verdicts, decisions, path)
@@ -425,6 +442,54 @@ class AskPipeline:
             ),
             certificate_path=certificate_path,
         )
+
+    async def aask(
+        self,
+        question: str,
+        *,
+        mode: DisplayMode | None = None,
+        on_token: TokenCallback | None = None,
+        certify: Path | str | None = None,
+    ) -> AskResult:
+        """:meth:`ask` in the shared worker pool (:mod:`affidavit.concurrency`).
+
+        ``on_token`` is called on the event loop, never from the worker thread. Cancelling the
+        awaiting task stops the worker at its next generated piece or stage boundary, before any
+        certificate is written.
+
+        Example:
+            >>> import asyncio
+            >>> from affidavit.core.settings import load_settings
+            >>> from affidavit.core.types import Chunk, Hit
+            >>> from affidavit.testing.fake_llm import FakeGenerator
+            >>> from affidavit.testing.verifiers import KeywordVerifier
+            >>> from affidavit.claims.extractor import RuleBasedExtractor
+            >>> class OneHit:
+            ...     def search(self, query, k=10, mode="hybrid", filters=None):
+            ...         return [Hit(chunk=Chunk(text="Rome is in Italy."), score=1.0, rank=1,
+            ...                     mode="bm25")]
+            >>> pipe = AskPipeline(retriever=OneHit(), generator=FakeGenerator(
+            ...     ["Rome is in Italy [1]."]), extractor=RuleBasedExtractor(),
+            ...     verifier=KeywordVerifier(), settings=load_settings())
+            >>> asyncio.run(pipe.aask("Where is Rome?")).answer
+            'Rome is in Italy [1].'
+        """
+        from affidavit.concurrency import offload
+
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+
+        def relay(piece: str) -> None:
+            if on_token is not None:
+                loop.call_soon_threadsafe(on_token, piece)
+
+        try:
+            return await offload(
+                self.ask, question, mode=mode, on_token=relay, certify=certify, cancel=cancel
+            )
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
 
 
 def _grading_event(correction: CorrectionResult | None, skipped: Sequence[str]) -> GradingEvent:

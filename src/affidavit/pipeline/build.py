@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from affidavit.core.answer import AskResult
 from affidavit.core.errors import ConfigError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import Settings
-from affidavit.core.types import Claim, Verdict
+from affidavit.core.types import Claim, DisplayMode, Verdict
 from affidavit.generate.base import Generator
-from affidavit.pipeline.ask import AskPipeline, Corrector
+from affidavit.pipeline.ask import AskPipeline, Corrector, TokenCallback
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ def build_pipeline(
     from affidavit.generate.factory import make_generator
     from affidavit.retrieve.retriever import StoreRetriever
     from affidavit.store.factory import make_store
+    from affidavit.verify.calibration import effective_policy
     from affidavit.verify.cascade import ClaimCascade
 
     if store is None:
@@ -173,7 +175,7 @@ def build_pipeline(
         retriever=retriever,
         generator=llm,
         extractor=RuleBasedExtractor(settings.claims),
-        verifier=ClaimCascade(settings.verify, settings.policy),
+        verifier=ClaimCascade(settings.verify, effective_policy(settings)),
         settings=settings,
         corrector=chosen,
         certificate_writer=writer,
@@ -181,3 +183,44 @@ def build_pipeline(
     if writer is not None:
         writer.models = model_identities(pipe)
     return pipe
+
+
+async def aask(
+    question: str,
+    *,
+    pipeline: AskPipeline | None = None,
+    settings: Settings | None = None,
+    store_path: Path | None = None,
+    mode: DisplayMode | None = None,
+    on_token: TokenCallback | None = None,
+    certify: Path | str | None = None,
+) -> AskResult:
+    """Answer ``question`` without blocking the event loop.
+
+    Args:
+        question: the question.
+        pipeline: a built :class:`AskPipeline` to reuse (recommended: building one loads the
+            models); when None one is built from ``settings`` and ``store_path``, off the loop.
+        settings: the effective settings (default: :func:`~affidavit.core.settings.load_settings`).
+        store_path: the store folder (default ``settings.store.path``).
+        mode: display mode (default ``settings.policy.display``).
+        on_token: called on the event loop with each generated piece.
+        certify: write a signed certificate of the answer to this path.
+
+    Raises:
+        The errors of :func:`build_pipeline` and :meth:`AskPipeline.ask`.
+
+    Example:
+        >>> import asyncio
+        >>> result = asyncio.run(aask("Who discovered polonium?"))  # doctest: +SKIP
+        >>> result.answer  # doctest: +SKIP
+    """
+    from affidavit.concurrency import offload
+    from affidavit.core.settings import load_settings
+
+    if pipeline is None:
+        s = settings or load_settings()
+        pipeline = await offload(
+            build_pipeline, s, store_path=store_path, certify=certify is not None
+        )
+    return await pipeline.aask(question, mode=mode, on_token=on_token, certify=certify)

@@ -91,7 +91,7 @@ class MiniLMEmbedder:
             raise ModelError("MiniLM tokenizer.json sha256 mismatch", source=str(tok_path))
         self.tokenizer = Tokenizer.from_file(str(tok_path))
         self.tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer.no_padding()  # batches are padded to their own longest in _embed_ids
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -119,18 +119,25 @@ class MiniLMEmbedder:
         }
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed texts in batches (sorted by length to limit padding)."""
+        """Embed texts: one tokeniser pass over all of them, then model calls over batches of
+        similar token length (sorted by exact token count, each padded only to its longest)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        if not texts:
+            return out
+        ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         for b in range(0, len(order), self.batch_size):
             idx = order[b : b + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+            out[idx] = self._embed_ids([ids[i] for i in idx])
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Vectors:
-        enc = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    def _embed_ids(self, rows: list[list[int]]) -> Vectors:
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)  # [PAD] is id 0
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = r
+            mask[i, : len(r)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)

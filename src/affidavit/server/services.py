@@ -86,10 +86,10 @@ class Services:
             self.loaded_at = time.time()
 
     def _load(self) -> None:
-        from affidavit.cli.verify import effective_policy
         from affidavit.pipeline.build import SignedCertificateWriter, build_pipeline
         from affidavit.retrieve.embedders import make_embedder
         from affidavit.store.factory import make_store
+        from affidavit.verify.calibration import effective_policy
         from affidavit.verify.cascade import ClaimCascade
 
         s = self.settings
@@ -215,7 +215,7 @@ class Services:
 
     def check(self, items: list[CheckInput]) -> list[CheckOutput]:
         """``affidavit check`` on each pair."""
-        from affidavit.cli.verify import check_one
+        from affidavit.batch.jobs import check_one
 
         return [check_one(item, self.check_verifier)[0] for item in items]
 

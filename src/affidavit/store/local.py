@@ -179,6 +179,11 @@ class LocalStore:
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open store database: {exc}", source=str(db)) from exc
+        except OSError as exc:  # a file where the folder should be, no permission
+            raise StoreError(
+                f"cannot open store folder {self.path}: {exc.strerror or exc}",
+                source=str(self.path),
+            ) from exc
         stored = self._meta("analyzer")
         if stored is not None and stored != self.analyzer.name:
             raise StoreError(
@@ -259,7 +264,13 @@ class LocalStore:
         """
         if self._lock_fd is not None:
             return
-        fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write to store folder {self.path}: {exc.strerror or exc}",
+                source=str(self.path),
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -383,6 +394,10 @@ class LocalStore:
                 self._bump()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate: the transaction was rolled back
+            raise StoreError(
+                f"cannot store text that is not valid Unicode: {exc.reason}", source=str(self.path)
+            ) from exc
 
     def _write_one(self, it: DocumentBatchItem, now: float) -> None:
         doc = it.document

@@ -1,17 +1,31 @@
 """A Qdrant store for corpora that outgrow one machine: dense + sparse (BM25) vectors, RRF in the
 engine. Local mode (a folder, or ``:memory:``) needs no server; a URL talks to a server/cluster.
 
-Two collections: ``<name>_chunks`` (named vectors ``dense`` and sparse ``bm25`` with the engine's
-IDF modifier; payload = the chunk) and ``<name>_docs`` (document records and a meta record).
+Three collections, each created with the settings in docs/store.md:
 
-BM25 on Qdrant: the client sends each chunk's BM25 term-frequency component
-``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` (``avgdl`` fixed, like fastembed's Bm25)
-and the engine multiplies by IDF at query time; the query is its unique terms with weight 1.
-Scores therefore differ slightly from the local store's bm25s index (whose avgdl is exact).
+* ``<name>_chunks``: one point per chunk, named dense vector ``dense`` (cosine) and sparse vector
+  ``bm25`` (the engine's IDF modifier); payload = the chunk, ``doc_id``, ``domains`` and
+  ``date_ord`` (payload-indexed on a server, so filters are applied inside the HNSW search).
+* ``<name>_docs``: one point per document, with the same two vectors at document level (the
+  normalised mean of its chunk vectors; BM25 of title + whole text) and its record.
+* ``<name>_meta``: the embedder, dimension, analyser and BM25 length constants.
 
-Consistency: Qdrant has no multi-point transactions. A document's chunks are written first and
-its record (with the content hash) last, so a crash leaves either the old record or none, and the
-next ingest rewrites the document (stale chunks are deleted by doc id first).
+Searches run in the engine with the Query API: ``search_hybrid`` fuses the chunk-level sparse and
+dense prefetches with RRF; ``search_documents`` (parent-document hybrid, the default of
+:class:`~affidavit.retrieve.retriever.StoreRetriever`) fuses the document-level prefetches with
+RRF, then takes each top document's best chunks with one grouped (``group_by="doc_id"``) RRF
+query.
+
+BM25 on Qdrant: the client sends each text's BM25 term-frequency component
+``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` and the engine multiplies by IDF at query
+time; the query is its unique terms with weight 1. ``avgdl`` (of chunks and of documents) is
+measured on the first batch written and then kept (stored vectors cannot be re-weighted), so
+scores differ slightly from the local store's bm25s index, whose avgdl is exact.
+
+Consistency: Qdrant has no multi-point transactions. A batch's chunks are written first (its old
+chunks deleted by doc id, then upserted in large batches) and the document records (with the
+content hash) last, so a crash leaves either the old record or none, and the next ingest rewrites
+the document.
 
 Example:
     >>> store = QdrantStore(path=None)  # in memory  # doctest: +SKIP
@@ -29,6 +43,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from affidavit.core.errors import MissingDependencyError, StoreError
 from affidavit.core.retrieval import SearchFilters
 from affidavit.core.types import Chunk, Document
@@ -41,6 +57,8 @@ logger = logging.getLogger(__name__)
 
 _NS = uuid.UUID("6f1c1a52-4d0e-4a8c-9a43-3b7f0e2f5a11")
 _META_ID = str(uuid.uuid5(_NS, "__meta__"))
+_UPSERT_BATCH = 512  # points per upsert request (Qdrant recommends batches of a few hundred)
+_MAX_GROUP_CANDIDATES = 10_000
 
 
 def _pid(key: str) -> str:
@@ -69,11 +87,19 @@ class QdrantStore:
         collection: collection name prefix.
         api_key: server API key.
         dim: dense dimension used when the collections are first created.
-        avgdl: assumed average chunk length in terms, for the BM25 length normalisation.
+        analyzer: the BM25 analyser (index and queries must agree).
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation.
+        avgdl: average length in terms assumed for chunks when nothing is stored yet and a batch
+            has no text (normally measured on the first batch).
+        on_disk: keep vectors and payloads on disk (memory-mapped) on a server: the setting for
+            collections larger than RAM.
+        hnsw_m: HNSW graph degree of the dense index on a server (Qdrant's default 16).
 
     Raises:
         MissingDependencyError: qdrant-client is not installed.
-        StoreError: the server or folder cannot be opened.
+        StoreError: the server or folder cannot be opened, or holds a collection of an older
+            layout.
     """
 
     def __init__(
@@ -87,6 +113,9 @@ class QdrantStore:
         k1: float = 1.2,
         b: float = 0.75,
         avgdl: float = 60.0,
+        *,
+        on_disk: bool = False,
+        hnsw_m: int = 16,
     ) -> None:
         try:
             from qdrant_client import QdrantClient, models
@@ -109,60 +138,101 @@ class QdrantStore:
         self.url = url
         self.analyzer = analyzer or Analyzer()
         self.k1, self.b, self.avgdl = k1, b, avgdl
+        self.on_disk, self.hnsw_m = on_disk, hnsw_m
         self.chunks_col = f"{collection}_chunks"
         self.docs_col = f"{collection}_docs"
+        self.meta_col = f"{collection}_meta"
         self.dim = dim
-        self._ensure_docs()
+        self._meta_cache: dict[str, Any] | None = None
+        self._ensure_meta()
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _ensure_docs(self) -> None:
+    def _ensure_meta(self) -> None:
         m = self._m
-        if not self.client.collection_exists(self.docs_col):
+        if self.client.collection_exists(self.docs_col):
+            vectors = self.client.get_collection(self.docs_col).config.params.vectors
+            if isinstance(vectors, dict) and "none" in vectors:
+                raise StoreError(
+                    "this Qdrant collection has the layout of affidavit < 0.2 (no document "
+                    "vectors); delete it and ingest again",
+                    source=self.docs_col,
+                )
+        if not self.client.collection_exists(self.meta_col):
             self.client.create_collection(
-                self.docs_col,
+                self.meta_col,
                 vectors_config={"none": m.VectorParams(size=1, distance=m.Distance.DOT)},
             )
         meta = self._meta()
         if meta.get("analyzer") not in (None, self.analyzer.name):
             raise StoreError(
-                f"store was indexed with analyzer {meta['analyzer']!r}", source=self.docs_col
+                f"store was indexed with analyzer {meta['analyzer']!r}", source=self.meta_col
             )
 
-    def _ensure_chunks(self, dim: int) -> None:
+    def _create(self, name: str, dim: int, indexes: tuple[tuple[str, Any], ...]) -> None:
+        """A collection with named dense + sparse vectors, created the way the Qdrant docs
+        recommend for hybrid search (see docs/store.md)."""
         m = self._m
-        if self.client.collection_exists(self.chunks_col):
-            return
         self.client.create_collection(
-            self.chunks_col,
-            vectors_config={"dense": m.VectorParams(size=dim, distance=m.Distance.COSINE)},
-            sparse_vectors_config={"bm25": m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            name,
+            vectors_config={
+                "dense": m.VectorParams(size=dim, distance=m.Distance.COSINE, on_disk=self.on_disk)
+            },
+            sparse_vectors_config={
+                "bm25": m.SparseVectorParams(
+                    modifier=m.Modifier.IDF, index=m.SparseIndexParams(on_disk=self.on_disk)
+                )
+            },
+            hnsw_config=m.HnswConfigDiff(m=self.hnsw_m, ef_construct=100),
+            on_disk_payload=self.on_disk,
         )
         if self.url is None:
-            return  # payload indexes have no effect in local mode
-        for field, schema in (
-            ("doc_id", m.PayloadSchemaType.KEYWORD),
+            return  # local mode scans; payload indexes have no effect there
+        for field, schema in indexes:
+            self.client.create_payload_index(name, field, schema)
+
+    def _ensure_collections(self, dim: int) -> None:
+        m = self._m
+        filters = (
             ("domains", m.PayloadSchemaType.KEYWORD),
             ("date_ord", m.PayloadSchemaType.INTEGER),
-        ):
-            try:
-                self.client.create_payload_index(self.chunks_col, field, schema)
-            except Exception as exc:  # local mode ignores payload indexes
-                logger.debug("payload index %s: %s", field, exc)
+        )
+        doc_id = (("doc_id", m.PayloadSchemaType.KEYWORD),)
+        if not self.client.collection_exists(self.chunks_col):
+            self._create(self.chunks_col, dim, doc_id + filters)
+        if not self.client.collection_exists(self.docs_col):
+            self._create(self.docs_col, dim, doc_id + filters)
 
     def _meta(self) -> dict[str, Any]:
-        got = self.client.retrieve(self.docs_col, [_META_ID], with_payload=True)
-        return dict(got[0].payload or {}) if got else {}
+        if self._meta_cache is None:
+            got = self.client.retrieve(self.meta_col, [_META_ID], with_payload=True)
+            self._meta_cache = dict(got[0].payload or {}) if got else {}
+        return self._meta_cache
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        m = self._m
+        self.client.upsert(
+            self.meta_col, [m.PointStruct(id=_META_ID, vector={"none": [0.0]}, payload=meta)]
+        )
+        self._meta_cache = dict(meta)
 
     def config(self) -> dict[str, Any]:
         """The effective configuration."""
+        meta = self._meta()
         return {
             "kind": "qdrant",
             "url": self.url,
             "path": str(self.path) if self.path else None,
             "collection": self.chunks_col,
             "analyzer": self.analyzer.name,
-            "bm25": {"k1": self.k1, "b": self.b, "avgdl": self.avgdl},
+            "bm25": {
+                "k1": self.k1,
+                "b": self.b,
+                "avgdl_chunks": meta.get("avgdl_chunks", self.avgdl),
+                "avgdl_docs": meta.get("avgdl_docs"),
+            },
+            "on_disk": self.on_disk,
+            "hnsw_m": self.hnsw_m,
         }
 
     def embedder(self) -> str | None:
@@ -172,10 +242,9 @@ class QdrantStore:
 
     # -- vectors --------------------------------------------------------------------------------
 
-    def _sparse_doc(self, text: str) -> Any:
-        terms = self.analyzer.tokens(text)
+    def _sparse(self, terms: list[str], avgdl: float) -> Any:
         tf = Counter(term_id(t) for t in terms)
-        norm = self.k1 * (1 - self.b + self.b * len(terms) / self.avgdl)
+        norm = self.k1 * (1 - self.b + self.b * len(terms) / avgdl)
         idx = sorted(tf)
         vals = [tf[i] * (self.k1 + 1) / (tf[i] + norm) for i in idx]
         return self._m.SparseVector(indices=idx, values=vals)
@@ -187,11 +256,11 @@ class QdrantStore:
     # -- writes ---------------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[DocumentBatchItem], *, embedder: str) -> None:
-        """Add or replace documents (chunks first, the document record last)."""
+        """Add or replace documents: old chunks deleted, new chunks upserted in large batches,
+        document records last."""
         if not items:
             return
-        m = self._m
-        meta = self._meta()
+        meta = dict(self._meta())
         if meta.get("embedder") not in (None, embedder):
             raise StoreError(
                 f"store holds vectors of {meta['embedder']!r}; refusing vectors of {embedder!r}",
@@ -204,102 +273,118 @@ class QdrantStore:
                     source=it.document.source,
                 )
         dims = {int(it.vectors.shape[1]) for it in items if len(it.chunks)}
-        if len(dims) > 1:
-            raise StoreError(f"vector dimension mismatch: {dims}", source=self.chunks_col)
-        dim = dims.pop() if dims else self.dim
+        if len(dims) > 1 or (dims and meta.get("dim") not in (None, *dims)):
+            raise StoreError(
+                f"vector dimension mismatch: {dims} (store: {meta.get('dim')})",
+                source=self.chunks_col,
+            )
+        dim = dims.pop() if dims else int(meta.get("dim") or self.dim)
+        chunk_terms = [
+            [self.analyzer.tokens(f"{c.title}\n{c.text}" if c.title else c.text) for c in it.chunks]
+            for it in items
+        ]
+        doc_terms = [
+            self.analyzer.tokens(
+                f"{it.document.title}\n{it.document.text}"
+                if it.document.title
+                else it.document.text
+            )
+            for it in items
+        ]
+        if not meta:
+            # the BM25 length constants are measured once, on the first batch, and then kept
+            lengths = [len(t) for ts in chunk_terms for t in ts]
+            meta = {
+                "embedder": embedder,
+                "dim": dim,
+                "analyzer": self.analyzer.name,
+                "avgdl_chunks": (sum(lengths) / len(lengths)) if lengths else self.avgdl,
+                "avgdl_docs": max(sum(len(t) for t in doc_terms) / len(doc_terms), 1.0),
+            }
         try:
-            self._ensure_chunks(dim)
-            if not meta:
-                self.client.upsert(
-                    self.docs_col,
-                    [
-                        m.PointStruct(
-                            id=_META_ID,
-                            vector={"none": [0.0]},
-                            payload={
-                                "embedder": embedder,
-                                "dim": dim,
-                                "analyzer": self.analyzer.name,
-                            },
-                        )
-                    ],
-                )
-            for it in items:
-                self._write_one(it)
+            self._ensure_collections(dim)
+            if self._meta() != meta:
+                self._write_meta(meta)
+            self._write_batch(items, chunk_terms, doc_terms, meta)
         except StoreError:
             raise
         except Exception as exc:  # network / local-mode errors
             raise StoreError(f"cannot write to Qdrant: {exc}", source=self.chunks_col) from exc
 
-    def _write_one(self, it: DocumentBatchItem) -> None:
+    def _write_batch(
+        self,
+        items: Sequence[DocumentBatchItem],
+        chunk_terms: list[list[list[str]]],
+        doc_terms: list[list[str]],
+        meta: dict[str, Any],
+    ) -> None:
         m = self._m
-        doc = it.document
-        self.client.delete(
-            self.chunks_col,
-            points_selector=m.FilterSelector(
-                filter=m.Filter(
-                    must=[m.FieldCondition(key="doc_id", match=m.MatchValue(value=doc.id))]
+        c_avg, d_avg = float(meta["avgdl_chunks"]), float(meta["avgdl_docs"])
+        self._delete_chunks([it.document.id for it in items])
+        chunk_points, doc_points = [], []
+        for it, terms_per_chunk, d_terms in zip(items, chunk_terms, doc_terms, strict=True):
+            doc = it.document
+            for c, v, terms in zip(it.chunks, it.vectors, terms_per_chunk, strict=True):
+                chunk_points.append(
+                    m.PointStruct(
+                        id=_pid(c.id),
+                        vector={"dense": v.tolist(), "bm25": self._sparse(terms, c_avg)},
+                        payload={
+                            "chunk": c.model_dump(mode="json"),
+                            "doc_id": doc.id,
+                            **_filter_payload(c.metadata),
+                        },
+                    )
                 )
-            ),
-        )
-        points = []
-        for c, v in zip(it.chunks, it.vectors, strict=True):
-            d = chunk_date(c.metadata)
-            payload = {
-                "chunk": c.model_dump(mode="json"),
-                "doc_id": doc.id,
-                "domains": domain_suffixes(c.metadata.get("domain")),
-                "date_ord": date.fromisoformat(d).toordinal() if d else None,
-            }
-            text = f"{c.title}\n{c.text}" if c.title else c.text
-            points.append(
-                m.PointStruct(
-                    id=_pid(c.id),
-                    vector={"dense": [float(x) for x in v], "bm25": self._sparse_doc(text)},
-                    payload=payload,
-                )
-            )
-        if points:
-            self.client.upsert(self.chunks_col, points)
-        self.client.upsert(
-            self.docs_col,
-            [
+            mean = np.asarray(it.vectors, dtype=np.float32).sum(axis=0) if len(it.chunks) else None
+            if mean is None or not np.any(mean):
+                mean = np.zeros(int(meta["dim"]), dtype=np.float32)
+                mean[0] = 1.0  # an empty document still needs a valid cosine vector
+            mean = mean / np.linalg.norm(mean)
+            doc_points.append(
                 m.PointStruct(
                     id=_pid("doc:" + doc.id),
-                    vector={"none": [0.0]},
+                    vector={"dense": mean.tolist(), "bm25": self._sparse(d_terms, d_avg)},
                     payload={
-                        "kind": "doc",
                         "doc_id": doc.id,
                         "content_hash": doc.content_hash,
                         "origin": it.origin,
                         "chunks": len(it.chunks),
                         "document": json.loads(doc.model_dump_json()),
+                        **_filter_payload(it.chunks[0].metadata if it.chunks else doc.metadata),
                     },
                 )
-            ],
+            )
+        for i in range(0, len(chunk_points), _UPSERT_BATCH):
+            self.client.upsert(self.chunks_col, chunk_points[i : i + _UPSERT_BATCH], wait=True)
+        for i in range(0, len(doc_points), _UPSERT_BATCH):
+            self.client.upsert(self.docs_col, doc_points[i : i + _UPSERT_BATCH], wait=True)
+
+    def _delete_chunks(self, doc_ids: Sequence[str]) -> None:
+        m = self._m
+        if not doc_ids or not self.client.collection_exists(self.chunks_col):
+            return
+        self.client.delete(
+            self.chunks_col,
+            points_selector=m.FilterSelector(
+                filter=m.Filter(
+                    must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=list(doc_ids)))]
+                )
+            ),
         )
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents and their chunks."""
         m = self._m
-        removed = 0
         existing = self.records()
-        for d in doc_ids:
-            if self.client.collection_exists(self.chunks_col):
-                self.client.delete(
-                    self.chunks_col,
-                    points_selector=m.FilterSelector(
-                        filter=m.Filter(
-                            must=[m.FieldCondition(key="doc_id", match=m.MatchValue(value=d))]
-                        )
-                    ),
-                )
-            if d in existing:
-                self.client.delete(
-                    self.docs_col, points_selector=m.PointIdsList(points=[_pid("doc:" + d)])
-                )
-                removed += 1
-        return removed
+        gone = [d for d in doc_ids if d in existing]
+        self._delete_chunks(list(doc_ids))
+        if gone:
+            self.client.delete(
+                self.docs_col,
+                points_selector=m.PointIdsList(points=[_pid("doc:" + d) for d in gone]),
+            )
+        return len(gone)
 
     def refresh(self) -> None:
         """Nothing to do: Qdrant indexes on write."""
@@ -307,13 +392,14 @@ class QdrantStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def _doc_points(self) -> list[Any]:
-        m = self._m
         out: list[Any] = []
+        if not self.client.collection_exists(self.docs_col):
+            return out
         offset = None
-        flt = m.Filter(must=[m.FieldCondition(key="kind", match=m.MatchValue(value="doc"))])
+        fields = ["doc_id", "content_hash", "origin", "chunks"]
         while True:
             pts, offset = self.client.scroll(
-                self.docs_col, scroll_filter=flt, limit=1000, offset=offset, with_payload=True
+                self.docs_col, limit=1000, offset=offset, with_payload=fields
             )
             out.extend(pts)
             if offset is None:
@@ -334,6 +420,8 @@ class QdrantStore:
 
     def get_document(self, doc_id: str) -> Document | None:
         """A stored document, or None."""
+        if not self.client.collection_exists(self.docs_col):
+            return None
         got = self.client.retrieve(self.docs_col, [_pid("doc:" + doc_id)], with_payload=True)
         if not got:
             return None
@@ -352,29 +440,25 @@ class QdrantStore:
 
     def count(self) -> tuple[int, int]:
         """(documents, chunks) stored."""
-        docs = len(self._doc_points())
-        chunks = (
-            self.client.count(self.chunks_col, exact=True).count
-            if self.client.collection_exists(self.chunks_col)
-            else 0
-        )
-        return docs, int(chunks)
+        out = []
+        for col in (self.docs_col, self.chunks_col):
+            exists = self.client.collection_exists(col)
+            out.append(int(self.client.count(col, exact=True).count) if exists else 0)
+        return out[0], out[1]
 
     # -- search ---------------------------------------------------------------------------------
 
-    def _filter(self, filters: SearchFilters | None) -> Any:
-        if filters is None or filters.is_empty():
-            return None
+    def _filter(self, filters: SearchFilters | None, doc_ids: Sequence[str] = ()) -> Any:
         m = self._m
         must: list[Any] = []
-        if filters.domains:
+        if filters is not None and filters.domains:
             must.append(
                 m.FieldCondition(
                     key="domains",
                     match=m.MatchAny(any=[d.lower().lstrip(".") for d in filters.domains]),
                 )
             )
-        if filters.date_from or filters.date_to:
+        if filters is not None and (filters.date_from or filters.date_to):
             # a chunk without a date has no date_ord and fails the range (fail closed)
             must.append(
                 m.FieldCondition(
@@ -385,17 +469,23 @@ class QdrantStore:
                     ),
                 )
             )
-        if filters.doc_ids:
-            must.append(m.FieldCondition(key="doc_id", match=m.MatchAny(any=list(filters.doc_ids))))
-        return m.Filter(must=must)
+        ids: list[str] | None = list(filters.doc_ids) if filters and filters.doc_ids else None
+        if doc_ids:
+            ids = list(doc_ids) if ids is None else [d for d in doc_ids if d in set(ids)]
+        if ids is not None:
+            must.append(m.FieldCondition(key="doc_id", match=m.MatchAny(any=ids)))
+        return m.Filter(must=must) if must else None
+
+    def _call(self, fn: Any, **kw: Any) -> Any:
+        try:
+            return fn(with_payload=True, **kw)
+        except Exception as exc:  # network / engine errors
+            raise StoreError(f"Qdrant query failed: {exc}", source=self.chunks_col) from exc
 
     def _query(self, **kw: Any) -> list[ScoredChunk]:
         if not self.client.collection_exists(self.chunks_col) or kw.get("limit", 0) <= 0:
             return []
-        try:
-            res = self.client.query_points(self.chunks_col, with_payload=True, **kw)
-        except Exception as exc:  # network / engine errors
-            raise StoreError(f"Qdrant query failed: {exc}", source=self.chunks_col) from exc
+        res = self._call(self.client.query_points, collection_name=self.chunks_col, **kw)
         return [
             ScoredChunk(
                 chunk=Chunk.model_validate((p.payload or {})["chunk"]), score=float(p.score)
@@ -421,6 +511,21 @@ class QdrantStore:
         q = [float(x) for x in vector.reshape(-1)]
         return self._query(query=q, using="dense", limit=k, query_filter=self._filter(filters))
 
+    def _prefetch(self, query: str, vector: Vectors, limit: int) -> list[Any]:
+        m = self._m
+        prefetch = [
+            m.Prefetch(query=[float(x) for x in vector.reshape(-1)], using="dense", limit=limit)
+        ]
+        sq = self._sparse_query(query)
+        if sq.indices:
+            prefetch.insert(0, m.Prefetch(query=sq, using="bm25", limit=limit))
+        return prefetch
+
+    def _rrf(self, rrf_k: int) -> Any:
+        m = self._m
+        # Qdrant counts ranks from 0 (score 1/(k + r0)); k + 1 gives the usual 1/(k + rank)
+        return m.RrfQuery(rrf=m.Rrf(k=rrf_k + 1))
+
     def search_hybrid(
         self,
         query: str,
@@ -430,23 +535,73 @@ class QdrantStore:
         candidates: int = 50,
         rrf_k: int = 60,
     ) -> list[ScoredChunk]:
-        """Reciprocal rank fusion (k=60) of sparse BM25 and dense, computed by Qdrant."""
-        m = self._m
-        flt = self._filter(filters)
-        prefetch = [
-            m.Prefetch(
-                query=[float(x) for x in vector.reshape(-1)],
-                using="dense",
-                limit=candidates,
-                filter=flt,
-            )
-        ]
-        sq = self._sparse_query(query)
-        if sq.indices:
-            prefetch.insert(0, m.Prefetch(query=sq, using="bm25", limit=candidates, filter=flt))
-        # Qdrant counts ranks from 0 (score 1/(k + r0)); k + 1 gives the usual 1/(k + rank)
-        fusion = m.RrfQuery(rrf=m.Rrf(k=rrf_k + 1))
-        return self._query(prefetch=prefetch, query=fusion, limit=k)
+        """Reciprocal rank fusion (k=60) of sparse BM25 and dense chunk rankings, by Qdrant."""
+        # the query filter propagates into the prefetches, so each takes filtered candidates
+        return self._query(
+            prefetch=self._prefetch(query, vector, candidates),
+            query=self._rrf(rrf_k),
+            query_filter=self._filter(filters),
+            limit=k,
+        )
+
+    def search_documents(
+        self,
+        query: str,
+        vector: Vectors,
+        k: int,
+        filters: SearchFilters | None = None,
+        candidates: int = 50,
+        rrf_k: int = 60,
+    ) -> list[ScoredChunk]:
+        """Parent-document hybrid, computed by Qdrant in two queries.
+
+        1. Documents: RRF of the document-level sparse BM25 and dense prefetches (``_docs``).
+        2. Their chunks: one grouped query (``group_by="doc_id"``) on ``_chunks`` fusing the
+           chunk-level prefetches with RRF, restricted to those documents.
+
+        As in :meth:`affidavit.store.local.LocalStore.search_documents`, a document's n-th best
+        chunk scores its document score halved n - 1 times. Chunk ranks inside a document come
+        from prefetches restricted to the top documents (the local store ranks them among all
+        chunks), which can order a document's chunks differently, never its documents.
+        """
+        if k <= 0 or not self.client.collection_exists(self.docs_col):
+            return []
+        docs = self._call(
+            self.client.query_points,
+            collection_name=self.docs_col,
+            prefetch=self._prefetch(query, vector, candidates),
+            query=self._rrf(rrf_k),
+            query_filter=self._filter(filters),
+            limit=k,
+            with_vectors=False,
+        ).points
+        if not docs:
+            return []
+        doc_score = {str((p.payload or {})["doc_id"]): float(p.score) for p in docs}
+        n_chunks = sum(int((p.payload or {}).get("chunks", 0)) for p in docs)
+        # every chunk of the top documents fits the prefetches, so each one is ranked
+        limit = min(max(n_chunks, candidates), _MAX_GROUP_CANDIDATES)
+        groups = self._call(
+            self.client.query_points_groups,
+            collection_name=self.chunks_col,
+            group_by="doc_id",
+            prefetch=self._prefetch(query, vector, limit),
+            query=self._rrf(rrf_k),
+            query_filter=self._filter(filters, list(doc_score)),
+            limit=len(doc_score),
+            group_size=k,
+        ).groups
+        picked: list[tuple[float, int, str, ScoredChunk]] = []
+        for g in groups:
+            d = str(g.id)
+            for r, p in enumerate(g.hits):
+                score = doc_score[d] * 0.5**r
+                chunk = Chunk.model_validate((p.payload or {})["chunk"])
+                scores = {"doc_rrf": doc_score[d], "chunk_rrf": float(p.score)}
+                picked.append((score, r, d, ScoredChunk(chunk=chunk, score=score, scores=scores)))
+        # ties broken by doc id, as the local store does
+        picked.sort(key=lambda t: (-t[0], t[1], t[2]))
+        return [sc for *_, sc in picked[:k]]
 
     def close(self) -> None:
         """Close the client (releases the local-mode folder lock)."""
@@ -454,3 +609,12 @@ class QdrantStore:
             self.client.close()
         except Exception as exc:  # closing twice or after a failure
             logger.debug("qdrant close: %s", exc)
+
+
+def _filter_payload(meta: dict[str, Any]) -> dict[str, Any]:
+    """The payload fields that filters match: domain suffixes and the date as an ordinal."""
+    d = chunk_date(meta)
+    return {
+        "domains": domain_suffixes(meta.get("domain")),
+        "date_ord": date.fromisoformat(d).toordinal() if d else None,
+    }

@@ -24,7 +24,7 @@ from affidavit.core.errors import StoreError
 from affidavit.core.retrieval import SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.ingest.chunking import SentenceChunker
-from affidavit.store.base import DocumentBatchItem, Store
+from affidavit.store.base import DocumentBatchItem, DocumentHybridStore, HybridStore, Store
 from affidavit.testing.embedder import FakeEmbedder
 
 DOCS = [
@@ -210,3 +210,42 @@ class StoreContract:
         restored: Any = Chunk.model_validate_json(c.model_dump_json())
         assert restored == c
         assert np.isfinite(store.search_lexical("Armstrong", 1)[0].score)
+
+    def test_document_hybrid(self, store: Store) -> None:
+        if not isinstance(store, DocumentHybridStore):
+            pytest.skip("backend has no parent-document hybrid search")
+        self.filled(store)
+        q = "Marie Curie discovered polonium"
+        vec = self.embedder.embed([q])[0]
+        hits = store.search_documents(q, vec, 6)
+        assert hits and hits[0].chunk.doc_id == "curie"
+        assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+        # documents appear in order of their fused score; a document's n-th chunk scores its
+        # document score halved n - 1 times
+        docs = list(dict.fromkeys(h.chunk.doc_id for h in hits))
+        doc_scores = [next(h.scores["doc_rrf"] for h in hits if h.chunk.doc_id == d) for d in docs]
+        assert doc_scores == sorted(doc_scores, reverse=True)
+        nth: dict[str, int] = {}
+        for h in hits:
+            key = str(h.chunk.doc_id)
+            r = nth[key] = nth.get(key, -1) + 1
+            assert h.score == pytest.approx(h.scores["doc_rrf"] * 0.5**r)
+        assert {"doc_rrf", "chunk_rrf"} <= set(hits[0].scores)
+        f = SearchFilters(domains=("example.com",))
+        assert {h.chunk.doc_id for h in store.search_documents(q, vec, 6, f)} == {"curie"}
+        f = SearchFilters(date_to=date(2020, 1, 1))
+        assert {h.chunk.doc_id for h in store.search_documents(q, vec, 6, f)} == {"eiffel"}
+
+    def test_engine_hybrid(self, store: Store) -> None:
+        if not isinstance(store, HybridStore):
+            pytest.skip("backend does not fuse chunk rankings itself")
+        self.filled(store)
+        q = "Marie Curie polonium"
+        hits = store.search_hybrid(q, self.embedder.embed([q])[0], 3)
+        assert hits[0].chunk.doc_id == "curie"
+        # the top of both rankings: 1/(60 + 1) + 1/(60 + 1)
+        assert hits[0].score == pytest.approx(2 / 61, rel=1e-3)
+        f = SearchFilters(domains=("example.org",))
+        assert {
+            h.chunk.doc_id for h in store.search_hybrid(q, self.embedder.embed([q])[0], 5, f)
+        } == {"eiffel"}

@@ -67,6 +67,33 @@ def preset_thresholds(
     return tau_e, tau_c
 
 
+def effective_policy(settings: Any) -> Any:
+    """The policy thresholds to verify with (every command and the library use this one rule).
+
+    Explicit settings win (``policy.tau_entail`` / ``policy.tau_contradict`` from TOML,
+    environment or arguments); otherwise the ``policy.preset`` with the verifier model's
+    dev-tuned values from its ``config.json`` (the combiner's threshold when the model ships one).
+
+    Args:
+        settings: the whole :class:`~affidavit.core.settings.Settings`.
+
+    Returns:
+        A ``PolicySettings`` copy with the thresholds filled in.
+    """
+    from affidavit.core.errors import AffidavitError
+    from affidavit.verify.crossencoder import read_config
+
+    pol = settings.policy
+    if {"tau_entail", "tau_contradict"} & pol.model_fields_set:
+        return pol
+    try:
+        extra = read_config(settings.verify.model_path or packaged_model_dir()).model_extra or {}
+    except AffidavitError:
+        return pol
+    tau_e, tau_c = preset_thresholds(pol.preset, extra)
+    return pol.model_copy(update={"tau_entail": tau_e, "tau_contradict": tau_c})
+
+
 def nll(logits: np.ndarray, labels: Sequence[int], temperature: float) -> float:
     """Mean negative log-likelihood of 3-way logits at a temperature (label 3 = not entailed)."""
     p = softmax(logits, temperature)

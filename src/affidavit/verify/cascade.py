@@ -47,6 +47,7 @@ from affidavit.core.types import (
     Verdict,
 )
 from affidavit.verify.base import PairScorer
+from affidavit.verify.combiner import Combiner, PartSignals, feature_vector
 from affidavit.verify.evidence import (
     Candidate,
     TokenOffsets,
@@ -99,6 +100,11 @@ class _Run:
     final: StageScore | None = None
     decided: bool = False
     incomplete: bool = False
+    # signals for the combiner
+    conflict: bool = False
+    missing: bool = False
+    name_missing: bool = False
+    model_score: StageScore | None = None
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -131,6 +137,8 @@ class ClaimCascade:
             ``external`` to ``settings.external_model_path``; ``llm_judge`` must be given.
         check_fn: the typed checks (default ``affidavit.verify.checks.run_checks``).
         tokenizer: token offsets for windowing (default: the cross-encoder's own tokenizer).
+        combiner: the fitted combiner to decide with (default: the one shipped with the
+            model stage's model, if any, when ``settings.combiner`` is on).
 
     A stage that cannot be built (model missing, dependency absent) does not raise here: every
     verdict records the error and stays unverified (fail closed).
@@ -144,6 +152,7 @@ class ClaimCascade:
         scorers: Mapping[str, PairScorer] | None = None,
         check_fn: CheckFn | None = None,
         tokenizer: TokenOffsets | None = None,
+        combiner: Combiner | None = None,
     ) -> None:
         if settings.uncertain_low > settings.uncertain_high:
             raise VerificationError(
@@ -173,6 +182,16 @@ class ClaimCascade:
                 tok = model_tok
             break
         self.windower = Windower(tok or WhitespaceTokens(), max_len, settings.window_stride)
+        self.combiner: Combiner | None = combiner
+        self.combiner_stage = "cross_encoder"
+        if combiner is None and settings.combiner and "checks" in settings.cascade:
+            # the combiner is fitted to one model's scores: it ships in that model's folder
+            for stage in MODEL_STAGES:
+                found = getattr(self.scorers.get(stage), "combiner", None)
+                if isinstance(found, Combiner):
+                    self.combiner = found
+                    self.combiner_stage = stage
+                    break
 
     def _load_checks(self) -> CheckFn | None:
         try:
@@ -217,6 +236,7 @@ class ClaimCascade:
             "stages": stages,
             "unavailable": dict(self.stage_errors),
             "max_len": self.windower.max_len,
+            "combiner": self.combiner.describe() if self.combiner else None,
         }
 
     def model_identities(self) -> list[dict[str, str]]:
@@ -225,19 +245,62 @@ class ClaimCascade:
         for name, desc in self.describe()["stages"].items():
             if isinstance(desc, dict) and desc.get("sha256"):
                 out.append({"name": str(desc.get("name", name)), "sha256": str(desc["sha256"])})
+        if self.combiner is not None and self.combiner.sha256:
+            out.append({"name": "affidavit-combiner", "sha256": self.combiner.sha256})
         return out
 
     # ------------------------------------------------------------------ public API
     def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
-        """Verify one claim against all the given chunks; never raises for one claim."""
-        run = _Run(claim, chunks, time.monotonic() + self.settings.timeout_s)
+        """Verify one claim against all the given chunks; never raises for one claim.
+
+        With the model's combiner, a claim of several sentences is also judged sentence by
+        sentence (each against its own best evidence) and the results are combined.
+        """
+        if self.combiner is None:
+            return self._verdict(
+                self._run(claim, chunks, time.monotonic() + self.settings.timeout_s)
+            )
+        whole, parts = self._runs(claim, chunks)
+        return self._combined(claim, whole, parts)
+
+    def features(self, claim: Claim, chunks: Sequence[Chunk]) -> dict[str, float] | None:
+        """The combiner's input for a claim (None when some part could not be checked whole).
+
+        Runs exactly what :meth:`verify` runs; used to fit the combiner on dev rows.
+        """
+        if self.combiner is None:
+            raise VerificationError("features() needs a combiner (pass combiner=...)")
+        whole, parts = self._runs(claim, chunks)
+        if any(
+            r.incomplete or r.errors or r.final is None
+            for r in {id(r): r for r in [whole, *parts]}.values()
+        ):
+            return None
+        tokens = sum(len(c.text.split()) for c in whole.chunks)
+        return feature_vector(self._signals(whole), [self._signals(r) for r in parts], tokens)
+
+    def _runs(self, claim: Claim, chunks: Sequence[Chunk]) -> tuple[_Run, list[_Run]]:
+        deadline = time.monotonic() + self.settings.timeout_s
+        whole = self._run(claim, chunks, deadline)
+        parts = [whole]
+        if self.settings.split_sentences:
+            subs = _sentences(claim)
+            if len(subs) > 1:
+                parts = [self._run(sub, chunks, deadline) for sub in subs]
+        return whole, parts
+
+    def _run(self, claim: Claim, chunks: Sequence[Chunk], deadline: float) -> _Run:
+        run = _Run(claim, chunks, deadline)
         try:
             self._select(run)
             if run.windows:
                 for stage in self.settings.cascade:
-                    if run.decided:
-                        break
                     run.check_time()
+                    if run.decided:
+                        if self.combiner is not None and stage == self.combiner_stage:
+                            # the combiner weighs every signal: score the model anyway
+                            self._model(stage, run, signals_only=True)
+                        continue
                     self._run_stage(stage, run)
         except _Timeout:
             run.errors.append(f"timeout: not decided within {self.settings.timeout_s:g}s")
@@ -245,7 +308,7 @@ class ClaimCascade:
         except VerificationError as exc:
             run.errors.append(exc.message)
             run.incomplete = True
-        return self._verdict(run)
+        return run
 
     def verify_many(self, items: Sequence[tuple[Claim, Sequence[Chunk]]]) -> list[Verdict]:
         """Verify several claims (each with its own chunks), in order."""
@@ -321,6 +384,11 @@ class ClaimCascade:
         run.checks = results
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]
+        run.conflict, run.missing = bool(conflicts), bool(missing)
+        run.name_missing = any(
+            r.status == "fail" and r.check in NON_DECISIVE and r.evidence_value is None
+            for r in results
+        )
         run.best_spans = (best,)
         if conflicts:
             why = "; ".join(f"{r.check}: {r.reason or r.evidence_value}" for r in conflicts)
@@ -359,12 +427,39 @@ class ClaimCascade:
             raise VerificationError(f"{scorer.name} returned {len(out)} scores for {len(pairs)}")
         return out
 
-    def _model(self, stage: str, run: _Run) -> None:
+    def _model(self, stage: str, run: _Run, signals_only: bool = False) -> None:
         scorer = self.scorers[stage]
         claim = run.claim.text
-        tau_e = self.policy.tau_entail
+        tau_e = self._model_tau()
         windows = run.windows
-        scores = self._batched(scorer, [(claim, w.span.text) for w in windows], run)
+        try:
+            scores = self._batched(scorer, [(claim, w.span.text) for w in windows], run)
+        except VerificationError:
+            if signals_only:
+                run.incomplete = True
+                run.errors.append(f"{stage}: could not score the claim for the combiner")
+                return
+            raise
+        if signals_only:
+            ok_scores = [s for s in scores if s.error is None]
+            if len(ok_scores) != len(scores) or any(
+                s.detail.startswith("truncated") for s in ok_scores
+            ):
+                run.incomplete = True
+                run.errors.append(f"{stage}: not every window scored for the combiner")
+            if ok_scores:
+                best = max(ok_scores, key=lambda s: s.p_entail)
+                pc = max(s.p_contradict for s in ok_scores)
+                run.model_score = best.model_copy(
+                    update={
+                        "stage": stage,
+                        "p_contradict": pc,
+                        "decided": False,
+                        "detail": f"scored after the decision, for the combiner; {best.detail}",
+                    }
+                )
+                run.stages.append(run.model_score)
+            return
         spans = [w.span for w in windows]
         ok = [i for i, s in enumerate(scores) if s.error is None]
         failed = len(scores) - len(ok)
@@ -413,6 +508,9 @@ class ClaimCascade:
         )
         score = rep.model_copy(
             update={"stage": stage, "decided": decided, "detail": f"{detail}; {rep.detail}"}
+        )
+        run.model_score = score.model_copy(
+            update={"p_contradict": max(scores[i].p_contradict for i in ok)}
         )
         run.stages.append(score)
         run.final = score
@@ -477,7 +575,7 @@ class ClaimCascade:
                 for i, s in enumerate(scores)
                 if s.error is None
                 and not s.detail.startswith("truncated")
-                and s.p_entail >= self.policy.tau_entail
+                and s.p_entail >= self._model_tau()
             ]
             if good:
                 # smallest set first; among equals the shortest text, then the most confident
@@ -501,6 +599,100 @@ class ClaimCascade:
         run.stages.append(score)
         run.final = score
         run.decided = True
+
+    # ------------------------------------------------------------------ combiner
+    def _model_tau(self) -> float:
+        """Threshold on the model's own p_entail (which evidence counts as supporting)."""
+        if self.combiner is not None and self.combiner.model_tau is not None:
+            return self.combiner.model_tau
+        return self.policy.tau_entail
+
+    def _signals(self, run: _Run) -> PartSignals:
+        ms = run.model_score
+        cov = overlap(run.claim.text, run.windows[0].span.text) if run.windows else 0.0
+        return PartSignals(
+            p_entail=ms.p_entail if ms is not None else 0.0,
+            p_contradict=ms.p_contradict if ms is not None else 0.0,
+            coverage=cov,
+            conflict=run.conflict,
+            missing=run.missing,
+            name_missing=run.name_missing,
+        )
+
+    def _combined(self, claim: Claim, whole: _Run, parts: list[_Run]) -> Verdict:
+        """One verdict from the whole text's run and its sentences' runs, by the combiner."""
+        assert self.combiner is not None  # only called with one
+        split = parts[0] is not whole
+        runs = [whole, *parts] if split else [whole]
+        verdicts = [self._verdict(r) for r in runs]
+        part_verdicts = verdicts[1:] if split else verdicts
+        tokens = sum(len(c.text.split()) for c in whole.chunks)
+        feats = feature_vector(self._signals(whole), [self._signals(r) for r in parts], tokens)
+        p = self.combiner.probability(feats)
+        errors = tuple(dict.fromkeys(e for r in runs for e in r.errors))
+        complete = all(v.complete for v in verdicts) and whole.final is not None
+        tau_e = self.policy.tau_entail
+        contra = [v for v in verdicts if v.label == "contradicted"]
+        pc = max(v.p_contradict for v in verdicts)
+        evidence: tuple[EvidenceSpan, ...] = ()
+        if not complete:
+            # fail closed: a text with any part not fully checked is never supported
+            label: Label = "contradicted" if contra else "unsupported"
+            reason = "not verified: " + ("; ".join(errors) or "no stage could score the claim")
+            if contra:
+                evidence = contra[0].evidence
+            p = 0.0
+        elif contra:
+            # evidence that states otherwise outweighs the combiner's overall score
+            label, evidence = "contradicted", tuple(e for v in contra for e in v.evidence)
+            reason = contra[0].reason
+        elif p >= tau_e:
+            label = "supported"
+            spans: list[EvidenceSpan] = []
+            for v, r in zip(part_verdicts, parts, strict=True):
+                spans += v.evidence or r.support or r.best_spans
+            evidence = tuple(dict.fromkeys(spans))
+            reason = f"combiner: p(supported) {p:.2f} >= {tau_e:g}"
+        else:
+            label = "unsupported"
+            reason = f"combiner: p(supported) {p:.2f} < {tau_e:g}"
+            if split:
+                weakest = min(range(len(parts)), key=lambda i: feats_pe(parts[i]))
+                reason += f"; weakest sentence: '{parts[weakest].claim.text[:80]}'"
+        pc = min(pc, 1.0 - p)
+        detail = ", ".join(f"{k} {v:.3f}" for k, v in feats.items())
+        stages = list(whole.stages)
+        if split:
+            for i, r in enumerate(parts, start=1):
+                stages += [
+                    st.model_copy(update={"detail": f"sentence {i}/{len(parts)}: {st.detail}"})
+                    for st in r.stages
+                ]
+        stages.append(
+            StageScore(
+                stage="combiner",
+                p_entail=p,
+                p_neutral=max(0.0, 1.0 - p - pc),
+                p_contradict=pc,
+                label=label,
+                decided=True,
+                detail=f"{len(parts)} sentence(s); {detail}",
+            )
+        )
+        checks = tuple(dict.fromkeys(c for v in verdicts for c in v.checks))
+        return Verdict(
+            claim_id=claim.id,
+            label=label,
+            p_entail=p,
+            p_neutral=max(0.0, 1.0 - p - pc),
+            p_contradict=pc,
+            evidence=evidence,
+            checks=checks,
+            stages=tuple(stages),
+            complete=complete,
+            errors=errors,
+            reason=reason,
+        )
 
     # ------------------------------------------------------------------ verdict
     def _verdict(self, run: _Run) -> Verdict:
@@ -561,6 +753,32 @@ class ClaimCascade:
             errors=tuple(run.errors),
             reason=reason,
         )
+
+
+def feats_pe(run: _Run) -> float:
+    return run.model_score.p_entail if run.model_score is not None else 0.0
+
+
+def _sentences(claim: Claim) -> list[Claim]:
+    """The claim's sentences as claims of their own (offsets into the same answer)."""
+    from affidavit.claims.segment import split_sentences
+
+    segs = [g for g in split_sentences(claim.text) if len(g.text.split()) >= 3]
+    return [
+        Claim(
+            id=f"{claim.id}.s{i}",
+            text=g.text,
+            start=claim.start + g.start,
+            end=claim.start + g.end,
+            sentence_index=claim.sentence_index,
+            sentence=g.text,
+            type=claim.type,
+            hedged=claim.hedged,
+            citations=claim.citations,
+            origin="decomposed",
+        )
+        for i, g in enumerate(segs, start=1)
+    ]
 
 
 def _absence(r: CheckResult) -> bool:

@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,6 +40,9 @@ from affidavit.core.errors import MissingDependencyError, ModelError
 from affidavit.core.settings import VerifySettings
 from affidavit.core.types import Label, StageScore
 from affidavit.verify.evidence import MIN_EVIDENCE_TOKENS, SPECIAL_TOKENS
+
+if TYPE_CHECKING:
+    from affidavit.verify.combiner import Combiner
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +176,15 @@ class BaseModelSpec(BaseModel):
     )
 
 
+class CombinerSpec(BaseModel):
+    """Where a model's fitted combiner lives in its folder, and its pinned sha256."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    file: str = Field(default="combiner.json", description="File in the model folder.")
+    sha256: str = Field(description="sha256 of that file (checked at load).")
+
+
 class ModelConfig(BaseModel):
     """``config.json`` of a verifier model folder (other keys, e.g. the model card, are kept)."""
 
@@ -192,6 +204,10 @@ class ModelConfig(BaseModel):
     base: BaseModelSpec | None = Field(
         default=None,
         description="Set for a split model: the ONNX file is only the top, joined to these layers.",
+    )
+    combiner: CombinerSpec | None = Field(
+        default=None,
+        description="The combiner fitted on dev to this model's scores (verify.combiner).",
     )
 
 
@@ -415,6 +431,13 @@ class OnnxCrossEncoder:
             )
         self.threads = threads
         self.calibration = calibration
+        self.combiner: Combiner | None = None
+        if self.config.combiner is not None:
+            from affidavit.verify.combiner import load_combiner
+
+            self.combiner = load_combiner(
+                self.model_dir / self.config.combiner.file, self.config.combiner.sha256
+            )
         self.load_seconds = time.perf_counter() - t0
         log.info(
             "loaded verifier model",

@@ -250,3 +250,23 @@ def test_verifier_hook_can_only_take_support_away() -> None:
     assert Auditor(cfg, verifier=yes).audit("q", CHUNKS, answer).claims[0].supported
     with pytest.raises(ConfigError, match="verifier"):
         Auditor(cfg)
+
+
+@pytest.mark.parametrize("n_chunks", [100, 2500])
+def test_claim_copied_verbatim_from_any_near_identical_chunk_passes(n_chunks: int) -> None:
+    # issue 13: BM25 ignores numbers, so 100 chunks that differ only in their numbers all tied
+    # and the checks compared a sentence copied from chunk 17 with chunk 0
+    # ("year 1961 disagrees with 1301"); 2500 chunks take the bm25s path
+    chunks = [
+        {
+            "text": f"The stone bridge of the old town was finished in {1300 + i} "
+            f"and measured {40 + i} metres.",
+            "url": f"https://example.org/bridge/{i}",
+        }
+        for i in range(n_chunks)
+    ]
+    for pick in (17, 61, n_chunks - 1):
+        answer = chunks[pick]["text"]
+        report = Auditor().audit("When was the bridge finished?", chunks, answer)
+        assert report.trust_passed, [c.reason for c in report.claims]
+        assert all(c.source_url == chunks[pick]["url"] for c in report.claims)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANSWER, CHUNKS, CLAIMS, MODELS, VERDICTS, WHEN
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +30,7 @@ from affidavit.core.errors import CertificateError, InputError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import Settings
 from affidavit.core.types import sha256_text
+from conftest import ANSWER, CHUNKS, CLAIMS, MODELS, VERDICTS, WHEN
 
 
 def tree_of(cert: Certificate) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conftest import CHUNKS, VERDICTS
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from affidavit.certify import replay_certificate
@@ -13,6 +12,7 @@ from affidavit.core.settings import PolicySettings, VerifySettings
 from affidavit.core.types import Chunk, Claim, Verdict
 from affidavit.verify.cascade import ClaimCascade
 from affidavit.verify.fakes import ScriptedScorer
+from conftest import CHUNKS, VERDICTS
 
 
 class DictStore:

@@ -59,10 +59,9 @@ def test_unknown_schema_lists_valid_names() -> None:
 def test_exported_schemas_accept_real_instances_and_reject_edits(signed: Certificate) -> None:
     """The files export-schemas writes are usable by any JSON Schema validator."""
     jsonschema = pytest.importorskip("jsonschema")
-    from conftest import CLAIMS, VERDICTS
-
     from affidavit.core.settings import PolicySettings
     from affidavit.policy import decide_all, render
+    from conftest import CLAIMS, VERDICTS
 
     decisions = decide_all(CLAIMS, VERDICTS, PolicySettings())
     rendered = render(signed.answer, CLAIMS, decisions, "strict")

@@ -75,3 +75,55 @@ def test_threshold_order_checked() -> None:
 def test_effective_masks_secrets() -> None:
     s = load_settings(overrides={"generate": {"api_key": "sk-secret"}})
     assert "sk-secret" not in str(s.effective())
+
+
+# -- issue 13 defect 4: environment variables never crash, unknown names are errors -----------
+
+
+def test_store_variable_is_the_store_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFFIDAVIT_STORE", "/x")
+    assert load_settings().store.path == Path("/x")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("wikipedia.org", ["wikipedia.org"]),
+        ("a.org, b.org", ["a.org", "b.org"]),
+        ('["a.org", "b.org"]', ["a.org", "b.org"]),
+        ("", []),
+    ],
+)
+def test_list_settings_take_json_or_commas(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: list[str]
+) -> None:
+    monkeypatch.setenv("AFFIDAVIT_AUDIT__ALLOWLIST", value)
+    assert load_settings().audit.allowlist == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "needle"),
+    [
+        ("AFFIDAVIT_AUDIT__ALLOWLIST", '["a",', "malformed JSON list"),
+        ("AFFIDAVIT_AUDIT__ALLOWLIST", '["a", 1]', "AFFIDAVIT_AUDIT__ALLOWLIST"),
+        ("AFFIDAVIT_NOPE__X", "1", "no settings section 'nope'"),
+        ("AFFIDAVIT_AUDIT__NOPE", "1", "has no setting 'nope'"),
+        ("AFFIDAVIT_AUDIT", "1", "AFFIDAVIT_AUDIT__KEY"),
+        ("AFFIDAVIT_TAU_ENTAIL", "0.8", "unknown environment variable AFFIDAVIT_TAU_ENTAIL"),
+        ("AFFIDAVIT_AUDIT__MIN_COMPLIANCE", "abc", "AFFIDAVIT_AUDIT__MIN_COMPLIANCE"),
+    ],
+)
+def test_bad_environment_is_one_config_error(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, needle: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert needle in info.value.message
+
+
+def test_oversized_config_file_is_refused_unread(tmp_path: Path) -> None:
+    cfg = tmp_path / "affidavit.toml"
+    cfg.write_text("# " + "x" * (2 * 1024 * 1024) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="larger than"):
+        load_settings(cfg)

@@ -142,3 +142,48 @@ def test_offsets_property(text: str, size: int, overlap: int) -> None:
         assert text[s.start : s.end] == s.text
     # every non-space character ends up in some chunk
     assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _within(seconds: float, fn: object) -> float:
+    """Run ``fn`` and fail it (instead of hanging) once it runs past ``seconds``."""
+    import signal
+    import time
+
+    def _alarm(signum: int, frame: object) -> None:
+        raise _TooSlow(f"took more than {seconds}s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    t0 = time.perf_counter()
+    try:
+        fn()  # type: ignore[operator]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return time.perf_counter() - t0
+
+
+def test_splitting_a_large_document_is_linear_not_quadratic() -> None:
+    # issue 13 defect 1: each boundary rescanned the text from offset 0 (and copied it), so
+    # 250 kB took 31 s and 1 MB never finished; linear splitting does 2 MB in well under a second
+    base = "Dr. Smith measured 3.5 m. It was approx. five metres in total! Was it? Yes. "
+    text = (base * (2_000_000 // len(base) + 1))[:2_000_000]
+    doc = Document(id="big", source="big.txt", text=text)
+    chunks: list[object] = []
+    _within(20.0, lambda: chunks.extend(SentenceChunker().chunk(doc)))
+    assert len(chunks) > 3000
+    small = Document(id="s", source="s.txt", text=text[:200_000])
+    t_small = _within(20.0, lambda: SentenceChunker().chunk(small))
+    t_big = _within(20.0, lambda: SentenceChunker().chunk(doc))
+    # 10x the text: linear is ~10x the time; quadratic would be ~100x (generous for noisy CPUs)
+    assert t_big < 40 * max(t_small, 0.01)
+
+
+def test_window_for_the_word_before_a_stop_keeps_abbreviations() -> None:
+    long_word = "x" * 200
+    got = [s.text for s in split_sentences(f"{long_word}. Next one. Dr. Who came.")]
+    assert got == [f"{long_word}.", "Next one.", "Dr. Who came."]

@@ -142,3 +142,85 @@ def test_progress_callback(tmp_path: Path, docs: Path) -> None:
         [docs], progress=lambda d, t, s: seen.append((d, t))
     )
     assert seen[-1] == (3, 3)
+
+
+# -- issue 13 defect 2: one bad string fails one item, never the batch ------------------------
+
+
+def test_lone_surrogates_fail_their_record_and_the_rest_is_stored(tmp_path: Path) -> None:
+    d = tmp_path / "docs"
+    d.mkdir()
+    lines = [
+        {"id": "a", "text": "Good record one. It is fine."},
+        {"id": "b", "text": "Bad \ud800 record. Here."},
+        {"id": "c\udc00", "text": "Bad id record. Here."},
+        {"id": "d", "text": "Fine text.", "title": "T\ud83d"},
+        {"id": "e", "text": "Fine text again.", "metadata": {"k": "\udfff"}},
+    ]
+    (d / "r.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8"
+    )  # json.dumps writes \ud800 escapes: valid JSON, invalid Unicode
+    (d / "good.txt").write_text("Another good file.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder()).ingest([d])
+    assert report.counts()["added"] == 2
+    failed = {o.source.rsplit("#", 1)[-1]: o.reason for o in report.failed}
+    assert set(failed) == {"L2", "L3", "L4", "L5"}
+    assert "lone surrogate" in failed["L2"] and failed["L3"].startswith("id ")
+    assert store.count() == (2, 2)
+    json.dumps(report.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")  # printable
+    # and a re-run neither crashes nor loses what is stored
+    again = Ingestor(store, FakeEmbedder()).ingest([d])
+    assert again.counts()["skipped"] == 2 and store.count() == (2, 2)
+
+
+def test_file_name_that_is_not_utf8_is_reported_not_fatal(tmp_path: Path) -> None:
+    import os
+
+    d = tmp_path / "docs"
+    d.mkdir()
+    bad = os.fsdecode(bytes(d) + b"/bad\xff.txt")
+    Path(bad).write_text("Plain text. Second sentence.", encoding="utf-8")
+    (d / "good.txt").write_text("Another good file.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder()).ingest([d])
+    assert report.counts()["added"] == 1
+    [failed] = report.failed
+    assert "not valid UTF-8" in failed.reason and "\\udcff" in failed.source
+    failed.source.encode("utf-8")
+    assert store.count() == (1, 1)
+
+
+class _PickyStore(LocalStore):
+    """Refuses to write document 'bad' (a driver error the pre-check cannot foresee)."""
+
+    def upsert(self, items, *, embedder):  # type: ignore[no-untyped-def]
+        if any(it.document.id == "bad" for it in items):
+            raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")
+        super().upsert(items, embedder=embedder)
+
+
+def test_a_failing_write_fails_only_its_document(tmp_path: Path) -> None:
+    d = tmp_path / "docs"
+    d.mkdir()
+    recs = [{"id": i, "text": f"Record {i} text."} for i in ("a", "bad", "c")]
+    (d / "r.jsonl").write_text("\n".join(json.dumps(r) for r in recs), encoding="utf-8")
+    store = _PickyStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder()).ingest([d])
+    assert report.counts() == {"added": 2, "skipped": 0, "replaced": 0, "failed": 1, "pruned": 0}
+    assert report.failed[0].doc_id == "bad" and "surrogates" in report.failed[0].reason
+    assert store.count() == (2, 2)
+
+
+def test_embedder_mismatch_is_a_store_error_before_any_work(tmp_path: Path, docs: Path) -> None:
+    from affidavit.core.errors import StoreError
+
+    store = LocalStore(tmp_path / "s")
+    Ingestor(store, FakeEmbedder()).ingest([docs])
+
+    other = FakeEmbedder()
+    other.name = "other-embedder"
+    (docs / "new.txt").write_text("Something new.", encoding="utf-8")
+    with pytest.raises(StoreError, match="other-embedder"):
+        Ingestor(store, other).ingest([docs])
+    assert store.count() == (2, 2)

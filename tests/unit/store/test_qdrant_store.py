@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.store.base import HybridStore, Store
+from affidavit.store.base import Store
 from affidavit.testing.store_contract import StoreContract
 
 pytest.importorskip("qdrant_client")
@@ -27,19 +27,6 @@ class TestQdrantMemoryContract(StoreContract):
         return None
 
 
-def test_engine_hybrid(tmp_path: Path) -> None:
-    c = StoreContract()
-    s = QdrantStore(path=None)
-    assert isinstance(s, HybridStore)
-    s.upsert(c.items(), embedder=c.embedder.name)
-    q = "Marie Curie polonium"
-    hits = s.search_hybrid(q, c.embedder.embed([q])[0], 3)
-    assert hits[0].chunk.doc_id == "curie"
-    # top of both rankings: 1/(60+1) + 1/(60+1)
-    assert hits[0].score == pytest.approx(2 / 61, rel=1e-3)
-    s.close()
-
-
 def test_domain_suffixes() -> None:
     assert domain_suffixes("a.Example.org") == ["a.example.org", "example.org", "org"]
     assert domain_suffixes(None) == []
@@ -52,10 +39,50 @@ def test_retriever_over_qdrant_matches_local_fusion(tmp_path: Path) -> None:
     c = StoreContract()
     s = QdrantStore(path=tmp_path / "q")
     s.upsert(c.items(), embedder=c.embedder.name)
-    r = StoreRetriever(s, c.embedder)
+    r = StoreRetriever(s, c.embedder, granularity="chunk")
     q = "Eiffel Tower Moon landing Curie"
     native = [h.chunk.id for h in r.search(q, k=4, mode="hybrid")]
     lex = [h.chunk.id for h in r.search(q, k=50, mode="bm25")]
     den = [h.chunk.id for h in r.search(q, k=50, mode="dense")]
     assert native == [cid for cid, _ in rrf([lex, den], k=60)][:4]
     s.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["Eiffel Tower Moon landing Curie", "Nobel Prize", "who walked on the Moon first", "Paris"],
+)
+def test_document_ranking_matches_the_local_store(tmp_path: Path, query: str) -> None:
+    """Qdrant's in-engine parent-document fusion ranks documents as the local store does."""
+    from affidavit.store.local import LocalStore
+
+    c = StoreContract()
+    local = LocalStore(tmp_path / "local")
+    qdrant = QdrantStore(path=None)
+    for s in (local, qdrant):
+        s.upsert(c.items(), embedder=c.embedder.name)
+        s.refresh()
+    vec = c.embedder.embed([query])[0]
+
+    def docs(store: Store) -> list[str]:
+        hits = store.search_documents(query, vec, 10)  # type: ignore[attr-defined]
+        return list(dict.fromkeys(h.chunk.doc_id for h in hits))
+
+    assert docs(qdrant) == docs(local)
+    local.close()
+    qdrant.close()
+
+
+def test_old_layout_is_refused(tmp_path: Path) -> None:
+    from qdrant_client import QdrantClient, models
+
+    from affidavit.core.errors import StoreError
+
+    client = QdrantClient(path=str(tmp_path / "q"))
+    client.create_collection(
+        "affidavit_docs",
+        vectors_config={"none": models.VectorParams(size=1, distance=models.Distance.DOT)},
+    )
+    client.close()
+    with pytest.raises(StoreError, match="layout"):
+        QdrantStore(path=tmp_path / "q")

@@ -80,8 +80,8 @@ def test_unreadable_input_is_a_usage_error(env: None, tmp_path: Path) -> None:
 def test_thresholds_default_to_the_models_dev_tuned_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from affidavit.cli.verify import effective_policy
     from affidavit.core.settings import load_settings
+    from affidavit.verify.calibration import effective_policy
 
     d = build_tiny_model(tmp_path / "m")
     cfg = json.loads((d / "config.json").read_text())

@@ -1,0 +1,107 @@
+"""Shards beside the output file: planned from the input, written atomically, joined at the end.
+
+``OUT`` gets a folder ``OUT.shards/`` holding ``manifest.json`` (what the run is: input sha256,
+shard size, the settings that decide the output) and, per finished shard, ``NNNNNN.jsonl`` then
+``NNNNNN.json`` (its counts; written last, so its presence means the shard is whole). A run killed
+at any point and started again with the same input, settings and ``OUT`` skips the finished
+shards; the joined ``OUT`` is the same as one uninterrupted run's. A different input or settings
+is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from affidavit.batch.jobs import Row
+from affidavit.core.batch import ShardResult
+from affidavit.core.errors import InputError
+
+
+def plan(text: str, shard_size: int) -> list[list[Row]]:
+    """Split the non-blank lines of ``text`` into shards of ``shard_size`` lines, in order."""
+    rows = [(n, raw) for n, raw in enumerate(text.splitlines(), start=1) if raw.strip()]
+    return [rows[i : i + shard_size] for i in range(0, len(rows), shard_size)]
+
+
+def _atomic_write(path: Path, data: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class ShardFolder:
+    """The shard folder of one output file.
+
+    Args:
+        output: the final output file.
+        manifest: what decides the output (input hash, shard size, job settings).
+
+    Raises:
+        InputError: the folder holds shards of another input or other settings.
+    """
+
+    def __init__(self, output: Path, manifest: dict[str, Any]) -> None:
+        self.output = output
+        self.folder = output.with_name(output.name + ".shards")
+        self.manifest = manifest
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / "manifest.json"
+        if path.exists():
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if old != json.loads(json.dumps(manifest)):
+                diff = sorted(k for k in {*old, *manifest} if old.get(k) != manifest.get(k))
+                raise InputError(
+                    f"{self.folder} holds shards of another run (different {', '.join(diff)}); "
+                    "remove it or choose another --output",
+                    source=str(self.folder),
+                )
+        else:
+            _atomic_write(path, json.dumps(manifest, sort_keys=True))
+
+    def _paths(self, index: int) -> tuple[Path, Path]:
+        return self.folder / f"{index:06d}.jsonl", self.folder / f"{index:06d}.json"
+
+    def done(self, index: int) -> bool:
+        """Whether shard ``index`` was finished (by this run or an earlier one)."""
+        return self._paths(index)[1].exists()
+
+    def write(self, result: ShardResult) -> None:
+        """Store a finished shard: lines first, then its counts (the completion mark)."""
+        lines, stats = self._paths(result.index)
+        _atomic_write(lines, "".join(line + "\n" for line in result.lines))
+        meta = result.model_dump(mode="json", exclude={"lines"})
+        _atomic_write(stats, json.dumps(meta, sort_keys=True))
+
+    def read_stats(self, index: int) -> ShardResult:
+        """Counts and warnings of a finished shard (without its lines)."""
+        data = json.loads(self._paths(index)[1].read_text(encoding="utf-8"))
+        return ShardResult.model_validate({**data, "lines": ()})
+
+    def join(self, n_shards: int) -> None:
+        """Concatenate the shards in order into the output (atomically), then remove them."""
+        tmp = self.output.with_name(f".{self.output.name}.tmp")
+        with tmp.open("wb") as out:
+            for i in range(n_shards):
+                with self._paths(i)[0].open("rb") as fh:
+                    shutil.copyfileobj(fh, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.output)
+        shutil.rmtree(self.folder)
+
+
+def manifest_for(text: str, shard_size: int, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a run over ``text``."""
+    return {
+        "input_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "shard_size": shard_size,
+        "job": fingerprint,
+    }

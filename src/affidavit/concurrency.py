@@ -1,0 +1,152 @@
+"""Running blocking model work off the event loop, with bounded concurrency.
+
+Every ``a*`` entry point (:func:`affidavit.aaudit`, :func:`affidavit.acheck`,
+:func:`affidavit.aask` and the framework integrations' async paths) goes through
+:func:`offload` or :func:`offload_process`, so the event loop only ever awaits a future:
+
+- :func:`offload` runs the call in one shared pool of at most :func:`max_workers` threads. Model
+  inference (onnxruntime, llama.cpp) releases the GIL, so threads run it in parallel while the
+  loop keeps going.
+- :func:`offload_process` runs a picklable call in one shared pool of at most
+  :func:`max_workers` worker processes. The lexical audit is pure Python: in a thread it would
+  hold the GIL and delay the loop's own callbacks; in a process it cannot.
+
+Either way twenty concurrent calls on a 2-core machine queue up instead of oversubscribing it.
+
+Cancellation: a call still waiting for a worker is dropped before it starts; a call already
+running finishes in its thread and its result is discarded. Every job is either pure (audit,
+check) or writes its only file atomically (a certificate is written to a temporary file and
+renamed), so a cancelled call leaves no half-written state.
+
+Example:
+    >>> import asyncio
+    >>> asyncio.run(offload(sum, [1, 2, 3]))
+    6
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+from affidavit.core.errors import ConfigError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# model work is CPU bound and its libraries use 1-2 threads each: more workers than cores only
+# adds contention, so the default is the core count (at least 2, so one slow call never blocks
+# all others)
+_DEFAULT_WORKERS = max(2, os.cpu_count() or 2)
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_processes: ProcessPoolExecutor | None = None
+_workers = int(os.environ.get("AFFIDAVIT_MAX_WORKERS", "0") or 0) or _DEFAULT_WORKERS
+
+
+def max_workers() -> int:
+    """How many blocking calls may run at once (``AFFIDAVIT_MAX_WORKERS``, else the core count).
+
+    Example:
+        >>> max_workers() >= 1
+        True
+    """
+    return _workers
+
+
+def set_max_workers(n: int) -> None:
+    """Resize the shared worker pool; calls already running finish in the old pool.
+
+    Raises:
+        ConfigError: ``n`` is below 1.
+
+    Example:
+        >>> old = max_workers(); set_max_workers(3); max_workers()
+        3
+        >>> set_max_workers(old)
+    """
+    global _pool, _processes, _workers
+    if n < 1:
+        raise ConfigError(f"max_workers must be >= 1, got {n}")
+    with _lock:
+        old, _pool, _workers = _pool, None, n
+        old_processes, _processes = _processes, None
+    if old is not None:
+        old.shutdown(wait=False, cancel_futures=False)
+    if old_processes is not None:
+        old_processes.shutdown(wait=False, cancel_futures=False)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_workers, thread_name_prefix="affidavit")
+        return _pool
+
+
+def _process_executor() -> ProcessPoolExecutor:
+    global _processes
+    with _lock:
+        if _processes is None:
+            # spawn, not fork: the parent may hold threads (model runtimes, the thread pool)
+            # whose locks a forked child would inherit held
+            ctx = multiprocessing.get_context("spawn")
+            _processes = ProcessPoolExecutor(max_workers=_workers, mp_context=ctx)
+        return _processes
+
+
+def _reset_processes(broken: ProcessPoolExecutor) -> None:
+    global _processes
+    with _lock:
+        if _processes is broken:
+            _processes = None
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
+async def offload_process(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn(*args, **kwargs)`` in the shared worker-process pool and await its result.
+
+    ``fn`` must be a module-level function and its arguments and result picklable. The first
+    call starts the workers (each imports affidavit once). A worker that dies breaks only the
+    calls it held: the pool is replaced for the next call.
+
+    Raises:
+        asyncio.CancelledError: the awaiting task was cancelled (any error ``fn`` raises is
+            raised here too; pickling errors as ``TypeError`` or ``pickle.PicklingError``).
+    """
+    from concurrent.futures.process import BrokenProcessPool
+
+    loop = asyncio.get_running_loop()
+    pool = _process_executor()
+    call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)
+    try:
+        result: T = await loop.run_in_executor(pool, call)
+    except BrokenProcessPool:
+        _reset_processes(pool)
+        raise
+    return result
+
+
+async def offload(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn(*args, **kwargs)`` in the shared worker pool and await its result.
+
+    Raises:
+        asyncio.CancelledError: the awaiting task was cancelled (any error ``fn`` raises is
+            raised here too).
+    """
+    loop = asyncio.get_running_loop()
+    call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)
+    # run_in_executor cancels a job that has not started yet when the awaiting task is cancelled
+    result: T = await loop.run_in_executor(_executor(), call)
+    return result
+
+
+__all__ = ["max_workers", "offload", "offload_process", "set_max_workers"]

@@ -1,0 +1,81 @@
+"""Size caps on every input affidavit reads whole, and a reader that enforces them.
+
+An input is read at most ``cap + 1`` bytes: ``affidavit audit - < /dev/zero`` fails at once with
+a clear :class:`InputError` instead of growing memory until a ``MemoryError``. The caps are
+documented in ``docs/cli-exit-codes.md``.
+
+Example:
+    >>> import io
+    >>> read_bounded(io.BytesIO(b"x" * 10), 4, "stdin")
+    Traceback (most recent call last):
+    ...
+    affidavit.core.errors.InputError: stdin is larger than the 4 B limit for this input (stage=input, source=stdin)
+"""  # noqa: E501
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+from affidavit.core.errors import InputError
+
+MIB = 1024 * 1024
+
+MAX_AUDIT_INPUT_BYTES = 64 * MIB
+"""``affidavit audit``: the JSON of query, chunks and answer."""
+MAX_CHECK_INPUT_BYTES = 64 * MIB
+"""``affidavit check``: the JSONL of claims and evidence."""
+MAX_CERTIFICATE_BYTES = 16 * MIB
+"""A certificate file (``certificate verify``/``show``, ``validate``)."""
+MAX_KEY_BYTES = 64 * 1024
+"""A PEM key file (private or public)."""
+MAX_QUERIES_BYTES = 64 * MIB
+"""``affidavit search --queries``: the JSONL of queries."""
+
+_CHUNK = 1024 * 1024
+
+
+def _human(n: int) -> str:
+    if n >= MIB:
+        return f"{n / MIB:g} MiB"
+    if n >= 1024:
+        return f"{n / 1024:g} KiB"
+    return f"{n} B"
+
+
+def read_bounded(fh: BinaryIO, limit: int, source: str) -> bytes:
+    """Read ``fh`` to its end, or raise once more than ``limit`` bytes arrive.
+
+    Raises:
+        InputError: the input is larger than ``limit`` (nothing past ``limit + 1`` is read).
+    """
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        block = fh.read(min(_CHUNK, limit + 1 - total))
+        if not block:
+            break
+        parts.append(block)
+        total += len(block)
+        if total > limit:
+            raise InputError(
+                f"{source} is larger than the {_human(limit)} limit for this input",
+                source=source,
+            )
+    return b"".join(parts)
+
+
+def read_file_bounded(path: Path | str, limit: int, what: str = "") -> bytes:
+    """Read a file of at most ``limit`` bytes; unreadable or too large is an ``InputError``.
+
+    Args:
+        path: the file (a device or a pipe is read the same way, and stopped at the cap).
+        limit: the most bytes accepted.
+        what: what the file is, for the message ("certificate", "key").
+    """
+    name = f"{what} {path}" if what else str(path)
+    try:
+        with Path(path).open("rb") as fh:
+            return read_bounded(fh, limit, name)
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}", source=str(path)) from exc

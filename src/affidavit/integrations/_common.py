@@ -1,0 +1,171 @@
+"""What the framework integrations share: opening the store, chunks from foreign documents,
+and the answer an enforcement mode lets through.
+
+Example:
+    >>> shown_answer(_report("guardrail", "[withheld: not supported by the sources]"), "x")
+    '[withheld: not supported by the sources]'
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from affidavit.audit.auditor import Auditor, ConfigLike
+from affidavit.core.errors import ConfigError
+from affidavit.core.report import AuditReport
+from affidavit.core.settings import Settings, load_settings
+from affidavit.core.types import Chunk, Hit
+from affidavit.retrieve.base import SEARCH_MODES, SearchMode
+
+# metadata keys a framework document may carry its source URL under, in order of preference
+URL_KEYS = ("url", "source_url", "source", "link", "file_path")
+
+
+class StoreSearch:
+    """Searches the affidavit store lazily (opened on first use, reused, thread-safe).
+
+    Args:
+        settings: the effective settings (store backend and path, retrieve mode, embedder).
+        store_path: the store folder (default ``settings.store.path``).
+        mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+
+    Raises:
+        ConfigError: an unknown mode.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        store_path: Path | str | None = None,
+        mode: SearchMode | None = None,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.store_path = Path(store_path) if store_path is not None else None
+        self.mode: SearchMode = mode or self.settings.retrieve.mode
+        if self.mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown mode {self.mode!r}; valid: {', '.join(SEARCH_MODES)}")
+        self._lock = threading.Lock()
+        self._store: Any = None
+        self._retrievers: dict[bool, Any] = {}
+
+    @property
+    def path(self) -> Path:
+        """The store folder."""
+        return self.store_path or self.settings.store.path
+
+    def store(self) -> Any:
+        """The opened store.
+
+        Raises:
+            ConfigError: a local store that does not exist yet.
+            StoreError: the store cannot be opened.
+        """
+        from affidavit.store.factory import make_store
+
+        with self._lock:
+            if self._store is None:
+                s = self.settings.store
+                if s.backend == "local" and not (self.path / "store.sqlite").exists():
+                    raise ConfigError(
+                        f"no store at {self.path} (run `affidavit ingest PATH` first)"
+                    )
+                self._store = make_store(s, path=self.path)
+            return self._store
+
+    def retriever(self, mode: SearchMode | None = None) -> Any:
+        """The :class:`~affidavit.retrieve.retriever.StoreRetriever` over the store.
+
+        BM25 needs no query embedder, so a BM25 search never loads the embedding model.
+        """
+        from affidavit.retrieve.retriever import StoreRetriever
+
+        dense = (mode or self.mode) != "bm25"
+        store = self.store()
+        with self._lock:
+            if self._retrievers.get(dense) is None:
+                embedder = None
+                if dense:
+                    from affidavit.retrieve.embedders import make_embedder
+
+                    embedder = make_embedder(self.settings.embed)
+                self._retrievers[dense] = StoreRetriever.from_settings(
+                    store, embedder, self.settings.retrieve
+                )
+            return self._retrievers[dense]
+
+    def search(self, query: str, k: int = 5, mode: SearchMode | None = None) -> list[Hit]:
+        """The top ``k`` hits for ``query``."""
+        m = mode or self.mode
+        if m not in SEARCH_MODES:
+            raise ConfigError(f"unknown mode {m!r}; valid: {', '.join(SEARCH_MODES)}")
+        hits: list[Hit] = self.retriever(m).search(query, k=k, mode=m)
+        return hits
+
+    def close(self) -> None:
+        """Close the store (it reopens on the next use)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+            self._store = None
+            self._retrievers = {}
+
+
+def hit_metadata(hit: Hit) -> dict[str, Any]:
+    """The metadata a framework document gets for a hit: the chunk's own plus its provenance."""
+    c = hit.chunk
+    meta: dict[str, Any] = dict(c.metadata)
+    meta.update(
+        {
+            "chunk_id": c.id,
+            "doc_id": c.doc_id,
+            "url": c.url,
+            "title": c.title,
+            "score": hit.score,
+            "rank": hit.rank,
+            "retrieval_mode": hit.mode,
+        }
+    )
+    return meta
+
+
+def chunk_from(text: str, metadata: Mapping[str, Any] | None, doc_id: str | None = None) -> Chunk:
+    """A Chunk for a framework document: text, a source URL from the usual metadata keys, and
+    the rest of the metadata (dates for the freshness policy)."""
+    meta = {k: v for k, v in (metadata or {}).items() if _jsonable(v)}
+    url = next((str(meta[k]) for k in URL_KEYS if meta.get(k)), None)
+    cid = str(meta.get("chunk_id") or "")
+    return Chunk(text=text, url=url, metadata=meta, id=cid, doc_id=doc_id or meta.get("doc_id"))
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool | list | dict)
+
+
+def make_auditor(config: ConfigLike | Auditor) -> Auditor:
+    """An Auditor from settings-like config, or the one given."""
+    return config if isinstance(config, Auditor) else Auditor(config)
+
+
+def shown_answer(report: AuditReport, answer: str) -> str:
+    """What the enforcement mode lets through: in guardrail mode the answer with failing claims
+    withheld, otherwise the answer as it was (enforce mode raises before this)."""
+    if report.mode == "guardrail" and report.guarded_response is not None:
+        return report.guarded_response
+    return answer
+
+
+def _report(mode: str, guarded: str | None) -> AuditReport:
+    return AuditReport(
+        mode=mode,
+        claims=(),
+        compliance_rate=0.0,
+        passed=False,
+        trust_passed=False,
+        guarded_response=guarded,
+    )
+
+
+__all__ = ["URL_KEYS", "StoreSearch", "chunk_from", "hit_metadata", "make_auditor", "shown_answer"]

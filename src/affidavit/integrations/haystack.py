@@ -1,0 +1,287 @@
+"""Haystack integration (``pip install "affidavit[haystack]"``, ``haystack-ai``).
+
+Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` signatures:
+
+- :class:`AffidavitRetriever`: ``query: str`` -> ``documents: list[Document]`` from an
+  affidavit store.
+- :class:`AffidavitAuditor`: ``query: str``, ``documents: list[Document]`` and the generator's
+  ``replies: list[ChatMessage]`` (or a plain ``answer: str``) -> ``answer: str`` (what the
+  enforcement mode lets through), ``replies: list[ChatMessage]`` (the same, as a message),
+  ``report: AuditReport``, ``trust_passed: bool``. Guardrail mode withholds failing claims;
+  enforce mode raises ``EnforcementError`` carrying the report.
+- :class:`AffidavitVerifier`: the same sockets, but every claim that passes the lexical audit
+  must also be entailed by its evidence under the verifier cascade (the project's
+  cross-encoder, needs ``affidavit[models]``).
+
+Both audit components have ``run_async`` (the audit runs in the shared worker pool).
+
+Example:
+    >>> from haystack import Document
+    >>> out = AffidavitAuditor(mode="guardrail").run(
+    ...     query="When did the Forth Bridge open?",
+    ...     documents=[Document(content="The Forth Bridge opened on 4 March 1890.",
+    ...                         meta={"url": "https://en.wikipedia.org/wiki/Forth_Bridge"})],
+    ...     answer="The Forth Bridge opened on 4 March 1925.")
+    >>> out["answer"], out["trust_passed"]
+    ('[withheld: not supported by the sources]', False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from affidavit.core.errors import InputError, MissingDependencyError
+
+try:
+    from haystack import Document, component
+    from haystack.dataclasses import ChatMessage
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "haystack-ai", "haystack", purpose="the Haystack integration"
+    ) from exc
+
+from affidavit.audit.auditor import Auditor
+from affidavit.concurrency import offload
+from affidavit.core.report import AuditReport
+from affidavit.core.settings import Settings, load_settings
+from affidavit.core.types import Chunk, EnforcementMode
+from affidavit.integrations._common import StoreSearch, chunk_from, hit_metadata, shown_answer
+from affidavit.verify.base import ClaimVerifier
+
+
+def document_chunks(documents: Sequence[Document]) -> list[Chunk]:
+    """Chunks for Haystack documents (source URL from ``url``/``source``/``file_path`` meta).
+
+    Raises:
+        InputError: an item is not a Document, or has no text content.
+
+    Example:
+        >>> document_chunks([Document(content="x", meta={"url": "https://a.org"})])[0].url
+        'https://a.org'
+    """
+    out = []
+    for i, d in enumerate(documents):
+        if not isinstance(d, Document):
+            raise InputError(f"documents[{i}] is not a Document: {type(d).__name__}")
+        if d.content is None:
+            raise InputError(f"documents[{i}] has no text content")
+        out.append(chunk_from(d.content, d.meta, d.meta.get("doc_id")))
+    return out
+
+
+def _answer(replies: Sequence[ChatMessage] | None, answer: str | None) -> str:
+    if answer is not None:
+        return answer
+    if replies:
+        text = replies[0].text
+        if text is not None:
+            return text
+    raise InputError("no answer to audit: connect the generator's replies or pass answer")
+
+
+@component
+class AffidavitRetriever:
+    """Retrieves documents from an affidavit store.
+
+    Args:
+        store_path: the store folder (default ``store.path`` from the settings).
+        top_k: documents returned.
+        mode: bm25 / dense / hybrid (default ``retrieve.mode``).
+    """
+
+    def __init__(
+        self,
+        store_path: str | None = None,
+        top_k: int = 5,
+        mode: Literal["bm25", "dense", "hybrid"] | None = None,
+    ) -> None:
+        self.store_path = store_path
+        self.top_k = top_k
+        self.mode = mode
+        self._search = StoreSearch(load_settings(), store_path, mode)
+
+    def _documents(self, query: str, top_k: int | None) -> list[Document]:
+        return [
+            Document(id=h.chunk.id, content=h.chunk.text, meta=hit_metadata(h), score=h.score)
+            for h in self._search.search(query, k=top_k or self.top_k)
+        ]
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, top_k: int | None = None) -> dict[str, Any]:
+        """The top documents for ``query``."""
+        return {"documents": self._documents(query, top_k)}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(self, query: str, top_k: int | None = None) -> dict[str, Any]:
+        """:meth:`run` off the event loop."""
+        return {"documents": await offload(self._documents, query, top_k)}
+
+
+class _AuditBase:
+    """What the audit and verification components share."""
+
+    def __init__(
+        self,
+        mode: EnforcementMode = "guardrail",
+        allowlist: list[str] | None = None,
+        max_age_days: int | None = None,
+        min_compliance: float | None = None,
+        settings: Settings | None = None,
+        verifier: ClaimVerifier | None = None,
+        use_verifier: bool = False,
+    ) -> None:
+        self.mode = mode
+        self.allowlist = allowlist
+        self.max_age_days = max_age_days
+        self.min_compliance = min_compliance
+        base = settings or load_settings()
+        update: dict[str, Any] = {"mode": mode, "use_verifier": use_verifier}
+        if allowlist is not None:
+            update["allowlist"] = allowlist
+        if max_age_days is not None:
+            update["max_age_days"] = max_age_days
+        if min_compliance is not None:
+            update["min_compliance"] = min_compliance
+        audit = base.audit.model_validate({**base.audit.model_dump(), **update})
+        s = base.model_copy(update={"audit": audit})
+        if use_verifier and verifier is None:
+            from affidavit.pipeline.check import default_verifier
+
+            verifier = default_verifier(s)
+        self.auditor = Auditor(s, verifier=verifier)
+
+    def _audit(
+        self,
+        query: str,
+        documents: Sequence[Document],
+        replies: Sequence[ChatMessage] | None,
+        answer: str | None,
+    ) -> dict[str, Any]:
+        draft = _answer(replies, answer)
+        report: AuditReport = self.auditor.audit(query, document_chunks(documents), draft)
+        shown = shown_answer(report, draft)
+        return {
+            "answer": shown,
+            "replies": [ChatMessage.from_assistant(shown)],
+            "report": report,
+            "trust_passed": report.trust_passed,
+        }
+
+
+@component
+class AffidavitAuditor(_AuditBase):
+    """Audits a generated answer against the documents it was generated from.
+
+    Args:
+        mode: audit / guardrail / enforce.
+        allowlist: allowed source domains (default: the settings' ``audit.allowlist``).
+        max_age_days: freshness limit (default: the settings').
+        min_compliance: share of supported claims needed (default: the settings').
+        settings: the effective settings (default: loaded as the CLI does).
+    """
+
+    def __init__(
+        self,
+        mode: EnforcementMode = "guardrail",
+        allowlist: list[str] | None = None,
+        max_age_days: int | None = None,
+        min_compliance: float | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        # @component rebuilds the class, so the zero-argument super() cannot be used here
+        _AuditBase.__init__(self, mode, allowlist, max_age_days, min_compliance, settings)
+
+    @component.output_types(
+        answer=str, replies=list[ChatMessage], report=AuditReport, trust_passed=bool
+    )
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        replies: list[ChatMessage] | None = None,
+        answer: str | None = None,
+    ) -> dict[str, Any]:
+        """Audit the first reply (or ``answer``) against ``documents``.
+
+        Raises:
+            InputError: no answer, or a document without text.
+            EnforcementError: enforce mode and the audit failed (``exc.report``).
+        """
+        return self._audit(query, documents, replies, answer)
+
+    @component.output_types(
+        answer=str, replies=list[ChatMessage], report=AuditReport, trust_passed=bool
+    )
+    async def run_async(
+        self,
+        query: str,
+        documents: list[Document],
+        replies: list[ChatMessage] | None = None,
+        answer: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`run` off the event loop."""
+        result: dict[str, Any] = await offload(self._audit, query, documents, replies, answer)
+        return result
+
+
+@component
+class AffidavitVerifier(_AuditBase):
+    """Audits an answer and verifies every claim with the entailment verifier cascade.
+
+    A claim is supported only if the lexical audit supports it AND the verifier says its
+    evidence entails it (fail closed: a verifier that cannot run leaves it unsupported).
+
+    Args:
+        mode: audit / guardrail / enforce.
+        allowlist: allowed source domains (default: the settings' ``audit.allowlist``).
+        max_age_days: freshness limit (default: the settings').
+        settings: the effective settings (default: loaded as the CLI does).
+        verifier: the claim verifier (default: the settings' cascade, which loads the
+            project's cross-encoder and needs ``affidavit[models]``).
+    """
+
+    def __init__(
+        self,
+        mode: EnforcementMode = "guardrail",
+        allowlist: list[str] | None = None,
+        max_age_days: int | None = None,
+        settings: Settings | None = None,
+        verifier: ClaimVerifier | None = None,
+    ) -> None:
+        _AuditBase.__init__(self, mode, allowlist, max_age_days, None, settings, verifier, True)
+
+    @component.output_types(
+        answer=str, replies=list[ChatMessage], report=AuditReport, trust_passed=bool
+    )
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        replies: list[ChatMessage] | None = None,
+        answer: str | None = None,
+    ) -> dict[str, Any]:
+        """Verify the first reply (or ``answer``) against ``documents``.
+
+        Raises:
+            InputError: no answer, or a document without text.
+            EnforcementError: enforce mode and verification failed (``exc.report``).
+        """
+        return self._audit(query, documents, replies, answer)
+
+    @component.output_types(
+        answer=str, replies=list[ChatMessage], report=AuditReport, trust_passed=bool
+    )
+    async def run_async(
+        self,
+        query: str,
+        documents: list[Document],
+        replies: list[ChatMessage] | None = None,
+        answer: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`run` off the event loop."""
+        result: dict[str, Any] = await offload(self._audit, query, documents, replies, answer)
+        return result
+
+
+__all__ = ["AffidavitAuditor", "AffidavitRetriever", "AffidavitVerifier", "document_chunks"]

@@ -1,0 +1,551 @@
+"""LangChain integration (``pip install "affidavit[langchain]"``, ``langchain-core``).
+
+- :class:`AffidavitRetriever`: a ``BaseRetriever`` over an affidavit store.
+- :class:`AuditRunnable`: a ``Runnable`` that audits a chain's answer against the documents the
+  chain really retrieved, taken from the chain's own output (a ``context`` key) or, when it
+  wraps the chain, from the chain's retriever callbacks; honours the enforcement modes (audit:
+  report attached; guardrail: failing claims withheld from ``answer``; enforce: raises
+  :class:`~affidavit.core.errors.EnforcementError` carrying the report).
+- :class:`AuditCallbackHandler`: audits every top-level run it sees and records the reports.
+- :class:`AffidavitChatModel`: affidavit's own generator (the embedded llama.cpp model, or any
+  OpenAI-compatible server) as a LangChain chat model, so an example chain runs offline.
+
+Example:
+    >>> from langchain_core.documents import Document
+    >>> audited = AuditRunnable(settings={"mode": "guardrail"}).invoke({
+    ...     "question": "When did the Forth Bridge open?",
+    ...     "context": [Document(page_content="The Forth Bridge opened on 4 March 1890.",
+    ...                          metadata={"source": "https://en.wikipedia.org/wiki/Forth_Bridge"})],
+    ...     "answer": "The Forth Bridge opened on 4 March 1925."})
+    >>> audited["answer"], audited["report"].trust_passed
+    ('[withheld: not supported by the sources]', False)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+from uuid import UUID
+
+from affidavit.core.errors import InputError, MissingDependencyError
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
+        BaseCallbackHandler,
+        BaseCallbackManager,
+        CallbackManagerForChainRun,
+        CallbackManagerForLLMRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.runnables.config import patch_config
+    from pydantic import ConfigDict, PrivateAttr
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "langchain-core", "langchain", purpose="the LangChain integration"
+    ) from exc
+
+from affidavit.audit.auditor import Auditor, ConfigLike
+from affidavit.concurrency import offload
+from affidavit.core.report import AuditReport
+from affidavit.core.settings import Settings
+from affidavit.core.types import Chunk, Message
+from affidavit.integrations._common import (
+    StoreSearch,
+    chunk_from,
+    hit_metadata,
+    make_auditor,
+    shown_answer,
+)
+
+# input keys a chain commonly carries its question under, in order of preference
+QUESTION_KEYS = ("question", "query", "input")
+
+
+class AffidavitRetriever(BaseRetriever):
+    """A LangChain retriever over an affidavit store.
+
+    Each document's metadata carries the chunk's provenance (``url``, ``doc_id``, ``chunk_id``,
+    ``title``, ``score``, ``rank``) and its own metadata (dates for the freshness policy).
+
+    Attributes:
+        store_path: the store folder (default ``settings.store.path``).
+        k: documents returned.
+        mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+        settings: the effective settings (default: loaded as the CLI does).
+
+    Example:
+        >>> retriever = AffidavitRetriever(store_path=".affidavit", k=3, mode="bm25")
+        >>> docs = retriever.invoke("When did the Forth Bridge open?")  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store_path: str | None = None
+    k: int = 5
+    mode: Literal["bm25", "dense", "hybrid"] | None = None
+    settings: Settings | None = None
+    _search: StoreSearch = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Open nothing yet: the store is opened on the first query."""
+        self._search = StoreSearch(self.settings, self.store_path, self.mode)
+
+    def _documents(self, query: str) -> list[Document]:
+        return [
+            Document(page_content=h.chunk.text, metadata=hit_metadata(h), id=h.chunk.id)
+            for h in self._search.search(query, k=self.k)
+        ]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self._documents(query)
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return await offload(self._documents, query)
+
+
+def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
+    """Chunks for LangChain documents (source URL from ``url``/``source`` metadata).
+
+    Raises:
+        InputError: an item is not a ``Document`` (or a chunk dict).
+
+    Example:
+        >>> document_chunks([Document(page_content="x", metadata={"source": "https://a.org"})])[0].url
+        'https://a.org'
+    """
+    out: list[Chunk] = []
+    for i, d in enumerate(documents):
+        if isinstance(d, Document):
+            out.append(chunk_from(d.page_content, d.metadata))
+        elif isinstance(d, Chunk):
+            out.append(d)
+        elif isinstance(d, Mapping) and isinstance(d.get("text"), str):
+            out.append(
+                chunk_from(d["text"], d.get("metadata"), None).model_copy(
+                    update={"url": d.get("url")} if d.get("url") else {}
+                )
+            )
+        else:
+            raise InputError(f"context[{i}] is not a Document: {type(d).__name__}")
+    return out
+
+
+def answer_text(output: Any, answer_key: str = "answer") -> str:
+    """The answer in a chain's output: a string, a message's text, or ``output[answer_key]``.
+
+    Raises:
+        InputError: no answer can be found.
+
+    Example:
+        >>> answer_text(AIMessage(content="Hi."))
+        'Hi.'
+    """
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        return output.text if isinstance(output.text, str) else str(output.text())
+    if isinstance(output, Mapping) and answer_key in output:
+        return answer_text(output[answer_key], answer_key)
+    raise InputError(
+        f"cannot find the answer in the chain's output ({type(output).__name__}); expected a "
+        f"string, a message, or a dict with {answer_key!r}"
+    )
+
+
+def question_text(value: Any, question_key: str = "question") -> str:
+    """The question in a chain's input or output (a string, or one of the usual keys)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in (question_key, *QUESTION_KEYS):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return ""
+
+
+class _Collector(BaseCallbackHandler):
+    """Collects the documents every retriever returned during one chain run."""
+
+    def __init__(self) -> None:
+        self.documents: list[Document] = []
+        self._lock = threading.Lock()
+
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        with self._lock:
+            self.documents.extend(documents)
+
+
+def _with_handler(config: RunnableConfig, handler: BaseCallbackHandler) -> RunnableConfig:
+    callbacks = config.get("callbacks")
+    if callbacks is None:
+        merged: Any = [handler]
+    elif isinstance(callbacks, BaseCallbackManager):
+        merged = callbacks.copy()
+        merged.add_handler(handler, inherit=True)
+    else:
+        merged = [*callbacks, handler]
+    return {**config, "callbacks": merged}
+
+
+def _dedupe(docs: Sequence[Document]) -> list[Document]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for d in docs:
+        key = (d.page_content, str(d.metadata.get("chunk_id") or d.metadata.get("source") or ""))
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+class AuditRunnable(Runnable[Any, dict[str, Any]]):
+    """Audits a chain's answer against the documents the chain retrieved.
+
+    Two ways to use it:
+
+    - after a chain whose output is a dict holding the answer and its documents (the usual
+      ``RunnableParallel({"context": retriever, "question": ...}).assign(answer=...)``):
+      ``chain | AuditRunnable()``;
+    - around any chain: ``AuditRunnable(chain)`` runs the chain, collects every document its
+      retrievers returned through the callbacks, and audits the chain's answer (a string, a
+      message, or ``output["answer"]``) against them.
+
+    The output is a dict: ``answer`` (what the enforcement mode lets through: the guarded
+    answer in guardrail mode), ``draft`` (the chain's answer), ``question``, ``context`` (the
+    documents), ``report`` (the :class:`~affidavit.core.report.AuditReport`) and
+    ``trust_passed``. In enforce mode a failing audit raises ``EnforcementError``.
+
+    Args:
+        chain: the chain to wrap (None: audit the input as described above).
+        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+        question_key: the input (or output) key holding the question.
+        answer_key: the output key holding the answer.
+        context_key: the output key holding the documents.
+    """
+
+    def __init__(
+        self,
+        chain: Runnable[Any, Any] | None = None,
+        *,
+        settings: ConfigLike | Auditor = None,
+        question_key: str = "question",
+        answer_key: str = "answer",
+        context_key: str = "context",
+    ) -> None:
+        self.chain = chain
+        self.auditor = make_auditor(settings)
+        self.question_key = question_key
+        self.answer_key = answer_key
+        self.context_key = context_key
+
+    def _audit(self, question: str, output: Any, docs: Sequence[Document]) -> dict[str, Any]:
+        draft = answer_text(output, self.answer_key)
+        if isinstance(output, Mapping) and isinstance(output.get(self.context_key), list):
+            docs = _dedupe([*output[self.context_key], *docs])
+        docs = list(docs)
+        report = self.auditor.audit(question, document_chunks(docs), draft)
+        return {
+            "question": question,
+            "answer": shown_answer(report, draft),
+            "draft": draft,
+            "context": docs,
+            "report": report,
+            "trust_passed": report.trust_passed,
+        }
+
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Run (the chain and) the audit; see the class docstring.
+
+        The audit is a run of its own in LangChain's callbacks and traces, with the wrapped
+        chain's runs as its children.
+
+        Raises:
+            InputError: the answer or the documents cannot be found.
+            EnforcementError: enforce mode and the audit failed (``exc.report``).
+        """
+        result: dict[str, Any] = self._call_with_config(self._run, input, config, **kwargs)
+        return result
+
+    def _run(
+        self,
+        input: Any,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if self.chain is None:
+            return self._audit(question_text(input, self.question_key), input, [])
+        collector = _Collector()
+        child = patch_config(config, callbacks=run_manager.get_child())
+        output = self.chain.invoke(input, _with_handler(child, collector), **kwargs)
+        question = question_text(input, self.question_key) or question_text(output)
+        return self._audit(question, output, collector.documents)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """:meth:`invoke` with the chain awaited and the audit off the event loop."""
+        result: dict[str, Any] = await self._acall_with_config(self._arun, input, config, **kwargs)
+        return result
+
+    async def _arun(
+        self,
+        input: Any,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if self.chain is None:
+            q = question_text(input, self.question_key)
+            result: dict[str, Any] = await offload(self._audit, q, input, [])
+            return result
+        collector = _Collector()
+        child = patch_config(config, callbacks=run_manager.get_child())
+        output = await self.chain.ainvoke(input, _with_handler(child, collector), **kwargs)
+        question = question_text(input, self.question_key) or question_text(output)
+        result = await offload(self._audit, question, output, collector.documents)
+        return result
+
+
+class AuditCallbackHandler(BaseCallbackHandler):
+    """Audits every top-level chain run and records the report.
+
+    The question comes from the run's input, the documents from every retriever that ran
+    inside it, the answer from its output. Reports are appended to :attr:`reports` (and passed
+    to ``on_report`` when given). The handler never changes what the chain returns; in enforce
+    mode it raises ``EnforcementError`` from the callback, which LangChain propagates
+    (``raise_error``).
+
+    Example:
+        >>> handler = AuditCallbackHandler()
+        >>> chain.invoke("When did it open?", config={"callbacks": [handler]})  # doctest: +SKIP
+        >>> handler.reports[-1].trust_passed  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        settings: ConfigLike | Auditor = None,
+        *,
+        on_report: Any = None,
+        question_key: str = "question",
+        answer_key: str = "answer",
+    ) -> None:
+        self.auditor = make_auditor(settings)
+        self.raise_error = self.auditor.settings.mode == "enforce"
+        self.on_report = on_report
+        self.question_key = question_key
+        self.answer_key = answer_key
+        self.reports: list[AuditReport] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._parent: dict[UUID, UUID | None] = {}
+        self._question: dict[UUID, str] = {}
+        self._docs: dict[UUID, list[Document]] = {}
+
+    def _root(self, run_id: UUID) -> UUID:
+        seen = 0
+        while self._parent.get(run_id) is not None and seen < 10_000:
+            run_id = self._parent[run_id]  # type: ignore[assignment]
+            seen += 1
+        return run_id
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        with self._lock:
+            self._parent[run_id] = parent_run_id
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any],
+        inputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the run tree and, for a top-level run, its question."""
+        self._start(run_id, parent_run_id)
+        if parent_run_id is None:
+            with self._lock:
+                self._question[run_id] = question_text(inputs, self.question_key)
+                self._docs[run_id] = []
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the run tree."""
+        self._start(run_id, parent_run_id)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the run tree."""
+        self._start(run_id, parent_run_id)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the run tree."""
+        self._start(run_id, parent_run_id)
+
+    def on_retriever_end(
+        self,
+        documents: Sequence[Document],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the documents for the top-level run they belong to."""
+        with self._lock:
+            root = self._root(run_id)
+            self._docs.setdefault(root, []).extend(documents)
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """At the end of a top-level run: audit its answer against its documents."""
+        if parent_run_id is not None:
+            return
+        with self._lock:
+            question = self._question.pop(run_id, "")
+            docs = self._docs.pop(run_id, [])
+            self._forget(run_id)
+        if isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport):
+            self._record(outputs["report"])  # the run was an AuditRunnable: it audited already
+            return
+        if isinstance(outputs, Mapping) and isinstance(outputs.get("context"), list):
+            docs = _dedupe([*outputs["context"], *docs])
+        question = question or question_text(outputs, self.question_key)
+        try:
+            draft = answer_text(outputs, self.answer_key)
+        except InputError as exc:
+            with self._lock:
+                self.errors.append(exc.message)
+            return
+        from affidavit.core.errors import EnforcementError
+
+        try:
+            report = self.auditor.audit(question, document_chunks(docs), draft)
+        except EnforcementError as exc:
+            self._record(exc.report)
+            raise
+        self._record(report)
+
+    def on_chain_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
+    ) -> None:
+        """Forget a failed top-level run."""
+        if parent_run_id is None:
+            with self._lock:
+                self._question.pop(run_id, None)
+                self._docs.pop(run_id, None)
+                self._forget(run_id)
+
+    def _forget(self, root: UUID) -> None:
+        for rid in [r for r in self._parent if self._root(r) == root]:
+            self._parent.pop(rid, None)
+
+    def _record(self, report: AuditReport) -> None:
+        with self._lock:
+            self.reports.append(report)
+        if self.on_report is not None:
+            self.on_report(report)
+
+
+class AffidavitChatModel(BaseChatModel):
+    """Affidavit's generator as a LangChain chat model (offline with the embedded LLM).
+
+    Attributes:
+        generator: an affidavit :class:`~affidavit.generate.base.Generator`; when None, the
+            one ``settings.generate`` names (the embedded llama.cpp model by default, which
+            needs ``affidavit[llm]``; or an OpenAI-compatible server).
+        settings: the effective settings.
+
+    Example:
+        >>> from affidavit.testing.fake_llm import FakeGenerator
+        >>> AffidavitChatModel(generator=FakeGenerator(["Hi."])).invoke("Hello").content
+        'Hi.'
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    generator: Any = None
+    settings: Settings | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Build the configured generator when none was given."""
+        if self.generator is None:
+            from affidavit.core.settings import load_settings
+            from affidavit.generate.factory import make_generator
+
+            s = self.settings or load_settings()
+            self.generator = make_generator(s.generate, cache_dir=s.resolved_home() / "models")
+
+    @property
+    def _llm_type(self) -> str:
+        return "affidavit"
+
+    def _messages(self, messages: Sequence[BaseMessage]) -> list[Message]:
+        roles = {"human": "user", "ai": "assistant", "system": "system"}
+        return [Message(role=roles.get(m.type, "user"), content=answer_text(m)) for m in messages]
+
+    def _stream_text(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
+        yield from self.generator.stream(self._messages(messages))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join(self._stream_text(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+__all__ = [
+    "AffidavitChatModel",
+    "AffidavitRetriever",
+    "AuditCallbackHandler",
+    "AuditRunnable",
+    "answer_text",
+    "document_chunks",
+    "question_text",
+]

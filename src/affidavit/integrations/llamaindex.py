@@ -1,0 +1,412 @@
+"""LlamaIndex integration (``pip install "affidavit[llamaindex]"``, ``llama-index-core``).
+
+- :class:`AffidavitRetriever`: a retriever over an affidavit store (``NodeWithScore`` results).
+- :class:`AuditEvaluator`: an evaluator that audits a ``Response`` against its own
+  ``source_nodes`` (their text and source URLs), ``passing`` = the report's ``trust_passed``.
+- :class:`VerifiedQueryEngine`: wraps any query engine; every response is audited against its
+  own ``source_nodes`` and the enforcement mode applies (guardrail: failing claims withheld from
+  ``response.response``; enforce: raises ``EnforcementError``). The report is attached as
+  ``response.metadata["affidavit_report"]``.
+- :class:`SourcePolicyPostprocessor`: drops nodes whose source fails the allowlist or the
+  freshness policy before they reach the prompt.
+- :class:`AffidavitLLM`: affidavit's generator (the embedded llama.cpp model, an
+  OpenAI-compatible server, or the scripted fake) as a LlamaIndex LLM.
+
+Example:
+    >>> from llama_index.core.schema import NodeWithScore, TextNode
+    >>> nodes = [NodeWithScore(node=TextNode(text="Rome is in Italy.",
+    ...                        metadata={"url": "https://ok.org/rome"})),
+    ...          NodeWithScore(node=TextNode(text="Rome is in Spain.",
+    ...                        metadata={"url": "https://bad.net/x"}))]
+    >>> policy = SourcePolicyPostprocessor(settings={"allowlist": ["ok.org"]})
+    >>> kept = policy.postprocess_nodes(nodes)
+    >>> len(kept), kept[0].node.metadata["url"]
+    (1, 'https://ok.org/rome')
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import date
+from typing import Any, Literal
+
+from affidavit.core.errors import MissingDependencyError
+
+try:
+    from llama_index.core.base.base_query_engine import BaseQueryEngine
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.base.llms.types import (
+        CompletionResponse,
+        CompletionResponseGen,
+        LLMMetadata,
+    )
+    from llama_index.core.base.response.schema import (
+        RESPONSE_TYPE,
+        PydanticResponse,
+        Response,
+        StreamingResponse,
+    )
+    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+    from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
+    from llama_index.core.llms.callbacks import llm_completion_callback
+    from llama_index.core.llms.custom import CustomLLM
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "llama-index-core", "llamaindex", purpose="the LlamaIndex integration"
+    ) from exc
+
+from affidavit.audit.auditor import Auditor, ConfigLike, resolve_settings
+from affidavit.concurrency import offload
+from affidavit.core.report import AuditReport, BlockedSource
+from affidavit.core.settings import Settings
+from affidavit.core.types import Chunk
+from affidavit.integrations._common import (
+    StoreSearch,
+    chunk_from,
+    hit_metadata,
+    make_auditor,
+    shown_answer,
+)
+from affidavit.policy.sources import apply_allowlist, assess_freshness
+
+logger = logging.getLogger(__name__)
+
+REPORT_KEY = "affidavit_report"
+"""``response.metadata`` key the :class:`VerifiedQueryEngine` attaches the report under."""
+
+
+class AffidavitRetriever(BaseRetriever):
+    """A LlamaIndex retriever over an affidavit store.
+
+    Each node's metadata carries the chunk's provenance (``url``, ``doc_id``, ``chunk_id``,
+    ``title``, ``score``, ``rank``) and its own metadata; its id is the chunk id.
+
+    Args:
+        store_path: the store folder (default ``settings.store.path``).
+        k: nodes returned.
+        mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+        settings: the effective settings.
+
+    Example:
+        >>> nodes = AffidavitRetriever(".affidavit", k=3).retrieve("Who?")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        store_path: str | None = None,
+        *,
+        k: int = 5,
+        mode: Literal["bm25", "dense", "hybrid"] | None = None,
+        settings: Settings | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._search = StoreSearch(settings, store_path, mode)
+        self.k = k
+        super().__init__(**kwargs)
+
+    def _nodes(self, query: str) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=TextNode(text=h.chunk.text, id_=h.chunk.id, metadata=hit_metadata(h)),
+                score=h.score,
+            )
+            for h in self._search.search(query, k=self.k)
+        ]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(query_bundle.query_str)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await offload(self._nodes, query_bundle.query_str)
+
+
+def node_chunks(nodes: Sequence[NodeWithScore | Any]) -> list[Chunk]:
+    """Chunks for LlamaIndex nodes: text, source URL from ``url``/``source``/``file_path``
+    metadata, and the rest of the metadata (dates for the freshness policy).
+
+    Example:
+        >>> node_chunks([NodeWithScore(node=TextNode(text="x", metadata={"url": "https://a.org"}))])[0].url
+        'https://a.org'
+    """
+    out = []
+    for n in nodes:
+        node = n.node if isinstance(n, NodeWithScore) else n
+        out.append(chunk_from(node.get_content(), node.metadata, getattr(node, "ref_doc_id", None)))
+    return out
+
+
+def _text(response: Any) -> str:
+    if isinstance(response, StreamingResponse):
+        response = response.get_response()
+    if isinstance(response, PydanticResponse):
+        return str(response.response.model_dump_json() if response.response else "")
+    return str(response.response or "")
+
+
+def _feedback(report: AuditReport) -> str:
+    bad = [f"{c.text}: {c.reason}" for c in report.claims if not c.supported]
+    if not bad:
+        return f"all {len(report.claims)} claim(s) supported by the source nodes"
+    return "; ".join(bad)
+
+
+class AuditEvaluationResult(EvaluationResult):
+    """An :class:`EvaluationResult` with the full audit report."""
+
+    report: AuditReport | None = Field(default=None, description="The affidavit audit report.")
+
+
+class AuditEvaluator(BaseEvaluator):
+    """Audits a response against its source nodes (or given contexts).
+
+    ``passing`` is the report's ``trust_passed``, ``score`` its compliance rate, ``feedback``
+    names every unsupported claim and why; ``report`` holds the whole report.
+
+    Args:
+        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+
+    Example:
+        >>> from llama_index.core.base.response.schema import Response
+        >>> from llama_index.core.schema import NodeWithScore, TextNode
+        >>> r = Response(response="Rome is in Spain.",
+        ...              source_nodes=[NodeWithScore(node=TextNode(text="Rome is in Italy."))])
+        >>> result = AuditEvaluator().evaluate_response(query="Where is Rome?", response=r)
+        >>> result.passing
+        False
+    """
+
+    def __init__(self, settings: ConfigLike | Auditor = None) -> None:
+        self.auditor = make_auditor(settings)
+
+    def _get_prompts(self) -> dict[str, Any]:
+        return {}
+
+    def _update_prompts(self, prompts: dict[str, Any]) -> None:
+        del prompts
+
+    def _result(self, query: str | None, chunks: list[Chunk], response: str) -> EvaluationResult:
+        from affidavit.core.errors import EnforcementError
+
+        try:
+            report = self.auditor.audit(query or "", chunks, response)
+        except EnforcementError as exc:
+            report = exc.report  # an evaluator reports; it does not enforce
+        return AuditEvaluationResult(
+            query=query,
+            contexts=[c.text for c in chunks],
+            response=response,
+            passing=report.trust_passed,
+            score=report.compliance_rate,
+            feedback=_feedback(report),
+            report=report,
+        )
+
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """Audit ``response`` against plain-text ``contexts`` (no source URLs)."""
+        chunks = [Chunk(text=t) for t in contexts or []]
+        return await offload(self._result, query, chunks, response or "")
+
+    def evaluate_response(
+        self, query: str | None = None, response: Response | None = None, **kwargs: Any
+    ) -> EvaluationResult:
+        """Audit a ``Response`` against its own ``source_nodes``, URLs and dates included."""
+        if response is None:
+            return self._result(query, [], "")
+        return self._result(query, node_chunks(response.source_nodes), _text(response))
+
+    async def aevaluate_response(
+        self, query: str | None = None, response: Response | None = None, **kwargs: Any
+    ) -> EvaluationResult:
+        """:meth:`evaluate_response` off the event loop."""
+        result: EvaluationResult = await offload(self.evaluate_response, query, response)
+        return result
+
+
+class VerifiedQueryEngine(BaseQueryEngine):
+    """Wraps a query engine: every response is audited against its own ``source_nodes``.
+
+    Args:
+        query_engine: the engine to wrap.
+        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`);
+            ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
+
+    Example:
+        >>> engine = VerifiedQueryEngine(  # doctest: +SKIP
+        ...     index.as_query_engine(), {"mode": "guardrail"})
+        >>> response = engine.query("When did the Forth Bridge open?")  # doctest: +SKIP
+        >>> response.metadata["affidavit_report"].trust_passed  # doctest: +SKIP
+    """
+
+    def __init__(self, query_engine: BaseQueryEngine, settings: ConfigLike | Auditor = None):
+        self._engine = query_engine
+        self.auditor = make_auditor(settings)
+        super().__init__(callback_manager=query_engine.callback_manager)
+
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {"query_engine": self._engine}
+
+    def _verified(self, query: str, response: RESPONSE_TYPE) -> Response:
+        draft = _text(response)
+        nodes = list(response.source_nodes)
+        report = self.auditor.audit(query, node_chunks(nodes), draft)
+        return Response(
+            response=shown_answer(report, draft),
+            source_nodes=nodes,
+            metadata={**(response.metadata or {}), REPORT_KEY: report, "affidavit_draft": draft},
+        )
+
+    def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        response = self._engine.query(query_bundle)
+        return self._verified(query_bundle.query_str, response)
+
+    async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        response = await self._engine.aquery(query_bundle)
+        verified: Response = await offload(self._verified, query_bundle.query_str, response)
+        return verified
+
+
+class SourcePolicyPostprocessor(BaseNodePostprocessor):
+    """Drops nodes whose source fails the allowlist or the freshness policy.
+
+    Allowlist: ``audit.allowlist`` / ``require_url`` as the audit applies them. Freshness (when
+    ``audit.max_age_days`` is set): a stale source is dropped; an undated one too when
+    ``stale_action`` is ``fail`` (fail closed: its age cannot be shown). What was dropped, and
+    why, is kept in :attr:`last_dropped`.
+
+    Attributes:
+        settings: audit settings (Settings, AuditSettings or a dict).
+        today: the date ages are measured on (default: today, UTC).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    settings: Any = None
+    today: date | None = None
+    _audit: Any = PrivateAttr(default=None)
+    _dropped: list[BlockedSource | dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Validate the settings now: an invalid value fails at construction."""
+        self._audit, _ = resolve_settings(self.settings)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The LlamaIndex class name."""
+        return "AffidavitSourcePolicyPostprocessor"
+
+    @property
+    def last_dropped(self) -> list[BlockedSource | dict[str, Any]]:
+        """What the last call dropped: a BlockedSource, or ``{"chunk_id", "reason"}`` for age."""
+        return list(self._dropped)
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        s = self._audit
+        chunks = node_chunks(nodes)
+        kept, blocked = apply_allowlist(chunks, s)
+        dropped: list[BlockedSource | dict[str, Any]] = list(blocked)
+        ok = {c.id for c in kept}
+        out = []
+        for node, chunk in zip(nodes, chunks, strict=True):
+            if chunk.id not in ok:
+                continue
+            if s.max_age_days is not None:
+                f = assess_freshness(chunk, s, self.today)
+                if f.status == "stale" or (f.status == "unknown" and s.stale_action == "fail"):
+                    dropped.append({"chunk_id": chunk.id, "reason": f"source age {f.status}"})
+                    continue
+            out.append(node)
+        if dropped:
+            logger.info("nodes dropped by the source policy", extra={"dropped": len(dropped)})
+        self._dropped = dropped
+        return out
+
+
+class AffidavitLLM(CustomLLM):
+    """Affidavit's generator as a LlamaIndex LLM (offline with the embedded model).
+
+    Attributes:
+        generator: an affidavit :class:`~affidavit.generate.base.Generator` (e.g. the scripted
+            :class:`~affidavit.testing.fake_llm.FakeGenerator`); when None, the one
+            ``settings.generate`` names (the embedded llama.cpp model needs ``affidavit[llm]``).
+        settings: the effective settings.
+
+    Example:
+        >>> from affidavit.testing.fake_llm import FakeGenerator
+        >>> AffidavitLLM(generator=FakeGenerator(["Hi."])).complete("Hello").text
+        'Hi.'
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    generator: Any = None
+    settings: Settings | None = None
+    context_window: int = 4096
+    num_output: int = 256
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Build the configured generator when none was given."""
+        if self.generator is None:
+            from affidavit.core.settings import load_settings
+            from affidavit.generate.factory import make_generator
+
+            s = self.settings or load_settings()
+            self.generator = make_generator(s.generate, cache_dir=s.resolved_home() / "models")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The LlamaIndex class name."""
+        return "AffidavitLLM"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        """Context size and output budget."""
+        return LLMMetadata(
+            context_window=self.context_window, num_output=self.num_output, model_name="affidavit"
+        )
+
+    def _stream(self, prompt: str) -> Any:
+        from affidavit.core.types import Message
+
+        return self.generator.stream([Message(role="user", content=prompt)])
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The whole completion."""
+        return CompletionResponse(text="".join(self._stream(prompt)))
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        """The completion, piece by piece."""
+
+        def gen() -> CompletionResponseGen:
+            text = ""
+            for piece in self._stream(prompt):
+                text += piece
+                yield CompletionResponse(text=text, delta=piece)
+
+        return gen()
+
+
+__all__ = [
+    "REPORT_KEY",
+    "AffidavitLLM",
+    "AffidavitRetriever",
+    "AuditEvaluationResult",
+    "AuditEvaluator",
+    "SourcePolicyPostprocessor",
+    "VerifiedQueryEngine",
+    "node_chunks",
+]

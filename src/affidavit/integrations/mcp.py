@@ -1,0 +1,326 @@
+"""An MCP server (official ``mcp`` SDK): affidavit's tools for any assistant that speaks MCP.
+
+Tools, each with a JSON schema for its input generated from its signature:
+
+- ``ask(question, mode)``: answer from the store, every shown sentence verified (needs an LLM).
+- ``search(query, k, mode)``: the top chunks of the store.
+- ``audit(query, chunks, response, mode)``: :func:`affidavit.audit` with the same arguments;
+  returns the same report as ``affidavit audit --json`` (``trust_passed`` included).
+- ``check(claim, evidence)``: verify one claim against evidence passages (the verifier cascade).
+- ``verify_certificate(certificate, public_keys)``: check a signed certificate.
+
+Resources: ``affidavit://documents`` (the stored documents, as JSON) and one
+``affidavit://documents/{doc_id}`` resource per stored document (its text).
+
+A failing tool (bad input, no store, no LLM, a model that cannot load) comes back as a tool
+error with a one-line message; the server keeps running. Model work runs in the shared worker
+pool (:mod:`affidavit.concurrency`), never on the server's event loop.
+
+Run it with ``affidavit mcp`` (stdio) or ``affidavit mcp --transport streamable-http`` (binds
+127.0.0.1 by default).
+
+Example:
+    >>> server = make_server()  # doctest: +SKIP
+    >>> server.run("stdio")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from affidavit.core.errors import AffidavitError, EnforcementError, MissingDependencyError
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.resources import FunctionResource
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("mcp", "mcp", purpose="the affidavit MCP server") from exc
+
+from affidavit.concurrency import offload
+from affidavit.core.answer import AskResult
+from affidavit.core.certificate import CertificateVerification
+from affidavit.core.report import AuditReport
+from affidavit.core.settings import Settings, load_settings
+from affidavit.core.types import Chunk, EnforcementMode, Verdict
+from affidavit.integrations._common import StoreSearch
+from affidavit.pipeline.ask import AskPipeline
+from affidavit.verify.base import ClaimVerifier
+
+# documents listed one resource each; beyond this only the template and the index resource
+MAX_DOCUMENT_RESOURCES = 1000
+INSTRUCTIONS = (
+    "affidavit answers questions from the user's documents and verifies every sentence. Use "
+    "`search` to find passages, `ask` for a verified answer, `audit` to check an answer you "
+    "wrote against the passages it came from (look at trust_passed and each claim's reason), "
+    "`check` to verify one claim, `verify_certificate` to check a signed certificate."
+)
+
+
+class _Tools:
+    """The tool bodies, with the state they share (settings, store, verifier, pipeline)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store_path: Path | None,
+        pipeline: AskPipeline | None,
+        verifier: ClaimVerifier | None,
+    ) -> None:
+        self.settings = settings
+        self.search_ = StoreSearch(settings, store_path)
+        self.store_path = store_path
+        self.pipeline = pipeline
+        self.verifier = verifier
+        self._lock = threading.Lock()
+
+    def _pipeline(self) -> AskPipeline:
+        # two first calls arriving together build the models once
+        with self._lock:
+            if self.pipeline is None:
+                from affidavit.pipeline.build import build_pipeline
+
+                self.pipeline = build_pipeline(self.settings, store_path=self.store_path)
+            return self.pipeline
+
+    def ask(self, question: str, mode: Literal["strict", "mixed", "debug"] | None) -> AskResult:
+        return self._pipeline().ask(question, mode=mode)
+
+    def search(self, query: str, k: int, mode: Literal["bm25", "dense", "hybrid"] | None) -> Any:
+        hits = self.search_.search(query, k=k, mode=mode)
+        return [
+            {
+                "rank": h.rank,
+                "score": h.score,
+                "chunk_id": h.chunk.id,
+                "doc_id": h.chunk.doc_id,
+                "url": h.chunk.url,
+                "title": h.chunk.title,
+                "text": h.chunk.text,
+            }
+            for h in hits
+        ]
+
+    def audit(
+        self, query: str, chunks: list[Chunk], response: str, mode: EnforcementMode | None
+    ) -> AuditReport:
+        from affidavit.audit import Auditor
+
+        settings = self.settings
+        if mode is not None:
+            settings = settings.model_copy(
+                update={"audit": settings.audit.model_copy(update={"mode": mode})}
+            )
+        verifier = None
+        if settings.audit.use_verifier:
+            from affidavit.pipeline.check import default_verifier
+
+            verifier = self.verifier or default_verifier(settings)
+        try:
+            return Auditor(settings, verifier=verifier).audit(query, chunks, response)
+        except EnforcementError as exc:
+            # enforce mode: the caller gets the failing report, as `affidavit audit` prints it
+            report: AuditReport = exc.report
+            return report
+
+    def check(self, claim: str, evidence: list[str]) -> Verdict:
+        from affidavit.pipeline.check import check
+
+        return check(claim, evidence, settings=self.settings, verifier=self.verifier)
+
+    def verify_certificate(
+        self, certificate: dict[str, Any], public_keys: list[str] | None
+    ) -> CertificateVerification:
+        from affidavit.certify.keys import trusted_keys
+        from affidavit.certify.verify import verify_certificate
+
+        extra = [k.encode("utf-8") if "BEGIN" in k else k for k in public_keys or []]
+        keys = trusted_keys(self.settings, extra)
+        return verify_certificate(certificate, keys)
+
+    def documents(self) -> list[dict[str, Any]]:
+        store = self.search_.store()
+        return [r.model_dump(mode="json") for r in store.records().values()]
+
+    def document(self, doc_id: str) -> str:
+        doc = self.search_.store().get_document(doc_id)
+        if doc is None:
+            raise ToolError(f"no document {doc_id!r} in the store")
+        return str(doc.text)
+
+
+async def _run(fn: Any, *args: Any) -> Any:
+    """A tool body off the event loop; affidavit's own errors become tool errors."""
+    try:
+        return await offload(fn, *args)
+    except ToolError:
+        raise
+    except AffidavitError as exc:
+        raise ToolError(exc.message) from exc
+
+
+def make_server(
+    settings: Settings | None = None,
+    *,
+    store_path: Path | str | None = None,
+    pipeline: AskPipeline | None = None,
+    verifier: ClaimVerifier | None = None,
+    list_documents: bool = True,
+) -> MCPServer:
+    """The MCP server with affidavit's five tools and the store's documents as resources.
+
+    Args:
+        settings: the effective settings (default: :func:`~affidavit.core.settings.load_settings`).
+        store_path: the store folder (default ``settings.store.path``); it may not exist yet
+            (``search`` and ``ask`` then answer with a tool error).
+        pipeline: an ask pipeline to use (default: built from the settings on the first ``ask``).
+        verifier: the claim verifier for ``check`` and ``audit`` with ``use_verifier`` (default:
+            the settings' cascade, loaded on first use).
+        list_documents: register one resource per stored document (up to
+            ``MAX_DOCUMENT_RESOURCES``) when the store exists.
+
+    Example:
+        >>> import asyncio
+        >>> server = make_server(list_documents=False)
+        >>> sorted(t.name for t in asyncio.run(server.list_tools()))
+        ['ask', 'audit', 'check', 'search', 'verify_certificate']
+    """
+    s = settings or load_settings()
+    path = Path(store_path) if store_path is not None else None
+    tools = _Tools(s, path, pipeline, verifier)
+    server: MCPServer = MCPServer(
+        name="affidavit",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
+
+    @server.tool(
+        description="Answer a question from the user's documents; every sentence shown is "
+        "verified against its sources (unverified ones are withheld in strict mode)."
+    )
+    async def ask(
+        question: str, mode: Literal["strict", "mixed", "debug"] | None = None
+    ) -> AskResult:
+        result: AskResult = await _run(tools.ask, question, mode)
+        return result
+
+    @server.tool(description="Search the user's documents; returns the top chunks as hits.")
+    async def search(
+        query: str, k: int = 5, mode: Literal["bm25", "dense", "hybrid"] | None = None
+    ) -> dict[str, Any]:
+        if k < 1 or k > 100:
+            raise ToolError("k must be between 1 and 100")
+        hits: list[dict[str, Any]] = await _run(tools.search, query, k, mode)
+        return {"query": query, "hits": hits}
+
+    @server.tool(
+        description="Audit an answer against the chunks it was generated from: which claims "
+        "are supported by which source, which typed check failed and why. Same arguments as "
+        "affidavit.audit(query, chunks, response); returns the report of `affidavit audit "
+        "--json` (trust_passed, claims with reason and failed_checks, guarded_response)."
+    )
+    async def audit(
+        query: str,
+        chunks: list[Chunk],
+        response: str,
+        mode: EnforcementMode | None = None,
+    ) -> AuditReport:
+        report: AuditReport = await _run(tools.audit, query, chunks, response, mode)
+        return report
+
+    @server.tool(
+        description="Verify one claim against evidence passages with the entailment verifier "
+        "cascade; returns label (supported / contradicted / unsupported), probabilities and "
+        "the minimal evidence."
+    )
+    async def check(claim: str, evidence: list[str]) -> Verdict:
+        verdict: Verdict = await _run(tools.check, claim, evidence)
+        return verdict
+
+    @server.tool(
+        description="Check a signed affidavit certificate (the JSON object): schema, Ed25519 "
+        "signature, trusted key, evidence hashes, decision consistency. public_keys: extra "
+        "trusted keys as PEM text or file paths."
+    )
+    async def verify_certificate(
+        certificate: dict[str, Any], public_keys: list[str] | None = None
+    ) -> CertificateVerification:
+        result: CertificateVerification = await _run(
+            tools.verify_certificate, certificate, public_keys
+        )
+        return result
+
+    @server.resource(
+        "affidavit://documents",
+        name="documents",
+        description="The documents in the affidavit store (id, origin, chunk count).",
+        mime_type="application/json",
+    )
+    async def documents() -> str:
+        return json.dumps(await _run(tools.documents), ensure_ascii=False)
+
+    @server.resource(
+        "affidavit://documents/{doc_id}",
+        name="document",
+        description="The text of one stored document.",
+        mime_type="text/plain",
+    )
+    async def document(doc_id: str) -> str:
+        text: str = await _run(tools.document, doc_id)
+        return text
+
+    if list_documents:
+        _list_documents(server, tools)
+    return server
+
+
+def _list_documents(server: MCPServer, tools: _Tools) -> None:
+    """One resource per stored document, so a client's resources/list shows them."""
+    try:
+        records = tools.documents()
+    except AffidavitError:
+        return  # no store yet: the index resource answers with the reason when read
+    for rec in records[:MAX_DOCUMENT_RESOURCES]:
+        doc_id = str(rec["doc_id"])
+
+        def read(doc_id: str = doc_id) -> str:
+            return tools.document(doc_id)
+
+        server.add_resource(
+            FunctionResource.from_function(
+                fn=read,
+                uri=f"affidavit://documents/{doc_id}",
+                name=doc_id,
+                description=f"stored document from {rec.get('origin', '')}",
+                mime_type="text/plain",
+            )
+        )
+
+
+def _version() -> str:
+    from affidavit import __version__
+
+    return __version__
+
+
+def run(
+    settings: Settings | None = None,
+    *,
+    store_path: Path | str | None = None,
+    transport: Literal["stdio", "streamable-http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    server = make_server(settings, store_path=store_path)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
+__all__ = ["MAX_DOCUMENT_RESOURCES", "make_server", "run"]

@@ -1,0 +1,143 @@
+"""``affidavit mcp`` over stdio, driven by the official MCP SDK's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+pytestmark = pytest.mark.integration
+
+TOOLS = {"ask", "search", "audit", "check", "verify_certificate"}
+FORTH = "The Forth Bridge opened on 4 March 1890."
+CHUNKS = [
+    {
+        "text": FORTH + " It crosses the Firth of Forth in Scotland.",
+        "url": "https://en.wikipedia.org/wiki/Forth_Bridge",
+        "metadata": {"published_at": "2025-09-14"},
+    }
+]
+
+
+def _params(store: Path, home: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "affidavit.cli.main", "mcp", "--store", str(store)],
+        env={
+            "AFFIDAVIT_HOME": str(home),
+            "AFFIDAVIT_RETRIEVE__MODE": "bm25",
+            # no LLM in the test environment: ask must fail as a tool error, not a crash
+            "AFFIDAVIT_GENERATE__BACKEND": "openai",
+            "AFFIDAVIT_GENERATE__BASE_URL": "http://127.0.0.1:9/v1",
+            "OMP_NUM_THREADS": "1",
+        },
+    )
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_stdio_client_lists_tools_and_audits(sample_store: Path, tmp_path: Path) -> None:
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(_params(sample_store, tmp_path / "home")) as client:
+            tools = (await client.list_tools()).tools
+            out["tools"] = {t.name: t for t in tools}
+            out["bad"] = await client.call_tool(
+                "audit", {"query": "q", "chunks": CHUNKS, "response": FORTH.replace("1890", "1925")}
+            )
+            out["good"] = await client.call_tool(
+                "audit", {"query": "q", "chunks": CHUNKS, "response": FORTH}
+            )
+            out["guard"] = await client.call_tool(
+                "audit",
+                {
+                    "query": "q",
+                    "chunks": CHUNKS,
+                    "response": FORTH.replace("1890", "1925")
+                    + " It crosses the Firth of Forth in Scotland.",
+                    "mode": "guardrail",
+                },
+            )
+            out["malformed"] = await client.call_tool(
+                "audit", {"query": "q", "chunks": [{"url": "https://x.org"}], "response": "Hi."}
+            )
+            out["search"] = await client.call_tool(
+                "search", {"query": "When did the Forth Bridge open?", "k": 2}
+            )
+            out["ask"] = await client.call_tool("ask", {"question": "When did it open?"})
+            out["cert"] = await client.call_tool("verify_certificate", {"certificate": {"a": 1}})
+            out["check"] = await client.call_tool(
+                "check",
+                {"claim": "The bridge opened in 1925.", "evidence": ["The bridge opened in 1890."]},
+            )
+            out["resources"] = (await client.list_resources()).resources
+            out["doc"] = await client.read_resource("affidavit://documents/forth_bridge")
+            # still alive after the errors
+            out["again"] = await client.call_tool(
+                "audit", {"query": "q", "chunks": CHUNKS, "response": FORTH}
+            )
+        return out
+
+    out = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert set(out["tools"]) == TOOLS
+    schema = out["tools"]["audit"].input_schema
+    assert {"query", "chunks", "response"} <= set(schema["required"])
+    assert schema["properties"]["chunks"]["type"] == "array"
+
+    bad = out["bad"]
+    assert not bad.is_error
+    report = bad.structured_content
+    assert report["trust_passed"] is False
+    failing = [c for c in report["claims"] if not c["supported"]]
+    assert failing and failing[0]["failed_checks"][0]["check"] == "date"
+    assert "1925" in failing[0]["reason"] and "1890" in failing[0]["reason"]
+
+    # the same report as `affidavit audit --json` for the same input (timing aside)
+    cli = json.loads(_cli_report(FORTH.replace("1890", "1925"), tmp_path))
+    assert {k: v for k, v in report.items() if k != "elapsed_ms"} == {
+        k: v for k, v in cli.items() if k != "elapsed_ms"
+    }
+
+    assert out["good"].structured_content["trust_passed"] is True
+    guarded = out["guard"].structured_content["guarded_response"]
+    assert "1925" not in guarded and "[withheld" in guarded and "Firth of Forth" in guarded
+
+    assert out["malformed"].is_error and "chunks" in _text(out["malformed"]).lower()
+    hits = out["search"].structured_content["hits"]
+    assert hits[0]["doc_id"] == "forth_bridge"
+    # no LLM is reachable here: ask either answers without one (nothing relevant retrieved) or
+    # fails as a tool error with a message; the server keeps serving either way
+    assert _text(out["ask"])
+    if not out["ask"].is_error:
+        assert "answer" in out["ask"].structured_content
+    assert not out["cert"].is_error
+    assert out["cert"].structured_content["valid"] is False
+    # the shipped verifier cascade ran in the server (or, without the models extra, said why)
+    verdict = out["check"].structured_content
+    assert verdict["label"] != "supported"
+    assert verdict["stages"] or verdict["errors"]
+    uris = {str(r.uri) for r in out["resources"]}
+    assert {"affidavit://documents/forth_bridge", "affidavit://documents/eiffel_tower"} <= uris
+    assert "4 March 1890" in out["doc"].contents[0].text
+    assert out["again"].structured_content["trust_passed"] is True
+
+
+def _cli_report(response: str, tmp_path: Path) -> str:
+    from typer.testing import CliRunner
+
+    from affidavit.cli.main import app
+
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps({"query": "q", "chunks": CHUNKS, "response": response}))
+    return CliRunner().invoke(app, ["audit", str(f), "--json"]).stdout

@@ -1,0 +1,207 @@
+"""Batch jobs on the local engine: shards, resume after an interruption, identical output to
+today's single-process ``check``, ``audit --batch``, and no Ray import unless asked for."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.batch import jobs
+from affidavit.batch.runner import run_batch
+from affidavit.batch.shards import plan
+from affidavit.cli.main import app
+from affidavit.core.errors import InputError
+from affidavit.core.settings import load_settings
+from affidavit.verify.fakes import build_tiny_model
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("m"), max_len=64)
+
+
+@pytest.fixture
+def env(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__MODEL_PATH", str(model))
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__THREADS", "1")
+
+
+def pairs(n: int) -> str:
+    rows = [
+        json.dumps(
+            {
+                "id": i,
+                "claim": f"Item {i} was made in {1900 + i % 90}.",
+                "evidence": [f"Item {i} was made in {1900 + i % 90 + i % 3}.", "Other text."],
+            }
+        )
+        for i in range(n)
+    ]
+    rows.insert(7, "{not json")
+    rows.insert(3, "")
+    return "\n".join(rows) + "\n"
+
+
+def test_plan_keeps_line_numbers_and_skips_blank_lines() -> None:
+    shards = plan("a\n\nb\nc\n  \nd\n", 2)
+    assert shards == [[(1, "a"), (3, "b")], [(4, "c"), (6, "d")]]
+    assert plan("", 3) == []
+
+
+def test_sharded_check_equals_the_single_process_run(env: None, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(40))
+    single, sharded = tmp_path / "single.jsonl", tmp_path / "sharded.jsonl"
+    a = runner.invoke(app, ["check", str(src), "-o", str(single)])
+    b = runner.invoke(
+        app, ["check", str(src), "-o", str(sharded), "--engine", "local", "--shard-size", "6"]
+    )
+    assert a.exit_code == b.exit_code == 2  # the malformed line
+    assert sharded.read_bytes() == single.read_bytes()
+    assert not (tmp_path / "sharded.jsonl.shards").exists()  # joined and cleaned up
+
+
+def test_interrupted_run_resumes_with_identical_output(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = pairs(30)
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    whole = tmp_path / "whole.jsonl"
+    run_batch("check", text, whole, settings)
+
+    out = tmp_path / "out.jsonl"
+    real_run = jobs.CheckJob.run
+
+    def dies_on_shard_3(self: Any, index: int, rows: Any) -> Any:
+        if index == 3:
+            raise KeyboardInterrupt  # the job is killed halfway
+        return real_run(self, index, rows)
+
+    monkeypatch.setattr(jobs.CheckJob, "run", dies_on_shard_3)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch("check", text, out, settings)
+    assert not out.exists()
+    assert sorted(p.name for p in (tmp_path / "out.jsonl.shards").glob("0*.json")) == [
+        "000000.json",
+        "000001.json",
+        "000002.json",
+    ]
+    monkeypatch.setattr(jobs.CheckJob, "run", real_run)
+    report = run_batch("check", text, out, settings)
+    assert report.resumed_shards == 3
+    assert report.rows == 31 and report.counts == {"malformed": 1, "incomplete": 0}
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_a_half_written_shard_is_redone(env: None, tmp_path: Path) -> None:
+    text = pairs(10)
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    whole = tmp_path / "whole.jsonl"
+    run_batch("check", text, whole, settings)
+    out = tmp_path / "out.jsonl"
+    folder = tmp_path / "out.jsonl.shards"
+    folder.mkdir()
+    from affidavit.batch.shards import ShardFolder, manifest_for
+
+    ShardFolder(out, manifest_for(text, 4, jobs.job_fingerprint("check", settings)))
+    (folder / "000000.jsonl").write_text('{"partial": ')  # killed before its completion mark
+    report = run_batch("check", text, out, settings)
+    assert report.resumed_shards == 0
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_shards_of_another_input_are_refused(env: None, tmp_path: Path) -> None:
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.shards").mkdir()
+    from affidavit.batch.shards import ShardFolder, manifest_for
+
+    ShardFolder(out, manifest_for("other", 4, jobs.job_fingerprint("check", settings)))
+    with pytest.raises(InputError, match="input_sha256"):
+        run_batch("check", pairs(5), out, settings)
+
+
+def test_engine_needs_an_output_file(env: None, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(2))
+    res = runner.invoke(app, ["check", str(src), "--engine", "local"])
+    assert res.exit_code == 2 and "--output" in res.output
+    res = runner.invoke(app, ["check", str(src), "-o", str(tmp_path / "o"), "--engine", "spark"])
+    assert res.exit_code == 2 and "ray" in res.output
+
+
+def test_ray_engine_without_ray_names_the_extra(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(2))
+    res = runner.invoke(app, ["check", str(src), "-o", str(tmp_path / "o"), "--engine", "ray"])
+    assert res.exit_code == 2
+    assert 'pip install "affidavit[ray]"' in res.output
+
+
+def test_without_engine_ray_is_never_imported(model: Path, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(3))
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from affidavit.cli.main import app\n"
+        f"r = CliRunner().invoke(app, ['check', {str(src)!r}, '-o', {str(tmp_path / 'o')!r}])\n"
+        "assert r.exit_code == 2, r.output\n"
+        "assert 'ray' not in sys.modules\n"
+    )
+    env = {"AFFIDAVIT_VERIFY__MODEL_PATH": str(model), "AFFIDAVIT_VERIFY__THREADS": "1"}
+    import os
+
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **env})
+
+
+AUDIT_LINE = {
+    "query": "Eiffel Tower",
+    "chunks": [
+        {"text": "The Eiffel Tower in Paris was completed in 1889.", "url": "https://a.org/"}
+    ],
+    "response": "The Eiffel Tower was completed in 1889.",
+}
+
+
+def test_audit_batch_writes_one_report_a_line(tmp_path: Path) -> None:
+    bad = {**AUDIT_LINE, "response": "The Eiffel Tower was completed in 1925."}
+    lines = [json.dumps(AUDIT_LINE), json.dumps(bad), '{"chunks": 3}', json.dumps(AUDIT_LINE)]
+    src = tmp_path / "audits.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "reports.jsonl"
+    res = runner.invoke(app, ["audit", str(src), "--batch", "-o", str(out), "--shard-size", "2"])
+    assert res.exit_code == 2, res.output  # one malformed line
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == [1, 2, 3, 4]
+    assert rows[0]["report"]["trust_passed"] is True
+    assert rows[1]["report"]["trust_passed"] is False
+    assert rows[2]["error"] == "line 3: missing field 'response'"
+
+    def timeless(report: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in report.items() if k != "elapsed_ms"}
+
+    assert timeless(rows[3]["report"]) == timeless(rows[0]["report"])
+    # the same as auditing each input on its own
+    single = runner.invoke(app, ["audit", "-", "--json"], input=json.dumps(AUDIT_LINE))
+    assert timeless(json.loads(single.stdout)) == timeless(rows[0]["report"])
+
+
+def test_audit_batch_needs_output(tmp_path: Path) -> None:
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(AUDIT_LINE) + "\n")
+    res = runner.invoke(app, ["audit", str(src), "--batch"])
+    assert res.exit_code == 2 and "--output" in res.output
+    res = runner.invoke(app, ["audit", str(src), "--engine", "local"])
+    assert res.exit_code == 2 and "--batch" in res.output

@@ -1,0 +1,137 @@
+"""The Haystack integration against the real haystack-ai (Pipeline, MockChatGenerator)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("haystack")
+
+from haystack import Document, Pipeline
+from haystack.components.builders import ChatPromptBuilder
+from haystack.components.generators.chat import MockChatGenerator
+from haystack.core.errors import PipelineConnectError, PipelineRuntimeError
+from haystack.dataclasses import ChatMessage
+
+from affidavit.core.errors import EnforcementError
+from affidavit.core.report import AuditReport
+from affidavit.integrations.haystack import (
+    AffidavitAuditor,
+    AffidavitRetriever,
+    AffidavitVerifier,
+)
+from affidavit.testing.verifiers import KeywordVerifier
+
+QUESTION = "When did the Forth Bridge open?"
+FAITHFUL = "The Forth Bridge opened on 4 March 1890."
+HALLUCINATED = "The Forth Bridge opened on 4 March 1925."
+TEMPLATE = [
+    ChatMessage.from_system("{% for d in documents %}{{ d.content }}\n{% endfor %}"),
+    ChatMessage.from_user("{{ query }}"),
+]
+
+
+def pipeline(store: Path, answers: list[str], auditor: object) -> Pipeline:
+    p = Pipeline()
+    p.add_component("retriever", AffidavitRetriever(str(store), top_k=2, mode="bm25"))
+    p.add_component(
+        "prompt", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"])
+    )
+    p.add_component("llm", MockChatGenerator(responses=answers))
+    p.add_component("audit", auditor)
+    p.connect("retriever.documents", "prompt.documents")
+    p.connect("prompt.prompt", "llm.messages")
+    p.connect("llm.replies", "audit.replies")
+    p.connect("retriever.documents", "audit.documents")
+    return p
+
+
+def inputs() -> dict:
+    return {
+        "retriever": {"query": QUESTION},
+        "prompt": {"query": QUESTION},
+        "audit": {"query": QUESTION},
+    }
+
+
+def test_sockets_are_typed() -> None:
+    a = AffidavitAuditor()
+    ins = {k: v.type for k, v in a.__haystack_input__._sockets_dict.items()}
+    outs = {k: v.type for k, v in a.__haystack_output__._sockets_dict.items()}
+    assert ins["query"] is str and ins["documents"] == list[Document]
+    assert outs == {
+        "answer": str,
+        "replies": list[ChatMessage],
+        "report": AuditReport,
+        "trust_passed": bool,
+    }
+    p = Pipeline()
+    p.add_component("audit", AffidavitAuditor())
+    p.add_component("audit2", AffidavitAuditor())
+    with pytest.raises(PipelineConnectError):
+        p.connect("audit.trust_passed", "audit2.documents")  # bool into list[Document]
+
+
+def test_auditor_in_a_pipeline_withholds_a_hallucination(sample_store: Path) -> None:
+    p = pipeline(sample_store, [HALLUCINATED, FAITHFUL], AffidavitAuditor(mode="guardrail"))
+    bad = p.run(inputs())["audit"]
+    assert "1925" not in bad["answer"] and "[withheld" in bad["answer"]
+    assert bad["replies"][0].text == bad["answer"]
+    assert bad["trust_passed"] is False
+    assert bad["report"].claims[0].failed_checks[0].check == "date"
+    assert bad["report"].n_chunks > 0
+    good = p.run(inputs())["audit"]
+    assert good["answer"] == FAITHFUL and good["trust_passed"] is True
+
+
+def test_enforce_mode_raises_with_the_report(sample_store: Path) -> None:
+    p = pipeline(sample_store, [HALLUCINATED], AffidavitAuditor(mode="enforce"))
+    with pytest.raises((EnforcementError, PipelineRuntimeError)) as err:
+        p.run(inputs())
+    cause = err.value if isinstance(err.value, EnforcementError) else err.value.__cause__
+    assert isinstance(cause, EnforcementError) and cause.report.trust_passed is False
+
+
+def test_verifier_component_uses_the_claim_verifier(sample_store: Path) -> None:
+    p = pipeline(
+        sample_store,
+        [FAITHFUL],
+        AffidavitVerifier(mode="guardrail", verifier=KeywordVerifier()),
+    )
+    good = p.run(inputs())["audit"]
+    assert good["trust_passed"] is True
+    assert good["report"].claims[0].verdict.label == "supported"  # the verifier ran
+    assert good["report"].settings["use_verifier"] is True
+
+
+def test_async_pipeline(sample_store: Path) -> None:
+    p = pipeline(sample_store, [HALLUCINATED], AffidavitAuditor(mode="guardrail"))
+    out = asyncio.run(p.run_async(inputs()))["audit"]
+    assert "[withheld" in out["answer"]
+
+
+def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "examples"))
+    try:
+        import haystack_pipeline
+
+        assert haystack_pipeline.main([]) == 0
+    finally:
+        sys.path.remove(str(root / "examples"))
+    out = capsys.readouterr().out
+    assert "trust passed: True" in out and "trust passed: False" in out and "[withheld" in out
+
+
+def test_a_pipeline_with_the_components_round_trips_through_yaml() -> None:
+    p = Pipeline()
+    p.add_component("audit", AffidavitAuditor(mode="enforce", allowlist=["wikipedia.org"]))
+    p.add_component("retriever", AffidavitRetriever(".affidavit", top_k=3, mode="bm25"))
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    audit = q.get_component("audit")
+    assert audit.auditor.settings.mode == "enforce"
+    assert audit.auditor.settings.allowlist == ["wikipedia.org"]
+    assert q.get_component("retriever").top_k == 3

@@ -1,0 +1,178 @@
+"""The LangChain integration against the real langchain-core (LCEL, fake chat model)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableParallel, RunnablePassthrough
+
+from affidavit.core.errors import EnforcementError, InputError
+from affidavit.integrations.langchain import (
+    AffidavitChatModel,
+    AffidavitRetriever,
+    AuditCallbackHandler,
+    AuditRunnable,
+)
+from affidavit.testing.fake_llm import FakeGenerator
+
+QUESTION = "When did the Forth Bridge open?"
+FAITHFUL = "The Forth Bridge opened on 4 March 1890."
+HALLUCINATED = "The Forth Bridge opened on 4 March 1925."
+PROMPT = ChatPromptTemplate.from_messages([("system", "{passages}"), ("human", "{question}")])
+
+
+def _passages(inputs: dict) -> str:
+    return "\n".join(d.page_content for d in inputs["context"])
+
+
+def rag_dict(store: Path, answers: list[str]):
+    """context + question + answer: the chain's output carries its own documents."""
+    retriever = AffidavitRetriever(store_path=str(store), k=2, mode="bm25")
+    llm = FakeListChatModel(responses=answers)
+    answer = RunnablePassthrough.assign(passages=_passages) | PROMPT | llm | StrOutputParser()
+    return RunnableParallel(context=retriever, question=RunnablePassthrough()).assign(answer=answer)
+
+
+def rag_string(store: Path, answers: list[str]):
+    """A chain that returns only the answer string: its documents are seen in callbacks."""
+    retriever = AffidavitRetriever(store_path=str(store), k=2, mode="bm25")
+    llm = FakeListChatModel(responses=answers)
+    return (
+        RunnableParallel(context=retriever, question=RunnablePassthrough())
+        | RunnablePassthrough.assign(passages=_passages)
+        | PROMPT
+        | llm
+        | StrOutputParser()
+    )
+
+
+def test_retriever_returns_documents_with_provenance(sample_store: Path) -> None:
+    docs = AffidavitRetriever(store_path=str(sample_store), k=2, mode="bm25").invoke(QUESTION)
+    assert docs[0].metadata["url"] == "https://en.wikipedia.org/wiki/Forth_Bridge"
+    assert docs[0].metadata["doc_id"] == "forth_bridge"
+    assert "4 March 1890" in docs[0].page_content
+    adocs = asyncio.run(
+        AffidavitRetriever(store_path=str(sample_store), k=2, mode="bm25").ainvoke(QUESTION)
+    )
+    assert [d.page_content for d in adocs] == [d.page_content for d in docs]
+
+
+def test_guardrail_withholds_a_hallucination_and_passes_a_faithful_answer(
+    sample_store: Path,
+) -> None:
+    chain = rag_dict(sample_store, [HALLUCINATED, FAITHFUL]) | AuditRunnable(
+        settings={"mode": "guardrail"}
+    )
+    bad = chain.invoke(QUESTION)
+    assert bad["draft"] == HALLUCINATED
+    assert "1925" not in bad["answer"] and "[withheld" in bad["answer"]
+    assert bad["report"].trust_passed is False
+    assert bad["report"].claims[0].failed_checks[0].check == "date"
+    assert bad["context"] and bad["context"][0].metadata["doc_id"] == "forth_bridge"
+    good = chain.invoke(QUESTION)
+    assert good["answer"] == FAITHFUL and good["report"].trust_passed
+
+
+def test_wrapping_a_chain_takes_the_documents_from_its_callbacks(sample_store: Path) -> None:
+    audited = AuditRunnable(
+        rag_string(sample_store, [HALLUCINATED]), settings={"mode": "guardrail"}
+    )
+    out = audited.invoke(QUESTION)
+    assert out["question"] == QUESTION
+    assert out["context"][0].metadata["doc_id"] == "forth_bridge"
+    assert "[withheld" in out["answer"] and out["trust_passed"] is False
+    # without the retrieved documents nothing could be supported: the audit saw them
+    assert out["report"].n_chunks == len(out["context"]) > 0
+
+
+def test_audit_mode_attaches_the_report_and_enforce_mode_raises(sample_store: Path) -> None:
+    out = (rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable()).invoke(QUESTION)
+    assert out["answer"] == HALLUCINATED and out["report"].trust_passed is False
+    chain = rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable(settings={"mode": "enforce"})
+    with pytest.raises(EnforcementError) as err:
+        chain.invoke(QUESTION)
+    assert err.value.report.claims[0].failed_checks
+
+
+def test_async_path(sample_store: Path) -> None:
+    chain = rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable(settings={"mode": "guardrail"})
+    out = asyncio.run(chain.ainvoke(QUESTION))
+    assert "[withheld" in out["answer"]
+    wrapped = AuditRunnable(rag_string(sample_store, [FAITHFUL]), settings={"mode": "guardrail"})
+    assert asyncio.run(wrapped.ainvoke(QUESTION))["trust_passed"] is True
+
+
+def test_callback_handler_audits_every_run(sample_store: Path) -> None:
+    handler = AuditCallbackHandler()
+    chain = rag_string(sample_store, [FAITHFUL, HALLUCINATED])
+    assert chain.invoke(QUESTION, config={"callbacks": [handler]}) == FAITHFUL
+    chain.invoke(QUESTION, config={"callbacks": [handler]})
+    assert [r.trust_passed for r in handler.reports] == [True, False]
+    assert handler.reports[0].query == QUESTION
+    assert handler.reports[1].n_chunks > 0
+
+
+def test_callback_handler_in_enforce_mode_raises(sample_store: Path) -> None:
+    handler = AuditCallbackHandler({"mode": "enforce"})
+    with pytest.raises(EnforcementError):
+        rag_string(sample_store, [HALLUCINATED]).invoke(QUESTION, config={"callbacks": [handler]})
+    assert handler.reports and not handler.reports[0].trust_passed
+
+
+def test_missing_answer_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="answer"):
+        AuditRunnable().invoke({"question": "q", "context": []})
+
+
+def test_affidavit_chat_model_wraps_an_affidavit_generator() -> None:
+    llm = AffidavitChatModel(generator=FakeGenerator(["Paris [1]."]))
+    chain = PROMPT | llm | StrOutputParser()
+    assert chain.invoke({"passages": "x", "question": "y"}) == "Paris [1]."
+
+
+def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "examples"))
+    try:
+        import langchain_chain
+
+        assert langchain_chain.main([]) == 0
+    finally:
+        sys.path.remove(str(root / "examples"))
+    out = capsys.readouterr().out
+    assert "trust passed: True" in out and "trust passed: False" in out
+    assert "[withheld" in out
+
+
+def test_the_audit_is_a_traced_run_with_the_chain_as_its_child(sample_store: Path) -> None:
+    from langchain_core.tracers.context import collect_runs
+
+    audited = AuditRunnable(rag_string(sample_store, [FAITHFUL]))
+    with collect_runs() as cb:
+        audited.invoke(QUESTION)
+    root = cb.traced_runs[0]
+    assert root.name == "AuditRunnable"
+    assert any(child.run_type == "retriever" for child in _descendants(root))
+    assert root.outputs is not None and root.outputs["trust_passed"] is True
+
+
+def _descendants(run):
+    for child in run.child_runs:
+        yield child
+        yield from _descendants(child)
+
+
+def test_callback_handler_takes_an_audit_runnables_report_as_is(sample_store: Path) -> None:
+    handler = AuditCallbackHandler()
+    chain = rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable(settings={"mode": "guardrail"})
+    out = chain.invoke(QUESTION, config={"callbacks": [handler]})
+    assert handler.reports == [out["report"]]

@@ -1,0 +1,138 @@
+"""The LlamaIndex integration against the real llama-index-core."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.response.schema import Response
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from affidavit.core.errors import ConfigError, EnforcementError
+from affidavit.integrations.llamaindex import (
+    REPORT_KEY,
+    AffidavitLLM,
+    AffidavitRetriever,
+    AuditEvaluator,
+    SourcePolicyPostprocessor,
+    VerifiedQueryEngine,
+)
+from affidavit.testing.fake_llm import FakeGenerator
+
+QUESTION = "When did the Forth Bridge open?"
+FAITHFUL = "The Forth Bridge opened on 4 March 1890."
+HALLUCINATED = "The Forth Bridge opened on 4 March 1925."
+
+
+def engine(store: Path, answers: list[str]) -> RetrieverQueryEngine:
+    return RetrieverQueryEngine.from_args(
+        AffidavitRetriever(str(store), k=2, mode="bm25"),
+        llm=AffidavitLLM(generator=FakeGenerator(answers)),
+    )
+
+
+def node(text: str, **meta: object) -> NodeWithScore:
+    return NodeWithScore(node=TextNode(text=text, metadata=dict(meta)), score=1.0)
+
+
+def test_retriever_returns_nodes_with_provenance(sample_store: Path) -> None:
+    nodes = AffidavitRetriever(str(sample_store), k=2, mode="bm25").retrieve(QUESTION)
+    assert nodes[0].node.metadata["doc_id"] == "forth_bridge"
+    assert nodes[0].node.metadata["url"].endswith("Forth_Bridge")
+    assert "4 March 1890" in nodes[0].node.get_content()
+    anodes = asyncio.run(
+        AffidavitRetriever(str(sample_store), k=2, mode="bm25").aretrieve(QUESTION)
+    )
+    assert [n.node.node_id for n in anodes] == [n.node.node_id for n in nodes]
+
+
+def test_query_engine_wrapper_withholds_a_hallucination_in_guardrail_mode(
+    sample_store: Path,
+) -> None:
+    wrapped = VerifiedQueryEngine(
+        engine(sample_store, [HALLUCINATED, FAITHFUL]), {"mode": "guardrail"}
+    )
+    bad = wrapped.query(QUESTION)
+    report = bad.metadata[REPORT_KEY]
+    assert "1925" not in bad.response and "[withheld" in bad.response
+    assert report.trust_passed is False and report.claims[0].failed_checks[0].check == "date"
+    assert bad.metadata["affidavit_draft"] == HALLUCINATED
+    assert bad.source_nodes and report.n_chunks == len(bad.source_nodes)
+    good = wrapped.query(QUESTION)
+    assert good.response == FAITHFUL and good.metadata[REPORT_KEY].trust_passed
+
+
+def test_query_engine_wrapper_async_and_enforce(sample_store: Path) -> None:
+    wrapped = VerifiedQueryEngine(engine(sample_store, [HALLUCINATED]), {"mode": "guardrail"})
+    out = asyncio.run(wrapped.aquery(QUESTION))
+    assert "[withheld" in str(out.response)
+    enforcing = VerifiedQueryEngine(engine(sample_store, [HALLUCINATED]), {"mode": "enforce"})
+    with pytest.raises(EnforcementError) as err:
+        enforcing.query(QUESTION)
+    assert err.value.report.trust_passed is False
+
+
+def test_evaluator_checks_a_response_against_its_own_source_nodes(sample_store: Path) -> None:
+    response = engine(sample_store, [HALLUCINATED]).query(QUESTION)
+    result = AuditEvaluator().evaluate_response(query=QUESTION, response=response)
+    assert result.passing is False and result.score == 0.0
+    assert "1925" in (result.feedback or "")
+    assert result.report is not None and result.report.n_chunks == len(response.source_nodes)
+    good = Response(response=FAITHFUL, source_nodes=response.source_nodes)
+    assert AuditEvaluator().evaluate_response(query=QUESTION, response=good).passing is True
+    plain = asyncio.run(AuditEvaluator().aevaluate(QUESTION, HALLUCINATED, contexts=[FAITHFUL]))
+    assert plain.passing is False and plain.contexts == [FAITHFUL]
+    assert asyncio.run(AuditEvaluator().aevaluate(QUESTION, FAITHFUL, contexts=[FAITHFUL])).passing
+
+
+def test_postprocessor_drops_blocked_and_stale_sources() -> None:
+    nodes = [
+        node("fresh", url="https://en.wikipedia.org/a", published_at="2026-10-01"),
+        node("stale", url="https://en.wikipedia.org/b", published_at="2019-01-01"),
+        node("undated", url="https://en.wikipedia.org/c"),
+        node("blocked", url="https://spam.example.net/d", published_at="2026-10-01"),
+        node("no url"),
+    ]
+    pp = SourcePolicyPostprocessor(
+        settings={
+            "allowlist": ["wikipedia.org"],
+            "max_age_days": 365,
+            "stale_action": "fail",
+            "require_url": True,
+        },
+        today=date(2026, 12, 1),
+    )
+    kept = pp.postprocess_nodes(nodes)
+    assert [n.node.get_content() for n in kept] == ["fresh"]
+    assert len(pp.last_dropped) == 4
+    warn = SourcePolicyPostprocessor(
+        settings={"max_age_days": 365, "stale_action": "warn"}, today=date(2026, 12, 1)
+    )
+    assert [n.node.get_content() for n in warn.postprocess_nodes(nodes)] == [
+        "fresh",
+        "undated",
+        "blocked",
+        "no url",
+    ]
+    with pytest.raises(ConfigError):
+        SourcePolicyPostprocessor(settings={"stale_action": "explode"})
+
+
+def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "examples"))
+    try:
+        import llamaindex_query_engine
+
+        assert llamaindex_query_engine.main([]) == 0
+    finally:
+        sys.path.remove(str(root / "examples"))
+    out = capsys.readouterr().out
+    assert "trust passed: True" in out and "trust passed: False" in out and "[withheld" in out

@@ -1,0 +1,182 @@
+"""The fitted combiner and the cascade's sentence-by-sentence judgement of longer texts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from affidavit.core.errors import ModelError, VerificationError
+from affidavit.core.settings import PolicySettings, VerifySettings
+from affidavit.core.types import CheckResult, Chunk
+from affidavit.verify.cascade import ClaimCascade, claim_from_text
+from affidavit.verify.combiner import (
+    FEATURES,
+    Combiner,
+    PartSignals,
+    feature_vector,
+    load_combiner,
+)
+from affidavit.verify.fakes import ScriptedScorer
+
+POLICY = PolicySettings(tau_entail=0.5, tau_contradict=0.5)
+# decides on the weakest sentence: p > 0.5 exactly when pe_min > 0.5
+WEAKEST = Combiner(features=["pe_min"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5)
+DOC = [
+    Chunk(
+        id="d1",
+        text="Marie Curie was born in Warsaw in 1867. She discovered polonium in 1898. "
+        "She won the Nobel Prize in Physics in 1903.",
+    )
+]
+
+
+def passing(claim: str, evidence: str) -> list[CheckResult]:
+    return [CheckResult(check="number", status="pass")]
+
+
+def by_fact(claim: str, evidence: str) -> tuple[float, float, float]:
+    """Entails a sentence only if its key fact is in the evidence; the whole text is lenient."""
+    if "Paris" in claim and "polonium" not in claim:
+        return (0.05, 0.9, 0.05)
+    return (0.9, 0.08, 0.02)
+
+
+def cascade(scorer: ScriptedScorer, combiner: Combiner | None = WEAKEST, **kw: object):  # type: ignore[no-untyped-def]
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1, **kw)  # type: ignore[arg-type]
+    return ClaimCascade(
+        settings, POLICY, scorers={"cross_encoder": scorer}, check_fn=passing, combiner=combiner
+    )
+
+
+def test_probability_is_the_standardised_logistic() -> None:
+    c = Combiner(
+        features=["pe_whole", "cov_whole"],
+        mean=[0.5, 0.5],
+        scale=[0.5, 0.25],
+        coef=[2.0, -1.0],
+        intercept=0.25,
+        tau=0.5,
+    )
+    z = 0.25 + 2.0 * (0.9 - 0.5) / 0.5 - 1.0 * (0.4 - 0.5) / 0.25
+    p = c.probability({"pe_whole": 0.9, "cov_whole": 0.4})
+    assert p == pytest.approx(1 / (1 + 2.718281828459045 ** (-z)))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"features": ["nope"], "mean": [0], "scale": [1], "coef": [1]},
+        {"features": ["pe_min"], "mean": [0, 1], "scale": [1], "coef": [1]},
+        {"features": ["pe_min"], "mean": [0], "scale": [0], "coef": [1]},
+    ],
+)
+def test_malformed_combiners_are_refused(kw: dict) -> None:
+    with pytest.raises(ModelError):
+        Combiner(intercept=0.0, tau=0.5, **kw)
+
+
+def test_load_checks_the_pinned_sha256(tmp_path: Path) -> None:
+    path = tmp_path / "combiner.json"
+    path.write_text(
+        json.dumps(
+            {
+                "features": ["pe_min"],
+                "mean": [0.5],
+                "scale": [0.1],
+                "coef": [3.0],
+                "intercept": 0.0,
+                "tau": 0.5,
+            }
+        )
+    )
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert load_combiner(path, digest).sha256 == digest
+    path.write_text(path.read_text().replace("3.0", "30.0"))
+    with pytest.raises(ModelError, match="sha256 mismatch"):
+        load_combiner(path, digest)
+    path.write_text("{}")
+    with pytest.raises(ModelError, match="malformed"):
+        load_combiner(path)
+
+
+def test_feature_vector_of_one_sentence_is_consistent() -> None:
+    s = PartSignals(0.8, 0.1, 0.6, False, True, False)
+    f = feature_vector(s, [s], evidence_tokens=99)
+    assert set(f) == set(FEATURES)
+    assert f["pe_min"] == f["pe_mean"] == f["pe_whole"] == 0.8
+    assert f["missing_frac"] == 1.0 and f["log_sentences"] == 0.0
+
+
+def test_a_summary_with_one_unsupported_sentence_is_not_supported() -> None:
+    scorer = ScriptedScorer(fn=by_fact)
+    text = "Marie Curie discovered polonium in 1898. She later moved to Paris with her family."
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label == "unsupported"
+    assert "weakest sentence" in v.reason and "Paris" in v.reason
+    # each sentence was checked on its own, and the whole text too
+    claims = {c for c, _ in scorer.calls}
+    assert text in claims and "Marie Curie discovered polonium in 1898." in claims
+    assert v.stages[-1].stage == "combiner"
+
+
+def test_without_a_combiner_the_text_is_judged_whole_as_before() -> None:
+    text = "Marie Curie discovered polonium in 1898. She later moved to Paris with her family."
+    v = cascade(ScriptedScorer(fn=by_fact), combiner=None).verify(claim_from_text(text), DOC)
+    assert v.label == "supported"  # the lenient whole-text score: why the combiner exists
+
+
+def test_a_supported_summary_shows_evidence_for_every_sentence() -> None:
+    text = "Marie Curie discovered polonium in 1898. She won the Nobel Prize in Physics in 1903."
+    v = cascade(ScriptedScorer(fn=by_fact)).verify(claim_from_text(text), DOC)
+    assert v.label == "supported" and v.complete
+    assert v.evidence and all(e.chunk_id == "d1" for e in v.evidence)
+
+
+def test_any_part_not_checked_fails_closed() -> None:
+    scorer = ScriptedScorer(fn=by_fact, fail_on="Nobel")
+    text = "Marie Curie discovered polonium in 1898. She won the Nobel Prize in Physics in 1903."
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label == "unsupported" and not v.complete and v.p_entail == 0.0
+
+
+def test_a_contradicting_sentence_makes_the_text_contradicted() -> None:
+    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
+        if "1920" in claim and "polonium" not in claim:
+            return (0.02, 0.03, 0.95)
+        return (0.9, 0.08, 0.02)
+
+    text = "Marie Curie discovered polonium in 1898. She won the Nobel Prize in Physics in 1920."
+    v = cascade(ScriptedScorer(fn=fn)).verify(claim_from_text(text), DOC)
+    assert v.label == "contradicted" and v.evidence
+
+
+def test_model_is_scored_for_the_combiner_even_when_checks_decide() -> None:
+    def conflict(claim: str, evidence: str) -> list[CheckResult]:
+        return [
+            CheckResult(
+                check="number",
+                status="fail",
+                claim_value="5",
+                evidence_value="7",
+                reason="5 disagrees with 7",
+            )
+        ]
+
+    scorer = ScriptedScorer(default=(0.1, 0.1, 0.8))
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
+    casc = ClaimCascade(
+        settings, POLICY, scorers={"cross_encoder": scorer}, check_fn=conflict, combiner=WEAKEST
+    )
+    f = casc.features(
+        claim_from_text("The box holds 5 apples."), [Chunk(text="The box holds 7 apples.")]
+    )
+    assert f is not None and f["conflict_any"] == 1.0 and f["pc_whole"] == pytest.approx(0.8)
+    assert scorer.calls  # the model ran after the checks had decided
+
+
+def test_features_needs_a_combiner() -> None:
+    with pytest.raises(VerificationError):
+        cascade(ScriptedScorer(), combiner=None).features(claim_from_text("x y z"), DOC)
