@@ -129,3 +129,23 @@ def safe(text: object) -> str:
     from rich.markup import escape
 
     return escape(safe_terminal(str(text)))
+
+
+def path_exists(path: Path, kind: str = "any") -> bool:
+    """``exists`` / ``is_file`` / ``is_dir`` that answer False where the OS refuses the name.
+
+    Python 3.11 raises for a name that is too long or not accessible; for a command-line
+    argument that is simply a path that is not there (reported with the usual message).
+
+    Example:
+        >>> path_exists(Path("x" * 300))
+        False
+    """
+    try:
+        if kind == "file":
+            return path.is_file()
+        if kind == "dir":
+            return path.is_dir()
+        return path.exists() or path.is_symlink()
+    except OSError:
+        return False

@@ -28,6 +28,7 @@ from affidavit.cli.common import (
     describe_os_error,
     dump_json,
     fail_usage,
+    path_exists,
     safe,
 )
 
@@ -51,7 +52,11 @@ def _open(settings: Settings, store: Path | None, *, must_exist: bool) -> Any:
     from affidavit.store.factory import make_store
 
     where = store or settings.store.path
-    if must_exist and settings.store.backend == "local" and not (where / "store.sqlite").exists():
+    if (
+        must_exist
+        and settings.store.backend == "local"
+        and not path_exists(where / "store.sqlite", "file")
+    ):
         raise fail_usage(f"no store at {where} (run `affidavit ingest PATH` first)")
     try:
         return make_store(settings.store, path=where)
@@ -113,7 +118,7 @@ def ingest(
 
     settings = cli_settings(config, overrides=batch_overrides(engine, address, workers, None))
     for p in paths:
-        if not p.exists() and not p.is_symlink():
+        if not path_exists(p):
             raise fail_usage(f"no such file or folder: {p}")
     embedder = _embedder(settings)
     with ExitStack() as stack:
@@ -275,9 +280,9 @@ def search(
         raise fail_usage("give either a QUERY or --queries FILE")
     if queries is not None and output is None:
         raise fail_usage("--queries needs --output")
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+    if output is not None and (path_exists(output, "dir") or not path_exists(output.parent, "dir")):
         # checked before the search runs, so no work is lost to a typo in the path
-        what = "is a folder" if output.is_dir() else "is in a folder that does not exist"
+        what = "is a folder" if path_exists(output, "dir") else "is in a folder that does not exist"
         raise fail_usage(f"--output {output} {what}")
     try:
         filters = SearchFilters(

@@ -582,19 +582,28 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
+def _is(path: Path, kind: Literal["file", "dir"]) -> bool:
+    # Python 3.11's is_file/is_dir raise on a name the OS refuses (ENAMETOOLONG, EACCES...):
+    # such a path is no config file and no folder, which the caller then reports
+    try:
+        return path.is_file() if kind == "file" else path.is_dir()
+    except OSError:
+        return False
+
+
 def find_config(explicit: Path | None = None, beside: Path | None = None) -> Path | None:
     """Locate the TOML file: explicit path, else beside ``beside``, else the working directory."""
     if explicit is not None:
-        if not explicit.is_file():
+        if not _is(explicit, "file"):
             raise ConfigError(f"config file not found: {explicit}", source=str(explicit))
         return explicit
     candidates: list[Path] = []
     if beside is not None:
-        base = beside if beside.is_dir() else beside.parent
+        base = beside if _is(beside, "dir") else beside.parent
         candidates.append(base / CONFIG_FILENAME)
     candidates.append(Path.cwd() / CONFIG_FILENAME)
     for c in candidates:
-        if c.is_file():
+        if _is(c, "file"):
             return c
     return None
 

@@ -77,6 +77,12 @@ def serve(settings: Settings, *, config: str | None = None) -> None:
     # each worker builds its app (and loads its models) from the same settings sources
     for key, value in (("HOST", s.host), ("PORT", str(s.port)), ("WORKERS", str(s.workers))):
         os.environ[f"AFFIDAVIT_SERVE__{key}"] = value
+    import inspect
+
+    extra: dict[str, Any] = {}
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
+        # a worker loading its models answers the supervisor's ping slowly: not a dead worker
+        extra["timeout_worker_healthcheck"] = 60
     uvicorn.run(
         "affidavit.server.app:app_from_environment",
         factory=True,
@@ -85,6 +91,7 @@ def serve(settings: Settings, *, config: str | None = None) -> None:
         workers=s.workers,
         log_level="info",
         access_log=False,  # an access log line holds no key, but keep the terminal quiet
+        **extra,
     )
 
 
