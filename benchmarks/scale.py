@@ -78,7 +78,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
         store = QdrantStore(path=where, dim=RandomVectors.dim)
     t0 = time.perf_counter()
-    report = Ingestor(store, RandomVectors(), IngestSettings(), batch_chunks=1024).ingest([src])
+    # the 1M corpus is one 420 MB JSONL file, above the default 50 MB per-file limit
+    settings = IngestSettings(max_file_mb=2048)
+    report = Ingestor(store, RandomVectors(), settings, batch_chunks=1024).ingest([src])
+    if report.failed:
+        raise RuntimeError(f"ingest failed: {report.failed[0].reason}")
     ingest_s = time.perf_counter() - t0
     chunks = report.chunks_total
     rss_ingest = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -299,6 +303,8 @@ def main() -> None:
                     {"backend": backend, "chunks": n, "why": res.stderr[-1500:]}
                 )
                 print(f"{backend} {n}: FAILED\n{res.stderr[-1500:]}", flush=True)
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(result, indent=2))
                 continue
             row = json.loads(res.stdout.strip().splitlines()[-1])
             s = row["ingest_chunks_per_s_synthetic_vectors"]
