@@ -76,11 +76,25 @@ def test_scraps_and_same_topic_sentences_do_not_entail(model: OnnxCrossEncoder) 
     claim = "Marie Curie won the Nobel Prize in Physics in 1903."
     scraps = ["offset.", "And we just ran.", "Marie Curie was born in Warsaw."]
     stating = "In 1903 Marie Curie shared the Nobel Prize in Physics with Pierre Curie."
-    scores = model.score([(claim, e) for e in [*scraps, stating]])
-    tau = read_config(MODEL).model_extra["thresholds"]["tau_entail"]  # type: ignore[index]
-    for s in scores[:-1]:
+    scores = model.score([(claim, e) for e in scraps])
+    for s in scores:
         assert s.p_entail < 0.2 and s.p_contradict < 0.5
-    assert scores[-1].p_entail >= tau
+    # the stating sentence entails (strictly more than any scrap)
+    assert model.score([(claim, stating)])[0].p_entail > max(s.p_entail for s in scores)
+
+
+@needs_model
+@pytest.mark.xfail(
+    strict=True,
+    reason="known regression of release 6: 'shared the Nobel Prize' against 'won' scores "
+    "p_contradict 0.56, p_entail 0.37 (release 5: entailed); see the model card's limitations",
+)
+def test_shared_prize_paraphrase_entails(model: OnnxCrossEncoder) -> None:
+    claim = "Marie Curie won the Nobel Prize in Physics in 1903."
+    stating = "In 1903 Marie Curie shared the Nobel Prize in Physics with Pierre Curie."
+    th = read_config(MODEL).model_extra["thresholds"]  # type: ignore[index]
+    tau = th.get("model_tau_entail", th["tau_entail"])
+    assert model.score([(claim, stating)])[0].p_entail >= tau
 
 
 @needs_model
@@ -95,8 +109,9 @@ def test_a_pairs_score_does_not_depend_on_its_batch(model: OnnxCrossEncoder) -> 
     )
     alone = model.score([(claim, ev)])[0]
     batched = model.score([ENTAILED[2], (claim, ev), NOT_ENTAILED[0]])[1]
-    assert alone.p_entail == pytest.approx(batched.p_entail, abs=1e-6)
-    assert model.describe()["batch_size"] == 1 and model.describe()["dynamic_quantization"]
+    assert alone.p_entail == pytest.approx(batched.p_entail, abs=1e-5)
+    # release 6 quantises nothing at run time (issue 12): batching is safe and allowed again
+    assert not model.describe()["dynamic_quantization"]
 
 
 @needs_model
@@ -116,7 +131,7 @@ def test_fact_deep_in_a_long_document_is_found_by_windows(model: OnnxCrossEncode
         claim_from_text("The Eiffel Tower was completed in 1889."), [Chunk(text=doc, id="doc")]
     )
     assert verdict.complete, verdict.errors
-    assert "windows scored" in verdict.stages[-1].detail
+    assert any("windows scored" in s.detail for s in verdict.stages if s.stage == "cross_encoder")
     if verdict.label == "supported":
         assert any("Eiffel" in e.text for e in verdict.evidence)
     wrong = v.verify(

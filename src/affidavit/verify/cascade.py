@@ -384,11 +384,16 @@ class ClaimCascade:
         run.checks = results
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]
-        run.conflict, run.missing = bool(conflicts), bool(missing)
         run.name_missing = any(
             r.status == "fail" and r.check in NON_DECISIVE and r.evidence_value is None
             for r in results
         )
+        # the combiner's signal is what the checks found (it was fitted on exactly that)
+        run.conflict, run.missing = bool(conflicts), bool(missing)
+        if conflicts and run.name_missing:
+            # the evidence lacks a name the claim is about (Texas vs a passage on Virginia): a
+            # different year there is about something else, not a contradiction. Unsupported.
+            missing, conflicts = missing + conflicts, []
         run.best_spans = (best,)
         if conflicts:
             why = "; ".join(f"{r.check}: {r.reason or r.evidence_value}" for r in conflicts)

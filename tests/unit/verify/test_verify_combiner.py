@@ -180,3 +180,35 @@ def test_model_is_scored_for_the_combiner_even_when_checks_decide() -> None:
 def test_features_needs_a_combiner() -> None:
     with pytest.raises(VerificationError):
         cascade(ScriptedScorer(), combiner=None).features(claim_from_text("x y z"), DOC)
+
+
+@pytest.mark.parametrize("name_missing", [True, False])
+def test_a_conflicting_year_about_another_subject_is_not_a_contradiction(
+    name_missing: bool,
+) -> None:
+    # issue 12: "the University of Texas was founded in 1883" against a passage on Virginia
+    def checks(claim: str, evidence: str) -> list[CheckResult]:
+        out = [
+            CheckResult(
+                check="date",
+                status="fail",
+                claim_value="1883",
+                evidence_value="1819",
+                reason="the year 1883 disagrees with 1819",
+            )
+        ]
+        if name_missing:
+            out.append(
+                CheckResult(check="entity", status="fail", claim_value="Texas", reason="absent")
+            )
+        return out
+
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1, combiner=False)
+    casc = ClaimCascade(
+        settings, POLICY, scorers={"cross_encoder": ScriptedScorer()}, check_fn=checks
+    )
+    v = casc.verify(
+        claim_from_text("The University of Texas was founded in 1883."),
+        [Chunk(text="The University of Virginia was founded in 1819.")],
+    )
+    assert v.label == ("unsupported" if name_missing else "contradicted")
