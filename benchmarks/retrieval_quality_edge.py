@@ -6,7 +6,7 @@ again), writes its documents, chunks and vectors into Qdrant Edge shards exactly
 writes them to a server (benchmarks/qdrant_edge_store.py), and ranks the 316 dev claims both ways.
 
 Usage:
-    python benchmarks/retrieval_quality_edge.py [--cache /tmp/affidavit-bench]
+    python benchmarks/retrieval_quality_edge.py [--cache /tmp/affidavit-bench] [--exact-avgdl]
 """
 
 from __future__ import annotations
@@ -45,9 +45,20 @@ def main() -> None:
     ap.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "retrieval_quality_edge.json"
     )
+    ap.add_argument("--exact-avgdl", action="store_true", help="BM25 lengths of the whole corpus")
     args = ap.parse_args()
     local = LocalStore(args.cache / "citation_integrity" / "store", read_only=True)
     edge = EdgeStore(Path(tempfile.mkdtemp()) / "edge")
+    if args.exact_avgdl:
+        # the corpus' exact average lengths instead of the first batch's (what bm25s uses)
+        an = edge.analyzer
+        cl = [len(t.split()) for (t,) in local._db.execute("SELECT terms FROM chunks")]
+        dl = [
+            len(an.tokens(f"{t}\n{x}" if t else x))
+            for t, x in local._db.execute("SELECT title, text FROM documents")
+        ]
+        edge.avgdl = (sum(cl) / len(cl), sum(dl) / len(dl))
+        print(f"exact avgdl: chunks {edge.avgdl[0]:.1f}, documents {edge.avgdl[1]:.1f}")
     t0 = time.perf_counter()
     batch: list[DocumentBatchItem] = []
     name = local.embedder() or ""
@@ -103,6 +114,7 @@ def main() -> None:
         "seconds_per_query": secs,
         "copy_seconds": copy_s,
         "loadavg": os.getloadavg(),
+        "exact_avgdl": args.exact_avgdl,
     }
     args.out.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")
