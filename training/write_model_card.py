@@ -160,7 +160,10 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
     )
     w("```\n")
     w(
-        f"{run.get('seen')} pairs seen in {run.get('train_wall_min')} min; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
+        "The run had two sittings: the first (the same command with `--time-budget-min 105`) was stopped after its "
+        "30-minute checkpoint and resumed with `--resume` and the 80-minute budget above, so the learning rate "
+        "stepped from 4.4e-5 to 3.9e-5 at minute 30 (the schedule position is elapsed time over the budget). "
+        f"{run.get('seen')} pairs seen in all, {run.get('train_wall_min')} min in the second sitting; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
     )
     w(
         "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
