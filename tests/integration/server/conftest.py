@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "sample_corpus" / "docs"
 OUTPUT = ROOT / "tests" / "output" / "server"
 
+# the first sentence is one the shipped verifier confirms against the sample corpus (release 6
+# leaves the looser "discovered polonium and radium in 1898" unverified: see docs/limitations.md)
 ANSWER = (
-    "Marie Curie discovered polonium and radium in 1898 [1]. "
+    "In 1898 Marie Curie announced the discovery of two new elements, polonium and radium [1]. "
     "Marie Curie was born on the Moon in 1990 [1]."
 )
 
