@@ -55,19 +55,9 @@ def _verdict(c: ClaimAudit, verifier_used: bool = False) -> Verdict:
             stages=(lexical,),
             reason="; ".join(f.reason for f in c.failed_checks) or c.reason,
         )
-    if verifier_used and not c.supported:
-        # the audit already rejected it before any entailment was needed: a complete decision
-        return Verdict(
-            claim_id=c.id,
-            label="unsupported",
-            p_entail=0.0,
-            p_neutral=1.0,
-            p_contradict=0.0,
-            evidence=evidence,
-            checks=c.checks,
-            stages=(lexical,),
-            reason=f"{c.reason or 'not supported'} ({_NOT_NEEDED})",
-        )
+    # the audit already rejected it before any entailment was needed: a complete decision;
+    # otherwise the verifier never ran on it, so it cannot be verified (fail closed)
+    decided = verifier_used and not c.supported
     return Verdict(
         claim_id=c.id,
         label="unsupported",
@@ -77,9 +67,11 @@ def _verdict(c: ClaimAudit, verifier_used: bool = False) -> Verdict:
         evidence=evidence,
         checks=c.checks,
         stages=(lexical,),
-        complete=False,
-        errors=(_NO_VERIFIER,),
-        reason=c.reason or ("lexically supported" if c.supported else "not supported"),
+        complete=decided,
+        errors=() if decided else (_NO_VERIFIER,),
+        reason=f"{c.reason or 'not supported'} ({_NOT_NEEDED})"
+        if decided
+        else c.reason or ("lexically supported" if c.supported else "not supported"),
     )
 
 
