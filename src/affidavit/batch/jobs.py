@@ -154,7 +154,7 @@ class AuditJob:
 
     def run(self, index: int, rows: Sequence[Row]) -> ShardResult:
         """Audit a shard."""
-        from affidavit.cli.audit import parse_input
+        from affidavit.audit.input import parse_input
         from affidavit.core.errors import AffidavitError, EnforcementError
 
         t0 = time.perf_counter()

@@ -12,12 +12,12 @@ certificate that cannot be written). See ``docs/cli-exit-codes.md``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from affidavit.audit.input import parse_input
 from affidavit.cli.batch import (
     AddressOpt,
     EngineOpt,
@@ -41,76 +41,6 @@ from affidavit.cli.common import (
 
 if TYPE_CHECKING:
     from affidavit.core.report import AuditReport
-
-_FIELDS = {"query": str, "chunks": list, "response": str}
-_REQUIRED = ("chunks", "response")
-
-
-def parse_input(text: str, source: str = "input") -> dict[str, Any]:
-    """Parse and shape-check the audit input JSON; one-line InputError on any problem.
-
-    Example:
-        >>> parse_input('{"chunks": [], "response": "Hi."}')["query"]
-        ''
-    """
-    from affidavit.core.errors import InputError
-    from affidavit.core.text import find_lone_surrogate
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-            source=source,
-        ) from None
-    except RecursionError:
-        raise InputError(f"{source}: JSON nested too deeply", source=source) from None
-    if not isinstance(data, dict):
-        raise InputError(
-            f"{source}: expected a JSON object with query, chunks, response; got "
-            f"{type(data).__name__}",
-            source=source,
-        )
-    unknown = sorted(set(data) - set(_FIELDS))
-    if unknown:
-        raise InputError(
-            f"{source}: unknown field(s) {', '.join(unknown)} (expected query, chunks, response)",
-            source=source,
-        )
-    for name in _REQUIRED:
-        if name not in data:
-            raise InputError(f"{source}: missing field '{name}'", source=source)
-    bad = find_lone_surrogate(data)
-    if bad is not None:
-        # legal JSON ("\\ud800" escape) but not Unicode text: it cannot be printed, hashed or signed
-        raise InputError(
-            f"{source}: {bad} holds a lone surrogate (an invalid \\uD800-\\uDFFF escape); "
-            "not valid Unicode text",
-            source=source,
-        )
-    data.setdefault("query", "")
-    if data["query"] is None:
-        data["query"] = ""
-    for name, kind in _FIELDS.items():
-        if not isinstance(data[name], kind):
-            raise InputError(
-                f"{source}: field '{name}' must be {'a string' if kind is str else 'a list'}, "
-                f"not {_json_type(data[name])}",
-                source=source,
-            )
-    return data
-
-
-def _json_type(value: Any) -> str:
-    return {
-        dict: "an object",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
 
 
 def _print_report(report: AuditReport, no_color: bool) -> None:
