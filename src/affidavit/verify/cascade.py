@@ -662,7 +662,7 @@ class ClaimCascade:
             label = "unsupported"
             reason = f"combiner: p(supported) {p:.2f} < {tau_e:g}"
             if split:
-                weakest = min(range(len(parts)), key=lambda i: feats_pe(parts[i]))
+                weakest = min(range(len(parts)), key=lambda i: _model_pe(parts[i]))
                 reason += f"; weakest sentence: '{parts[weakest].claim.text[:80]}'"
         pc = min(pc, 1.0 - p)
         detail = ", ".join(f"{k} {v:.3f}" for k, v in feats.items())
@@ -760,7 +760,8 @@ class ClaimCascade:
         )
 
 
-def feats_pe(run: _Run) -> float:
+def _model_pe(run: _Run) -> float:
+    """The model's p_entail of a run (0 when the model did not score it)."""
     return run.model_score.p_entail if run.model_score is not None else 0.0
 
 
