@@ -103,6 +103,7 @@ class CachedScorer:
         self.inner = inner
         self.name = inner.name
         self.max_len = inner.max_len
+        self.window_len = inner.window_len
         self.tokenizer = inner.tokenizer
         self.combiner = inner.combiner
         self.cache: dict[tuple[str, str], StageScore] = {}
@@ -136,6 +137,12 @@ def main() -> None:
     )
     ap.add_argument("--rounds", type=int, default=500, help="bootstrap resamples")
     ap.add_argument("--max-len", type=int, default=256, help="window length cap (tokens)")
+    ap.add_argument(
+        "--window-len",
+        type=int,
+        default=None,
+        help="preferred window length (default: the model's train_max_len)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -156,7 +163,13 @@ def main() -> None:
         configs["default"] = (["checks", "cross_encoder"], True)
     verifiers = {
         k: ClaimCascade(
-            VerifySettings(cascade=v, threads=args.threads, max_len=args.max_len, combiner=comb),  # type: ignore[arg-type]
+            VerifySettings(
+                cascade=v,  # type: ignore[arg-type]
+                threads=args.threads,
+                max_len=args.max_len,
+                window_len=args.window_len,
+                combiner=comb,
+            ),
             policy if comb else PolicySettings(tau_entail=model_tau, tau_contradict=0.5),
             scorers={"cross_encoder": cached},
         )

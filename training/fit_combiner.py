@@ -47,7 +47,8 @@ from sources import read_splits_file, train_pool  # noqa: E402
 
 from affidavit.core.settings import PolicySettings, VerifySettings  # noqa: E402
 from affidavit.verify.cascade import ClaimCascade, chunks_from_texts, claim_from_text  # noqa: E402
-from affidavit.verify.combiner import COMBINER_FILE, FEATURES, Combiner  # noqa: E402
+from affidavit.verify.combiner import COMBINER_FILE, Combiner  # noqa: E402
+from affidavit.verify.combiner import FEATURES as ALL_FEATURES  # noqa: E402
 from affidavit.verify.crossencoder import OnnxCrossEncoder  # noqa: E402
 from affidavit.verify.evidence import overlap  # noqa: E402
 
@@ -80,7 +81,9 @@ def strict_threshold(y: np.ndarray, s: np.ndarray, w: np.ndarray, target: float 
     return 0.99
 
 
-def dev_items(data: Path, dev_path: Path, per_source: int, seed: int) -> list[dict]:
+def dev_items(
+    data: Path, dev_path: Path, per_source: int, seed: int, synthetic_per_source: int | None = None
+) -> list[dict]:
     dev = list(read_jsonl(dev_path))
     groups = {r["group"] for r in dev}
     real = [it for it in train_pool(data, read_splits_file()) if it.group in groups]
@@ -106,7 +109,10 @@ def dev_items(data: Path, dev_path: Path, per_source: int, seed: int) -> list[di
     out = []
     for src in sorted(by):
         rs = by[src]
-        out += rng.sample(rs, min(per_source, len(rs)))
+        cap = per_source
+        if synthetic_per_source is not None and src.startswith("synthetic"):
+            cap = synthetic_per_source
+        out += rng.sample(rs, min(cap, len(rs)))
     return out
 
 
@@ -118,6 +124,12 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--dev", type=Path, default=HERE / "data" / "dev.jsonl")
     ap.add_argument("--per-source", type=int, default=60)
+    ap.add_argument(
+        "--synthetic-per-source",
+        type=int,
+        default=None,
+        help="cap for each synthetic (one-class, generated) source; default: --per-source",
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=HERE / "work" / "combiner_features.jsonl")
@@ -129,7 +141,16 @@ def main() -> None:
         "N shards in parallel (one per core), then once without --shard to fit",
     )
     ap.add_argument("--cached-only", action="store_true", help="fit on the cached rows only")
+    ap.add_argument(
+        "--features",
+        default=",".join(ALL_FEATURES),
+        help="comma-separated subset of the combiner's features to fit on",
+    )
     args = ap.parse_args()
+    FEATURES = [f for f in args.features.split(",") if f]
+    unknown = sorted(set(FEATURES) - set(ALL_FEATURES))
+    if unknown:
+        ap.error(f"unknown features {unknown}; known: {list(ALL_FEATURES)}")
 
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
@@ -152,9 +173,14 @@ def main() -> None:
         scorers={"cross_encoder": model},
         combiner=placeholder,
     )
-    items = dev_items(args.data, args.dev, args.per_source, args.seed)
+    items = dev_items(args.data, args.dev, args.per_source, args.seed, args.synthetic_per_source)
     key = hashlib.sha256(
-        (model.describe()["sha256"] + str(args.per_source) + str(args.seed)).encode()
+        (
+            model.describe()["sha256"]
+            + str(args.per_source)
+            + str(args.seed)
+            + f"w{cascade.windower.window_len}/{cascade.windower.max_len}"
+        ).encode()
     ).hexdigest()[:16]
     cache: dict[str, dict] = {}
     shard_k, shard_n = (int(x) for x in args.shard.split("/")) if args.shard else (0, 1)
@@ -189,7 +215,7 @@ def main() -> None:
             if f is None:
                 skipped[it["source"]] += 1
                 continue
-            feats.append([f[k] for k in FEATURES])
+            feats.append([f[k] for k in ALL_FEATURES])
             wo.append(overlap(it["claim"], it["evidence"]))
             ys.append(int(it["label"] == "entail"))
             srcs.append(it["source"])
@@ -199,7 +225,8 @@ def main() -> None:
     if args.shard:
         print(f"shard {args.shard}: features cached in {args.cache}")
         return
-    X = np.array(feats)
+    X_all = np.array(feats)
+    X = X_all[:, [ALL_FEATURES.index(f) for f in FEATURES]]
     y = np.array(ys)
     n_src = Counter(srcs)
     w = np.array([1.0 / n_src[s] for s in srcs])
@@ -207,8 +234,8 @@ def main() -> None:
 
     # every input alone, at its best dev threshold (optimistic for them)
     single = {}
-    for j, name in enumerate(FEATURES):
-        s = X[:, j] if name.startswith(("pe_", "cov_")) else -X[:, j]
+    for j, name in enumerate(ALL_FEATURES):
+        s = X_all[:, j] if name.startswith(("pe_", "cov_")) else -X_all[:, j]
         t, b = best_threshold(y, s, w)
         single[name] = {
             "bacc": round(b, 4),
@@ -253,7 +280,10 @@ def main() -> None:
                 "pe_whole@best": round(
                     weighted_bacc(
                         y[m],
-                        (X[m, 0] >= single["pe_whole"]["threshold"]).astype(int),
+                        (
+                            X_all[m, ALL_FEATURES.index("pe_whole")]
+                            >= single["pe_whole"]["threshold"]
+                        ).astype(int),
                         np.ones(m.sum()),
                     ),
                     4,
@@ -262,7 +292,8 @@ def main() -> None:
                     weighted_bacc(
                         y[m],
                         (
-                            X[m, FEATURES.index("cov_whole")] >= single["cov_whole"]["threshold"]
+                            X_all[m, ALL_FEATURES.index("cov_whole")]
+                            >= single["cov_whole"]["threshold"]
                         ).astype(int),
                         np.ones(m.sum()),
                     ),
@@ -290,6 +321,7 @@ def main() -> None:
             "skipped_incomplete_by_source": dict(skipped),
             "weighting": "each source weighs the same",
             "per_source_cap": args.per_source,
+            "synthetic_per_source_cap": args.synthetic_per_source or args.per_source,
             "combiner_bacc_cv5_by_group": round(cv_bacc, 4),
             "single_input_bacc_at_best_threshold": single,
             "best_single_input": best_single[0],

@@ -61,7 +61,15 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
     base = cfg.get("base") or {}
     L: list[str] = []
     w = L.append
-    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 6\n")
+    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 6.1\n")
+    w(
+        "Release 6.1 keeps release 6's weights (same `verifier_top.onnx`) and changes how they are used: "
+        f"evidence windows are cut to the length the model was trained at (`train_max_len` {cfg.get('train_max_len')} "
+        f"tokens, claim included; only a claim too long for that gets windows up to `max_len` {cfg.get('max_len')}), "
+        "consecutive windows overlap by at least a quarter, text without any capital letter (lower-cased corpora, "
+        "transcripts) is split into sentences too, and the combiner is refitted on those scores over more real dev "
+        "rows (synthetic one-class sources capped) and the feature subset that did best on dev (commands below).\n"
+    )
     w(
         "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
         "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
@@ -157,6 +165,12 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
             if comb.get("dev_fit", {}).get("per_source_cap")
             else ""
         )
+        + (
+            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
+            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
+            else ""
+        )
+        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
     )
     w("```\n")
     w(

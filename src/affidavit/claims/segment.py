@@ -86,8 +86,14 @@ _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+")
 _LINE = re.compile(r"[^\n]*(?:\n|$)")
 
 
-def _is_boundary(text: str, dot_pos: int, match_end: int, seg_end: int) -> bool:
-    """Decide whether the terminal punctuation at ``dot_pos`` ends a sentence."""
+def _is_boundary(
+    text: str, dot_pos: int, match_end: int, seg_end: int, caseless: bool = False
+) -> bool:
+    """Decide whether the terminal punctuation at ``dot_pos`` ends a sentence.
+
+    ``caseless``: the whole text has no capital letter (a lower-cased corpus, a transcript), so a
+    lower-case word after the punctuation does not mean the sentence goes on.
+    """
     # CJK full stops end a sentence without a following space.
     ch = text[dot_pos]
     if ch in "\u3002\uff01\uff1f":
@@ -106,9 +112,9 @@ def _is_boundary(text: str, dot_pos: int, match_end: int, seg_end: int) -> bool:
     following = text[j]
     if ch in "!?" or text[dot_pos : dot_pos + 3] == "..." or ch == "\u2026":
         # exclamations/questions end a sentence unless the text continues in lower case
-        return not following.islower()
+        return caseless or not following.islower()
     # a plain full stop
-    if following.islower():
+    if following.islower() and not caseless:
         return False
     m = _WORD_BEFORE.search(text, max(0, dot_pos - 40), dot_pos)
     word = m.group(1) if m else ""
@@ -128,11 +134,12 @@ def _split_block(
     start: int,
     end: int,
     out: list[tuple[int, int]],
+    caseless: bool = False,
 ) -> None:
     """Split ``text[start:end]`` (one paragraph or list item) into sentence spans."""
     pos = start
     for m in _TERMINAL.finditer(text, start, end):
-        if _is_boundary(text, m.start(), m.end(), end):
+        if _is_boundary(text, m.start(), m.end(), end, caseless):
             _push(text, pos, m.end(), out)
             pos = m.end()
     _push(text, pos, end, out)
@@ -162,6 +169,8 @@ def split_sentences(answer: str) -> list[Segment]:
         [('heading', 'Causes:'), ('list_item', 'drought'), ('list_item', 'war in 1914')]
         >>> segs[1].lead_in
         'Causes:'
+        >>> [s.text for s in split_sentences("no capitals . dr. who came back . in 2003 .")]
+        ['no capitals .', 'dr. who came back .', 'in 2003 .']
     """
     segments: list[Segment] = []
     # 1. lines -> blocks (paragraph runs, list items, headings)
@@ -199,13 +208,14 @@ def split_sentences(answer: str) -> list[Segment]:
         blocks.append((para_start, para_end, "sentence"))
 
     # 2. blocks -> sentences
+    caseless = not any(c.isupper() for c in answer)
     lead_in = ""
     for b_start, b_end, kind in blocks:
         spans: list[tuple[int, int]] = []
         if kind == "heading":
             _push(answer, b_start, b_end, spans)
         else:
-            _split_block(answer, b_start, b_end, spans)
+            _split_block(answer, b_start, b_end, spans, caseless)
         for i, (a, b) in enumerate(spans):
             seg_text = answer[a:b]
             seg_kind: SegmentKind = kind

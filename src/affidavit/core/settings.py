@@ -204,7 +204,16 @@ class VerifySettings(Section):
         default_factory=lambda: ["entailment", "neutral", "contradiction"],
         description="Label order of the external model's logits.",
     )
-    max_len: int = Field(default=256, ge=32, le=2048, description="Tokens per window.")
+    max_len: int = Field(
+        default=256, ge=32, le=2048, description="Most tokens per window (claim + evidence)."
+    )
+    window_len: int | None = Field(
+        default=None,
+        ge=32,
+        le=2048,
+        description="Preferred tokens per window; default: the length the model was trained at "
+        "(its config's train_max_len). A claim too long for it gets windows up to max_len.",
+    )
     window_stride: int = Field(default=128, ge=16, description="Stride between evidence windows.")
     uncertain_low: float = Field(
         default=0.2, ge=0.0, le=1.0, description="Below this p_entail the cascade stops (no)."

@@ -169,6 +169,7 @@ class ClaimCascade:
             elif name != "checks" and name not in self.scorers:
                 self._build_scorer(name)
         max_len = settings.max_len
+        window_len = settings.window_len
         tok = tokenizer
         for stage in MODEL_STAGES:
             scorer = self.scorers.get(stage)
@@ -177,11 +178,16 @@ class ClaimCascade:
             model_len = getattr(scorer, "max_len", None)
             if isinstance(model_len, int):
                 max_len = min(max_len, model_len)
+            trained_len = getattr(scorer, "window_len", None)
+            if window_len is None and isinstance(trained_len, int):
+                window_len = trained_len
             model_tok = getattr(scorer, "tokenizer", None)
             if tok is None and hasattr(model_tok, "offsets"):
                 tok = model_tok
             break
-        self.windower = Windower(tok or WhitespaceTokens(), max_len, settings.window_stride)
+        self.windower = Windower(
+            tok or WhitespaceTokens(), max_len, settings.window_stride, window_len
+        )
         self.combiner: Combiner | None = combiner
         self.combiner_stage = "cross_encoder"
         if combiner is None and settings.combiner and "checks" in settings.cascade:
@@ -236,6 +242,7 @@ class ClaimCascade:
             "stages": stages,
             "unavailable": dict(self.stage_errors),
             "max_len": self.windower.max_len,
+            "window_len": self.windower.window_len,
             "combiner": self.combiner.describe() if self.combiner else None,
         }
 

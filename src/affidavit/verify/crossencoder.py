@@ -195,6 +195,12 @@ class ModelConfig(BaseModel):
         description="Label of each logit, in order.",
     )
     max_len: int = Field(default=256, ge=32, description="Sequence length the model was built for.")
+    train_max_len: int | None = Field(
+        default=None,
+        ge=32,
+        description="Sequence length the model was trained at: evidence windows are cut to it "
+        "(a claim too long for it gets windows up to max_len).",
+    )
     temperature: float = Field(default=1.0, gt=0, description="Calibration temperature.")
     sha256: str | None = Field(default=None, description="sha256 of the ONNX file.")
     model_file: str = Field(default=MODEL_FILE, description="ONNX file name in the folder.")
@@ -388,6 +394,7 @@ class OnnxCrossEncoder:
         self.config = read_config(self.model_dir)
         self.labels = canonical_labels(list(labels) if labels else self.config.labels)
         self.max_len = self.config.max_len
+        self.window_len = min(self.config.train_max_len or self.max_len, self.max_len)
         self.temperature = self.config.temperature
         onnx_path = self.model_dir / self.config.model_file
         tok_path = self.model_dir / self.config.tokenizer_file
@@ -460,6 +467,7 @@ class OnnxCrossEncoder:
             "base_sha256": self.base_sha256,
             "labels": list(self.labels),
             "max_len": self.max_len,
+            "window_len": self.window_len,
             "temperature": self.temperature,
             "isotonic": self.calibration is not None,
             "threads": self.threads,

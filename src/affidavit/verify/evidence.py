@@ -38,6 +38,9 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # a sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace and
 # an upper-case letter, digit or opening quote; also at blank lines
 _SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
+# text without a single capital letter (lower-cased corpora, transcripts, chat): any letter or
+# digit may open a sentence
+_SENT_END_CASELESS_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[^\W_])|\n\s*\n")
 _STOP_TEXT = (
     "a an the of to in on at for by with and or but is are was were be been being it its "
     "this that these those as from he she they we you i his her their our your do does did "
@@ -74,10 +77,13 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     Example:
         >>> sentence_spans("One. Two!")
         [(0, 4), (5, 9)]
+        >>> sentence_spans("lower-cased text . no capitals here .")  # caseless: any word opens
+        [(0, 18), (19, 37)]
     """
     spans: list[tuple[int, int]] = []
     start = 0
-    for m in _SENT_END_RE.finditer(text):
+    pattern = _SENT_END_RE if any(c.isupper() for c in text) else _SENT_END_CASELESS_RE
+    for m in pattern.finditer(text):
         spans.append((start, m.start()))
         start = m.end()
     spans.append((start, len(text)))
@@ -158,17 +164,23 @@ class Windower:
     Args:
         tokenizer: gives token offsets (the model's own tokenizer, so counts are exact).
         max_len: the model's sequence length (claim + evidence + special tokens).
-        stride: tokens between the starts of consecutive windows; clamped to the window size so
-            consecutive windows always overlap or touch, never leaving a gap.
+        stride: tokens between the starts of consecutive windows; clamped to three quarters of
+            the window so consecutive windows always overlap, never leaving a gap.
+        window_len: the preferred sequence length (the length the model was trained at; default
+            ``max_len``). Windows are cut to it; only a claim too long to leave
+            ``MIN_EVIDENCE_TOKENS`` beside it gets windows up to ``max_len``.
     """
 
-    def __init__(self, tokenizer: TokenOffsets, max_len: int, stride: int) -> None:
+    def __init__(
+        self, tokenizer: TokenOffsets, max_len: int, stride: int, window_len: int | None = None
+    ) -> None:
         if max_len < SPECIAL_TOKENS + MIN_EVIDENCE_TOKENS + 1:
             raise VerificationError(f"max_len {max_len} is too small to check any evidence")
         if stride < 1:
             raise VerificationError(f"window stride must be positive, got {stride}")
         self.tokenizer = tokenizer
         self.max_len = max_len
+        self.window_len = min(window_len or max_len, max_len)
         self.stride = stride
 
     def budget(self, claim: str) -> int:
@@ -179,7 +191,9 @@ class Windower:
                 never truncated: a cut claim is a different claim).
         """
         n_claim = len(self.tokenizer.offsets(claim))
-        budget = self.max_len - SPECIAL_TOKENS - n_claim
+        budget = self.window_len - SPECIAL_TOKENS - n_claim
+        if budget < MIN_EVIDENCE_TOKENS:
+            budget = self.max_len - SPECIAL_TOKENS - n_claim
         if budget < MIN_EVIDENCE_TOKENS:
             raise VerificationError(
                 f"claim is too long to check ({n_claim} tokens; the model takes {self.max_len})",
@@ -199,7 +213,7 @@ class Windower:
         if len(offs) <= budget:
             return [(offs[0][0], offs[-1][1])]
         sent_ends = {e for _, e in sentence_spans(text)}
-        stride = min(self.stride, budget)
+        stride = max(1, min(self.stride, budget * 3 // 4))
         n = len(offs)
 
         def word_start(k: int) -> int:

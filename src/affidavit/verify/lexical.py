@@ -338,6 +338,14 @@ _ABBREV = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|e\.g|i\.e|Inc|Ltd|Co|Corp|No|Fig|U\.S|U\.K)"
     r"|\b[A-Z])\.$"
 )
+# text without a single capital letter (lower-cased corpora, transcripts): any word may open a
+# sentence, and abbreviations are matched case-insensitively
+_SENT_CASELESS_RE = re.compile(
+    r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[^\W_])|\n\s*\n|\n(?=\s*[-*•]\s)"
+)
+_ABBREV_CASELESS = re.compile(
+    r"\b(?:mr|mrs|ms|dr|prof|sr|jr|st|mt|vs|etc|e\.g|i\.e|inc|ltd|co|corp|no|fig|u\.s|u\.k)\.$"
+)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -353,12 +361,17 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
         >>> t = "Dr. Smith came. He left in 1990."
         >>> [t[a:b] for a, b in sentence_spans(t)]
         ['Dr. Smith came.', 'He left in 1990.']
+        >>> t = "dr. smith came . he left in 1990 ."  # no capital anywhere: any word opens
+        >>> [t[a:b] for a, b in sentence_spans(t)]
+        ['dr. smith came .', 'he left in 1990 .']
     """
     spans: list[tuple[int, int]] = []
     start = 0
-    for m in _SENT_RE.finditer(text):
+    cased = any(c.isupper() for c in text)
+    sent_re, abbrev = (_SENT_RE, _ABBREV) if cased else (_SENT_CASELESS_RE, _ABBREV_CASELESS)
+    for m in sent_re.finditer(text):
         head = text[start : m.start()]
-        if _ABBREV.search(head[-16:].rstrip("\"')] ")):  # the tail is enough
+        if abbrev.search(head[-16:].rstrip("\"')] ")):  # the tail is enough
             continue
         if head.strip():
             spans.append(_trim(text, start, m.start()))

@@ -42,6 +42,14 @@ def sents(text: str) -> list[str]:
         ("Wait... What happened?", ["Wait...", "What happened?"]),
         ("東京は首都です。大阪は都市です。", ["東京は首都です。", "大阪は都市です。"]),
         ("A wrapped\nline ends here. Next.", ["A wrapped\nline ends here.", "Next."]),
+        # no capital anywhere (a lower-cased corpus): a lower-case word may open a sentence, but
+        # abbreviations still do not end one
+        (
+            "paul merson came on late . dr. smith said so ! the game ended 0-0 .",
+            ["paul merson came on late .", "dr. smith said so !", "the game ended 0-0 ."],
+        ),
+        # one capital letter is enough to read the text as cased
+        ("It rose, e.g. bread. prices fell.", ["It rose, e.g. bread. prices fell."]),
     ],
 )
 def test_sentence_boundaries(text: str, expected: list[str]) -> None:

@@ -161,3 +161,28 @@ def test_subword_windows_never_cut_inside_a_word_and_fit_when_retokenised() -> N
         # a window starts and ends on whole words
         assert s.start == 0 or text[s.start - 1] == " "
         assert s.end == len(text) or text[s.end] == " "
+
+
+def test_windows_are_cut_to_the_trained_length_and_grow_only_for_long_claims() -> None:
+    chunk = Chunk(text=long_text(40))
+    w = Windower(TOK, max_len=128, stride=128, window_len=48)
+    short = "Topic 7 is discussed."
+    assert w.budget(short) == 48 - 3 - len(TOK.offsets(short))
+    spans = w.windows(short, chunk)
+    assert all(len(TOK.offsets(s.text)) <= w.budget(short) for s in spans)
+    # the stride is clamped below the window: consecutive windows still overlap
+    for a, b in itertools.pairwise(spans):
+        assert b.start < a.end
+    # a claim that leaves too little room at the trained length gets up to max_len
+    long_claim = " ".join(["word"] * 30)
+    assert w.budget(long_claim) == 128 - 3 - 30
+    with pytest.raises(VerificationError, match="too long"):
+        w.budget(" ".join(["word"] * 110))
+
+
+def test_caseless_text_still_splits_into_sentences() -> None:
+    text = "the match ended 0-0 . merson was brought on late ! fans left ."
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got == ["the match ended 0-0 .", "merson was brought on late !", "fans left ."]
+    # with capitals present, a lower-case word after a full stop does not open a sentence
+    assert len(sentence_spans("See e.g. the map. It helps.")) == 2
