@@ -125,7 +125,7 @@ class EdgeStore:
     def _prefetch(self, query: str, vector: Any, limit: int) -> list[Any]:
         dense = [float(x) for x in np.asarray(vector).reshape(-1)]
         out = [qe.Prefetch(limit=limit, query=qe.Query.Nearest(dense, using="dense"))]
-        idx = sorted({term_id(t) for t in self.analyzer.tokens(query)})
+        idx = sorted({term_id(t) for t in self.analyzer.query_terms(query)})
         if idx:
             sparse = qe.SparseVector(indices=idx, values=[1.0] * len(idx))
             out.insert(0, qe.Prefetch(limit=limit, query=qe.Query.Nearest(sparse, using="bm25")))
@@ -139,7 +139,7 @@ class EdgeStore:
         ]
 
     def search_lexical(self, query: str, k: int) -> list[ScoredChunk]:
-        idx = sorted({term_id(t) for t in self.analyzer.tokens(query)})
+        idx = sorted({term_id(t) for t in self.analyzer.query_terms(query)})
         if not idx:
             return []
         q = qe.Query.Nearest(qe.SparseVector(indices=idx, values=[1.0] * len(idx)), using="bm25")

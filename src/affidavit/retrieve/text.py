@@ -130,3 +130,16 @@ class Analyzer:
         if stemmer is not None and words:
             words = list(stemmer.stemWords(words))
         return words
+
+    def query_terms(self, text: str) -> list[str]:
+        """A query's distinct terms, in order of first occurrence.
+
+        Every BM25 backend scores a query term once however often the query repeats it, as
+        Qdrant's sparse query does (each term with weight 1): bm25s would add a term's weight once
+        per occurrence, tilting the ranking towards whatever words a query happens to repeat.
+
+        Example:
+            >>> Analyzer().query_terms("cancer cells and the cancer")
+            ['cancer', 'cell']
+        """
+        return list(dict.fromkeys(self.tokens(text)))

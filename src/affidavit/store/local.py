@@ -662,12 +662,15 @@ class LocalStore:
     def search_lexical(
         self, query: str, k: int, filters: SearchFilters | None = None
     ) -> list[ScoredChunk]:
-        """BM25 (Lucene variant, k1=1.2, b=0.75 by default) over title + text, best first."""
+        """BM25 (Lucene variant, k1=1.2, b=0.75 by default) over title + text, best first.
+
+        Each distinct query term counts once, as in the Qdrant backend's sparse query.
+        """
         with self._snapshot():
             index = self._current_index()
             if index.bm25 is None or k <= 0:
                 return []
-            terms = [t for t in self.analyzer.tokens(query) if t]
+            terms = [t for t in self.analyzer.query_terms(query) if t]
             if not terms:
                 return []
             scores = np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
@@ -723,7 +726,7 @@ class LocalStore:
                     f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
                     source=str(self.path),
                 )
-            terms = [t for t in self.analyzer.tokens(query) if t]
+            terms = [t for t in self.analyzer.query_terms(query) if t]
             n_docs = len(index.doc_ids)
             mask = self._mask(index, filters)
             c_lex = (

@@ -18,9 +18,10 @@ query.
 
 BM25 on Qdrant: the client sends each text's BM25 term-frequency component
 ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` and the engine multiplies by IDF at query
-time; the query is its unique terms with weight 1. ``avgdl`` (of chunks and of documents) is
-measured on the first batch written and then kept (stored vectors cannot be re-weighted), so
-scores differ slightly from the local store's bm25s index, whose avgdl is exact.
+time; the query is its distinct terms with weight 1 (the local store, too, counts a repeated
+query term once). ``avgdl`` (of chunks and of documents) is measured on the first batch written
+and then kept (stored vectors cannot be re-weighted), so scores differ slightly from the local
+store's bm25s index, whose avgdl is exact.
 
 Consistency: Qdrant has no multi-point transactions. A batch's chunks are written first (its old
 chunks deleted by doc id, then upserted in large batches) and the document records (with the
@@ -250,7 +251,7 @@ class QdrantStore:
         return self._m.SparseVector(indices=idx, values=vals)
 
     def _sparse_query(self, text: str) -> Any:
-        idx = sorted({term_id(t) for t in self.analyzer.tokens(text)})
+        idx = sorted({term_id(t) for t in self.analyzer.query_terms(text)})
         return self._m.SparseVector(indices=idx, values=[1.0] * len(idx))
 
     # -- writes ---------------------------------------------------------------------------------

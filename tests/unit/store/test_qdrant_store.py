@@ -73,6 +73,50 @@ def test_document_ranking_matches_the_local_store(tmp_path: Path, query: str) ->
     qdrant.close()
 
 
+# "tower" is in two documents, "paris" in one: counted once each, the rarer "paris" decides;
+# counted once per occurrence, "tower tower" outweighs it (2 x idf 0.88 > idf 1.39)
+_REPEAT_DOCS = {
+    "tower": "The tower stands tall over the city square.",
+    "paris": "Paris stands tall over the city square.",
+    "bridge": "The old tower bridge crosses the river.",
+    "harbour": "The harbour is busy in summer.",
+    "market": "The market opens early on Sunday.",
+}
+
+
+def test_a_repeated_query_term_counts_once_in_both_backends(tmp_path: Path) -> None:
+    """Qdrant's sparse query holds each term once; the local BM25 must score the same way, or
+    the two backends rank a query that repeats a word differently (docs/store.md)."""
+    from affidavit.core.types import Document
+    from affidavit.store.local import LocalStore
+
+    c = StoreContract()
+    docs = [Document(id=k, text=v, source=k) for k, v in _REPEAT_DOCS.items()]
+    local = LocalStore(tmp_path / "local")
+    qdrant = QdrantStore(path=None)
+    for s in (local, qdrant):
+        s.upsert(c.items(docs), embedder=c.embedder.name)
+        s.refresh()
+    query = "tower tower Paris"
+    vec = c.embedder.embed([query])[0]
+
+    def lexical(store: Store, q: str) -> list[tuple[str, float]]:
+        return [(h.chunk.doc_id, h.score) for h in store.search_lexical(q, 10)]
+
+    once = lexical(local, "tower Paris")
+    assert lexical(local, query) == once
+    assert [d for d, _ in once][:1] == ["paris"]
+    assert [d for d, _ in lexical(qdrant, query)] == [d for d, _ in once]
+
+    def docs_of(store: Store) -> list[str]:
+        hits = store.search_documents(query, vec, 10)  # type: ignore[attr-defined]
+        return list(dict.fromkeys(h.chunk.doc_id for h in hits))
+
+    assert docs_of(qdrant) == docs_of(local)
+    local.close()
+    qdrant.close()
+
+
 def test_old_layout_is_refused(tmp_path: Path) -> None:
     from qdrant_client import QdrantClient, models
 
