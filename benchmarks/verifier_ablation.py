@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from affidavit.core.settings import PolicySettings, VerifySettings  # noqa: E402
 from affidavit.core.types import StageScore  # noqa: E402
+from affidavit.verify.calibration import preset_thresholds  # noqa: E402
 from affidavit.verify.cascade import ClaimCascade  # noqa: E402
 from affidavit.verify.crossencoder import OnnxCrossEncoder, packaged_model_dir  # noqa: E402
 from affidavit.verify.datasets import ALL_SETS, load_set, read_splits, sample  # noqa: E402
@@ -149,8 +150,12 @@ def main() -> None:
     model = OnnxCrossEncoder(args.model_dir, threads=args.threads)
     cached = CachedScorer(model)
     th = model.config.model_extra.get("thresholds", {}) if model.config.model_extra else {}
-    tau_e = args.tau_entail if args.tau_entail is not None else float(th.get("tau_entail", 0.5))
-    policy = PolicySettings(tau_entail=tau_e, tau_contradict=0.5)
+    # the thresholds `affidavit check` runs with by default (the model's dev-tuned values, as
+    # affidavit.verify.calibration.effective_policy picks them for the default preset)
+    tau_e, tau_c = preset_thresholds("default", model.config.model_extra or {})
+    if args.tau_entail is not None:
+        tau_e = args.tau_entail
+    policy = PolicySettings(tau_entail=tau_e, tau_contradict=tau_c)
     splits = read_splits(args.splits)
     names = [s for s in args.sets.split(",") if s] or list(ALL_SETS)
     configs: dict[str, tuple[list[str], bool]] = {
@@ -170,7 +175,7 @@ def main() -> None:
                 window_len=args.window_len,
                 combiner=comb,
             ),
-            policy if comb else PolicySettings(tau_entail=model_tau, tau_contradict=0.5),
+            policy if comb else PolicySettings(tau_entail=model_tau, tau_contradict=tau_c),
             scorers={"cross_encoder": cached},
         )
         for k, (v, comb) in configs.items()
@@ -254,6 +259,7 @@ def main() -> None:
         "limit_per_set": args.limit,
         "max_len": args.max_len,
         "tau_entail": tau_e,
+        "tau_contradict": tau_c,
         "sets": table,
         "mean_balanced_accuracy_binary": means,
         "model": model.describe(),

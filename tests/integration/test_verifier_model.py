@@ -176,6 +176,12 @@ def test_same_topic_unrelated_evidence_is_unsupported_not_contradicted() -> None
     assert v.label == "unsupported", v.reason
 
 
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+    "Construction began in January 1887 and was completed in March 1889."
+)
+
+
 @needs_model
 @pytest.mark.parametrize(
     ("claim", "evidence"),
@@ -186,11 +192,7 @@ def test_same_topic_unrelated_evidence_is_unsupported_not_contradicted() -> None
             "working with her husband Pierre Curie, she announced the discovery of two new "
             "elements: polonium, which she named after her native Poland, and radium.",
         ),
-        (
-            "The Eiffel Tower was completed in March 1889.",
-            "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
-            "Construction began in January 1887 and was completed in March 1889.",
-        ),
+        ("The Eiffel Tower was completed in March 1889.", EIFFEL),
         (
             "The Apollo 11 lunar module landed on the Moon on July 20, 1969.",
             "Apollo 11 was the American spaceflight that first landed humans on the Moon. Neil "
@@ -202,6 +204,18 @@ def test_the_demos_true_answers_are_verified(claim: str, evidence: str) -> None:
     v = _default_cascade().verify(claim_from_text(claim), [Chunk(text=evidence)])
     assert v.label == "supported", v.reason
     assert v.complete and v.evidence
+
+
+@needs_model
+@pytest.mark.parametrize(
+    "claim",
+    ["The Eiffel Tower was completed in 1887.", "The Eiffel Tower was completed in January 1887."],
+)
+def test_a_date_taken_from_the_other_clause_is_not_verified(claim: str) -> None:
+    # every word of the claim is in the evidence: only reading which event the date belongs to
+    # tells it is false
+    v = _default_cascade().verify(claim_from_text(claim), [Chunk(text=EIFFEL)])
+    assert v.label != "supported", v.reason
 
 
 @needs_model

@@ -658,13 +658,19 @@ class ClaimCascade:
             # evidence that states otherwise outweighs the combiner's overall score
             label, evidence = "contradicted", tuple(e for v in contra for e in v.evidence)
             reason = contra[0].reason
-        elif p >= tau_e:
+        elif p >= tau_e and not any(r.conflict for r in runs):
             label = "supported"
             spans: list[EvidenceSpan] = []
             for v, r in zip(part_verdicts, parts, strict=True):
                 spans += v.evidence or r.support or r.best_spans
             evidence = tuple(dict.fromkeys(spans))
             reason = f"combiner: p(supported) {p:.2f} >= {tau_e:g}"
+        elif p >= tau_e:
+            label = "unsupported"
+            reason = (
+                f"combiner: p(supported) {p:.2f} >= {tau_e:g}, but a typed check found a "
+                "differing value: not verified"
+            )
         else:
             label = "unsupported"
             reason = f"combiner: p(supported) {p:.2f} < {tau_e:g}"
@@ -730,8 +736,26 @@ class ClaimCascade:
         pe, pc = final.p_entail, final.p_contradict
         tau_e, tau_c = self.policy.tau_entail, self.policy.tau_contradict
         evidence: tuple[EvidenceSpan, ...] = ()
-        if pc >= tau_c and pc >= pe and run.contra:
-            label: Label = "contradicted"
+        overruled = (
+            final.stage == "checks"
+            and run.contra
+            and self.combiner is not None
+            and run.model_score is not None
+            and run.model_score.p_entail >= self._model_tau()
+        )
+        if overruled:
+            # a typed check found a differing value, but the model reads the evidence as support:
+            # that is not evidence that says otherwise. Not verified (the combiner never shows a
+            # claim with a conflict as supported), and not called contradicted either.
+            assert run.model_score is not None
+            label: Label = "unsupported"
+            reason = (
+                f"checks: {final.detail}; the model reads the evidence as support "
+                f"(p_entail {run.model_score.p_entail:.2f}): not verified, not a contradiction"
+            )
+            pe, pc = run.model_score.p_entail, run.model_score.p_contradict
+        elif pc >= tau_c and pc >= pe and run.contra:
+            label = "contradicted"
             evidence = run.contra
             reason = f"{final.stage}: p_contradict {pc:.2f} >= {tau_c:g}"
         elif pe >= tau_e and pc < tau_c and run.support:
@@ -744,7 +768,7 @@ class ClaimCascade:
                 "" if pe < tau_e else f" or p_contradict {pc:.2f} >= {tau_c:g}"
             )
         complete = not run.incomplete and not run.errors
-        p_neutral = final.p_neutral
+        p_neutral = max(0.0, 1.0 - pe - pc) if overruled else final.p_neutral
         if not complete and label != "contradicted":
             # fail closed: a claim is never supported, nor given a supporting probability, on a
             # check that did not fully run (every stage's own score stays in the trace)
