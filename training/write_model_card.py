@@ -68,7 +68,14 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         f"tokens, claim included; only a claim too long for that gets windows up to `max_len` {cfg.get('max_len')}), "
         "consecutive windows overlap by at least a quarter, text without any capital letter (lower-cased corpora, "
         "transcripts) is split into sentences too, and the combiner is refitted on those scores over more real dev "
-        "rows (synthetic one-class sources capped) and the feature subset that did best on dev (commands below).\n"
+        "rows (synthetic one-class sources capped at 15 rows each). Its feature subset was chosen on dev "
+        "(cross-validated weighted balanced accuracy: all twelve inputs 0.775; p_entail alone 0.777; the six inputs "
+        "without lexical coverage 0.798; the same plus coverage 0.796). The last two tie; the one with coverage ships "
+        "because it keeps the demo's true answers and a faithful two-sentence summary verified (tests in "
+        "`tests/integration/test_verifier_model.py`), which the other does not. On the held-out ablation it measured "
+        "0.642 mean balanced accuracy against 0.652 for the other (within noise), and the model alone measured 0.653 "
+        "there: on held-out sets the combiner does not beat its best input, though it does on dev. The shorter "
+        "windows alone moved the held-out mean from 0.624 (release 6) to 0.652 with the six-input combiner.\n"
     )
     w(
         "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
