@@ -284,8 +284,19 @@ def evidence_passages(verdict: Verdict, chunk_ids: Sequence[str]) -> tuple[int, 
 
 
 _FILLER_WORDS = frozenset({"yes", "no", "sure", "thanks", "thank", "ok", "okay", "hello", "hi"})
+# words that make a short sentence a refusal or a remark, not an answer
+_NOT_AN_ANSWER = frozenset(
+    {"i", "i'm", "don't", "not", "cannot", "can't", "unknown", "sorry", "unsure"}
+)
+# a question these open is answered by yes or no
+_YES_NO_OPENERS = frozenset(
+    {"is", "are", "was", "were", "am", "do", "does", "did", "has", "have", "had", "can", "could"}
+    | {"will", "would", "should", "shall", "may", "might", "must"}
+)
 _WORDS = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 MAX_FRAGMENT_WORDS = 12
+# a fragment without a name or digit ("Italo disco", "magazine") answers only when this short
+MAX_PLAIN_FRAGMENT_WORDS = 4
 
 
 def fragment_claims(
@@ -296,18 +307,25 @@ def fragment_claims(
     A bare name, number or date answers the question only together with it, so the claim checked
     is ``"<question> <fragment>"`` (the form the verifier was trained on for question answering);
     its offsets point at the answer sentence, so the sentence is shown only when it verifies.
-    A fragment needs a name (a capitalised word after the first) or a digit; filler ("Sure.")
-    gets no claim.
+    A fragment needs a name (a capitalised word after the first) or a digit, or is a plain phrase of
+    at most four words ("Italo disco", "magazine"); "yes" / "no" answer a yes-no question. Filler
+    ("Sure.") and refusals ("I don't know.") get no claim.
 
     Example:
         >>> [c.text for c in fragment_claims("Who won?", "Pierre Gasly [1].", [])]
         ['Who won? Pierre Gasly']
+        >>> [c.text for c in fragment_claims("Were both producers?", "No [1].", [])]
+        ['Were both producers? No']
+        >>> [c.text for c in fragment_claims("What type of media?", "magazine [1]", [])]
+        ['What type of media? magazine']
     """
     from affidavit.claims.rules import parse_citations, strip_citations
     from affidavit.policy.render import split_sentences
 
     if not question.strip():
         return []
+    first = _WORDS.search(question)
+    yes_no_question = first is not None and first.group(0).lower() in _YES_NO_OPENERS
     taken = [(c.start, c.end) for c in claims]
     out: list[Claim] = []
     ids = {c.id for c in claims}
@@ -320,10 +338,15 @@ def fragment_claims(
         words = _WORDS.findall(body)
         if not words or len(words) > max_words:
             continue
+        lower = [w.lower() for w in words]
+        if _NOT_AN_ANSWER & set(lower):
+            continue
         named = any(w[:1].isupper() for w in words[1:]) or (
-            words[0][:1].isupper() and words[0].lower() not in _FILLER_WORDS
+            words[0][:1].isupper() and lower[0] not in _FILLER_WORDS
         )
-        if not (named or any(ch.isdigit() for ch in body)):
+        yes_no = lower[0] in {"yes", "no"} and yes_no_question
+        plain = len(words) <= MAX_PLAIN_FRAGMENT_WORDS and not set(lower) <= _FILLER_WORDS
+        if not (named or yes_no or plain or any(ch.isdigit() for ch in body)):
             continue
         n += 1
         while f"c{n}" in ids:

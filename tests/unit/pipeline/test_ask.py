@@ -388,3 +388,19 @@ def test_an_event_callback_that_raises_aborts_the_answer() -> None:
     )
     with pytest.raises(Stop):
         pipe.ask("What is the capital of France?", on_event=stop)
+
+
+def test_short_plain_answers_get_a_fragment_claim_refusals_do_not() -> None:
+    from affidavit.pipeline.citations import fragment_claims
+
+    def texts(question: str, answer: str) -> list[str]:
+        return [c.text for c in fragment_claims(question, answer, [])]
+
+    assert texts("What type of media?", "magazine [1].") == ["What type of media? magazine"]
+    assert texts("Were both producers?", "No [1].") == ["Were both producers? No"]
+    # yes / no answer only a yes-no question
+    assert texts("Who won?", "Yes.") == []
+    assert texts("Who won?", "I don't know.") == []
+    assert texts("Who won?", "not sure") == []
+    # a plain phrase longer than four words states something the extractor should have found
+    assert texts("Who won?", "the team that played well in the end") == []
