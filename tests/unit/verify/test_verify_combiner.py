@@ -212,3 +212,45 @@ def test_a_conflicting_year_about_another_subject_is_not_a_contradiction(
         [Chunk(text="The University of Virginia was founded in 1819.")],
     )
     assert v.label == ("unsupported" if name_missing else "contradicted")
+
+
+@pytest.mark.parametrize(
+    ("model", "label"),
+    [
+        # the model also reads the evidence as against the claim: contradicted
+        ((0.05, 0.15, 0.8), "contradicted"),
+        # the model reads the evidence as support: a differing value alone is not evidence that
+        # says otherwise; the claim is still not shown as verified
+        ((0.95, 0.04, 0.01), "unsupported"),
+    ],
+)
+def test_a_check_conflict_is_a_contradiction_only_if_the_model_does_not_read_support(
+    model: tuple[float, float, float], label: str
+) -> None:
+    def conflict(claim: str, evidence: str) -> list[CheckResult]:
+        return [
+            CheckResult(
+                check="number",
+                status="fail",
+                claim_value="5",
+                evidence_value="7",
+                reason="5 disagrees with 7",
+            )
+        ]
+
+    # a combiner that would call the text supported on the model's score alone
+    lenient = Combiner(
+        features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
+    )
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
+    casc = ClaimCascade(
+        settings,
+        POLICY,
+        scorers={"cross_encoder": ScriptedScorer(default=model)},
+        check_fn=conflict,
+        combiner=lenient,
+    )
+    v = casc.verify(
+        claim_from_text("The box holds 5 apples."), [Chunk(text="The box holds 7 apples.")]
+    )
+    assert v.label == label, v.reason
