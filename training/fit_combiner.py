@@ -142,6 +142,9 @@ def main() -> None:
     )
     ap.add_argument("--cached-only", action="store_true", help="fit on the cached rows only")
     ap.add_argument(
+        "--top-evidence", type=int, default=5, help="windows the model scores per claim"
+    )
+    ap.add_argument(
         "--features",
         default=",".join(ALL_FEATURES),
         help="comma-separated subset of the combiner's features to fit on",
@@ -168,7 +171,7 @@ def main() -> None:
         model_tau=model_tau,
     )
     cascade = ClaimCascade(
-        VerifySettings(threads=args.threads),
+        VerifySettings(threads=args.threads, top_evidence=args.top_evidence),
         PolicySettings(tau_entail=0.5, tau_contradict=0.5),
         scorers={"cross_encoder": model},
         combiner=placeholder,
@@ -180,6 +183,7 @@ def main() -> None:
             + str(args.per_source)
             + str(args.seed)
             + f"w{cascade.windower.window_len}/{cascade.windower.max_len}"
+            + ("" if args.top_evidence == 5 else f"top{args.top_evidence}")
         ).encode()
     ).hexdigest()[:16]
     cache: dict[str, dict] = {}
