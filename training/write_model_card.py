@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import PROJECT_ROOT
+from sources import EXTRA_FILES
 
 HERE = Path(__file__).resolve().parent
 MODEL_DIR = PROJECT_ROOT / "src" / "affidavit" / "verify" / "model"
@@ -121,24 +122,11 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
         "contradict).\n"
     )
-    files = [
-        "snli/dev.jsonl",
-        "snli/test.jsonl",
-        "fever_nli/dev.jsonl",
-        "fm2/dev.jsonl",
-        "fm2/test.jsonl",
-        "fever_symmetric/dev.jsonl",
-        "fever_symmetric/test.jsonl",
-        "sufficient_facts/test.jsonl",
-        "summedits/dev.jsonl",
-        "summedits/test.jsonl",
-        "wice_nst/train.jsonl",
-    ]
     w(
         "verification_extra files read (rows in the file): "
         + ", ".join(
             f"`{f}` ({sum(1 for _ in open(PROJECT_ROOT.parent / 'shared' / 'data' / 'verification_extra' / f, encoding='utf-8'))})"
-            for f in files
+            for f in EXTRA_FILES
             if (PROJECT_ROOT.parent / "shared" / "data" / "verification_extra" / f).exists()
         )
         + ".\n"
