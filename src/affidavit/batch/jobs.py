@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from affidavit.core.batch import JobKind, ShardResult
 from affidavit.core.errors import ConfigError
 from affidavit.core.settings import Settings
+from affidavit.core.text import json_line
 
 if TYPE_CHECKING:
     from affidavit.core.verification import CheckInput, CheckOutput
@@ -124,7 +125,7 @@ class CheckJob:
             row, outcome = check_row(lineno, raw, self.verifier)
             if outcome:
                 counts[outcome] += 1
-            lines.append(json.dumps(row, ensure_ascii=False))
+            lines.append(json_line(row))
         return ShardResult(
             index=index,
             lines=tuple(lines),
@@ -173,7 +174,7 @@ class AuditJob:
             else:
                 out["report"] = report.model_dump(mode="json")
                 counts["passed" if report.trust_passed else "failed"] += 1
-            lines.append(json.dumps(out, ensure_ascii=False))
+            lines.append(json_line(out))
         return ShardResult(
             index=index,
             lines=tuple(lines),

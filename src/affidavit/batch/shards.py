@@ -20,11 +20,12 @@ from typing import Any
 from affidavit.batch.jobs import Row
 from affidavit.core.batch import ShardResult
 from affidavit.core.errors import InputError
+from affidavit.core.text import jsonl_lines
 
 
 def plan(text: str, shard_size: int) -> list[list[Row]]:
     """Split the non-blank lines of ``text`` into shards of ``shard_size`` lines, in order."""
-    rows = [(n, raw) for n, raw in enumerate(text.splitlines(), start=1) if raw.strip()]
+    rows = [(n, raw) for n, raw in enumerate(jsonl_lines(text), start=1) if raw.strip()]
     return [rows[i : i + shard_size] for i in range(0, len(rows), shard_size)]
 
 

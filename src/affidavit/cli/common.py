@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ import typer
 from affidavit.core.errors import AffidavitError, ConfigError
 from affidavit.core.limits import MAX_AUDIT_INPUT_BYTES, read_bounded, read_file_bounded
 from affidavit.core.settings import Settings, load_settings
-from affidavit.core.text import safe_terminal
+from affidavit.core.text import escape_json_text, safe_terminal
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -102,11 +101,6 @@ def read_text_arg(path: str, limit: int = MAX_AUDIT_INPUT_BYTES) -> str:
         ) from exc
 
 
-# Inside JSON strings only (structural characters are ASCII): DEL, C1 controls, bidi overrides
-# and lone surrogates, which json.dumps(ensure_ascii=False) leaves raw.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
 def dump_json(data: Any) -> str:
     """JSON for the terminal: readable Unicode, but every control character escaped.
 
@@ -114,14 +108,7 @@ def dump_json(data: Any) -> str:
     overrides and lone surrogates are escaped here as ``\\uXXXX``, so the output is still the
     same JSON value and cannot repaint the terminal or fail to encode.
     """
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def json_line(data: Any) -> str:
-    """One line of JSONL, control characters escaped as in :func:`dump_json`."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escape_json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def safe(text: object) -> str:

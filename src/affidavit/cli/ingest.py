@@ -215,10 +215,11 @@ def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:
 def _read_queries(path: Path) -> list[tuple[Any, str]]:
     from affidavit.core.errors import InputError
     from affidavit.core.limits import MAX_QUERIES_BYTES, read_file_bounded
+    from affidavit.core.text import jsonl_lines
 
     out: list[tuple[Any, str]] = []
     try:
-        lines = read_file_bounded(path, MAX_QUERIES_BYTES).decode("utf-8").splitlines()
+        lines = jsonl_lines(read_file_bounded(path, MAX_QUERIES_BYTES).decode("utf-8"))
     except InputError as exc:
         raise fail_usage(exc.message) from None
     except UnicodeDecodeError as exc:

@@ -32,9 +32,9 @@ from affidavit.cli.common import (
     cli_settings,
     describe_os_error,
     fail_usage,
-    json_line,
     usage_errors,
 )
+from affidavit.core.text import json_line
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -55,9 +55,10 @@ def check_lines(text: str, verifier: Any, out: TextIO) -> tuple[int, int, int]:
         (lines written, malformed lines, incomplete verdicts).
     """
     from affidavit.batch.jobs import check_row
+    from affidavit.core.text import jsonl_lines
 
     written = malformed = incomplete = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
         row, outcome = check_row(lineno, raw, verifier)

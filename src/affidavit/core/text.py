@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -27,6 +28,47 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # that reorder what a reader sees (Trojan Source).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Inside JSON strings only (structural characters are ASCII): what json.dumps(ensure_ascii=False)
+# leaves raw but must not reach a terminal or a line-oriented reader: DEL, C1 controls (NEL
+# included), the line / paragraph separators U+2028 / U+2029 (str.splitlines breaks a JSONL line
+# there), bidi overrides and lone surrogates.
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def escape_json_text(text: str) -> str:
+    """``text`` (JSON from ``json.dumps(ensure_ascii=False)``) with :data:`_JSON_UNSAFE` escaped.
+
+    The result is the same JSON value, readable Unicode otherwise.
+
+    Example:
+        >>> escape_json_text(json.dumps({"id": "a" + chr(0x2028) + "b"}, ensure_ascii=False))
+        '{"id": "a\\\\u2028b"}'
+    """
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_line(data: Any) -> str:
+    """One line of JSON Lines: never split by any line reader, never repaints a terminal."""
+    return escape_json_text(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split at ``\\n`` only (a trailing ``\\r`` dropped).
+
+    ``str.splitlines`` also splits at U+2028, U+0085 and other separators that JSON allows raw
+    inside a string, which would cut one record in two.
+
+    Example:
+        >>> record = '{"id": "a' + chr(0x2028) + 'b"}'
+        >>> jsonl_lines(record + chr(13) + chr(10) + "{}") == [record, "{}"]
+        True
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
 def has_lone_surrogate(text: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from affidavit.core.errors import IngestError, MissingDependencyError
+from affidavit.core.text import jsonl_lines
 from affidavit.core.types import Document, sha256_text
 
 logger = logging.getLogger(__name__)
@@ -345,7 +346,7 @@ def iter_jsonl(path: Path, raw: bytes) -> Iterator[tuple[int, Document | IngestE
     A record keeps its ``id`` as its document id (so evaluation qrels refer to it directly).
     """
     text = decode_utf8(raw, str(path))
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{path}#L{lineno}"

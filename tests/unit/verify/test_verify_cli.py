@@ -95,3 +95,21 @@ def test_thresholds_default_to_the_models_dev_tuned_values(
         overrides={"verify": {"model_path": str(d)}, "policy": {"tau_entail": 0.7}}
     )
     assert effective_policy(explicit).tau_entail == 0.7
+
+
+def test_a_line_separator_inside_a_json_string_does_not_split_the_record(
+    env: None, tmp_path: Path
+) -> None:
+    # U+2028 / U+0085 are legal raw inside a JSON string; str.splitlines would cut the record
+    ev = ["Paris is in France."]
+    row = {"id": "a\u2028b\x85c", "claim": "Paris is in France.", "evidence": ev}
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(row, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(app, ["check", str(src), "--output", str(out), "--cascade", "checks"])
+    assert res.exit_code == 0, res.output
+    text = out.read_text(encoding="utf-8")
+    # written escaped, so any line reader sees one record
+    assert "\u2028" not in text and "\x85" not in text
+    (line,) = text.splitlines()
+    assert json.loads(line)["id"] == row["id"]
