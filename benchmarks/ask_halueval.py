@@ -107,7 +107,23 @@ def main() -> None:
     ap.add_argument(
         "--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "affidavit-bench"
     )
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ask_halueval.json")
+    ap.add_argument(
+        "--split",
+        choices=["eval", "dev"],
+        default="eval",
+        help="eval: held-out rows (the reported numbers); dev: the verifier's dev groups "
+        "(training/data/dev.jsonl, built by training/build_data.py), for tuning without "
+        "touching the eval rows",
+    )
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        help="a previous result JSON: re-use its LLM drafts (ours and plain) instead of "
+        "generating, so a verification change is compared on the very same drafts; its seconds "
+        "are then not generation times",
+    )
+    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -158,25 +174,57 @@ def main() -> None:
     # questions only from the rows the verifier never trained on (training/splits.json)
     splits = json.loads((ROOT / "training" / "splits.json").read_text())
     held = np.array(splits["halueval"]["qa"]["eval_row_indices"])
+    if args.split == "dev":
+        dev_file = ROOT / "training" / "data" / "dev.jsonl"
+        if not dev_file.exists():
+            raise SystemExit(f"--split dev needs {dev_file} (run training/build_data.py)")
+        dev_groups = {
+            json.loads(line)["group"] for line in dev_file.open(encoding="utf-8") if line.strip()
+        }
+        held = np.array(
+            sorted(int(g.rsplit(":", 1)[1]) for g in dev_groups if g.startswith("halueval_qa:"))
+        )
+    if args.out is None:
+        name = "ask_halueval.json" if args.split == "eval" else "ask_halueval_dev.json"
+        args.out = ROOT / "benchmarks" / "results" / name
     order = held[rng.permutation(len(held))]
     gen_idx = [int(i) for i in order[: args.sample]]
     fed_idx = [int(i) for i in order[: args.fed_sample]]
     k = settings.correct.top_k_documents
 
+    replay: dict[int, dict[str, Any]] = {}
+    if args.replay is not None:
+        replay = {q["index"]: q for q in json.loads(args.replay.read_text())["per_question"]}
     per_q: list[dict[str, Any]] = []
     started = time.perf_counter()
     for n, i in enumerate(gen_idx, start=1):
         row = rows[i]
         gold = pid(row["knowledge"])
         q = row["question"]
+        prev = replay.get(i)
+        if args.replay is not None and prev is None:
+            raise SystemExit(f"--replay {args.replay} has no draft for question {i}")
         ta = time.perf_counter()
-        a = ours.ask(q, mode="strict")
+        if prev is not None:
+            # the same drafts as the replayed run, verified by the current code
+            a = pipeline(FakeGenerator([prev["ours"]["raw"] or " "])).ask(q, mode="strict")
+        else:
+            a = ours.ask(q, mode="strict")
         ours_s = time.perf_counter() - ta
         tb = time.perf_counter()
-        b = plain_rag(q, retriever, llm, settings)
+        if prev is not None:
+            plain_answer, plain_hit = prev["plain"]["answer"], prev["plain"]["context_hit"]
+            plain_ttft = prev["plain"]["ttft"]
+        else:
+            b = plain_rag(q, retriever, llm, settings)
+            plain_answer = b.answer
+            plain_hit = any(c.doc_id == gold for c in b.context)
+            plain_ttft = b.time_to_first_token_s
         plain_s = time.perf_counter() - tb
         # plain RAG shows everything: run its answer through the same verifier to see how much holds
-        b_checked = pipeline(FakeGenerator([b.answer or " "]), correct=False).ask(q, mode="strict")
+        b_checked = pipeline(FakeGenerator([plain_answer or " "]), correct=False).ask(
+            q, mode="strict"
+        )
         a_shown, a_total = sentences_verified(a)
         b_shown, b_total = sentences_verified(b_checked)
         gold_in_context = any(c.doc_id == gold for c in a.trace.context) or any(
@@ -204,14 +252,15 @@ def main() -> None:
                     "timings": a.timings,
                 },
                 "plain": {
-                    "answer": b.answer,
-                    "context_hit": any(c.doc_id == gold for c in b.context),
-                    "correct": contains_answer(b.answer, row["right_answer"]),
-                    "abstained": "enough information" in b.answer.lower() or not b.answer.strip(),
+                    "answer": plain_answer,
+                    "context_hit": plain_hit,
+                    "correct": contains_answer(plain_answer, row["right_answer"]),
+                    "abstained": "enough information" in plain_answer.lower()
+                    or not plain_answer.strip(),
                     "verified_sentences": b_shown,
                     "generated_sentences": b_total,
-                    "seconds": plain_s,
-                    "ttft": b.time_to_first_token_s,
+                    "seconds": prev["plain"]["seconds"] if prev is not None else plain_s,
+                    "ttft": plain_ttft,
                 },
             }
         )
@@ -337,6 +386,8 @@ def main() -> None:
         "data": str(args.data / "halueval" / "qa_dev.jsonl"),
         "corpus_passages": len(passages),
         "seed": args.seed,
+        "split": args.split,
+        "replayed_drafts_from": str(args.replay) if args.replay else None,
         "settings": settings.effective(),
         "pipeline": ours.config(),
         "summary": summary,

@@ -117,6 +117,11 @@ class Claim(Frozen):
 CheckName = Literal["number", "date", "entity", "polarity", "comparative", "unit"]
 
 
+# checks whose failure without an evidence value means "the evidence never states it" (the claim's
+# number, date or name is absent), not "the evidence states something else"
+ABSENCE_CHECK_NAMES = frozenset({"number", "date", "entity"})
+
+
 class CheckResult(Frozen):
     """Result of one typed consistency check between a claim and its evidence."""
 
@@ -127,6 +132,16 @@ class CheckResult(Frozen):
     evidence_value: str | None = Field(
         default=None, description="The conflicting or matching value found in the evidence."
     )
+
+    @property
+    def absent(self) -> bool:
+        """A failure that found nothing to compare: the claim's number, date or name is not in
+        the evidence at all. Absence is not a contradiction (nothing there says otherwise)."""
+        return (
+            self.status == "fail"
+            and self.check in ABSENCE_CHECK_NAMES
+            and self.evidence_value is None
+        )
 
 
 class EvidenceSpan(Frozen):

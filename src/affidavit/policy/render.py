@@ -132,11 +132,14 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
     """Decide how one claim may be shown; deterministic and fail-closed.
 
     VERIFIED iff ``p_entail >= tau_entail`` and ``p_contradict < tau_contradict`` and at least one
-    evidence span supports it, the verdict is complete (every step ran, evidence checked whole)
-    and no step reported an error. BLOCKED when the claim is contradicted (label contradicted, or
-    ``p_contradict >= tau_contradict`` with a contradicting evidence span) or a typed check
-    failed. UNVERIFIED otherwise, including
-    when there is no verdict at all.
+    evidence span supports it, the verdict is complete (every step ran, evidence checked whole),
+    no step reported an error and no typed check found a differing value. BLOCKED when the claim
+    is contradicted (label contradicted, or ``p_contradict >= tau_contradict`` with a
+    contradicting evidence span) or a typed check found a differing value in the evidence,
+    unless the verifier weighed that value and labelled the claim unsupported. UNVERIFIED
+    otherwise, including when there is no verdict at all. A number, date or name the evidence
+    never mentions is an absence, not a contradiction: it never blocks, and it is left to the
+    verifier, which weighs it (a veto on it lowered dev and held-out accuracy: docs/verifier.md).
 
     Args:
         verdict: the verifier's verdict, or None when the claim was never verified.
@@ -160,8 +163,13 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
     evidence = verdict.evidence
 
     failed = [c for c in verdict.checks if c.status == "fail"]
-    if failed:
-        return "blocked", "; ".join(_check_reason(c, evidence) for c in failed)
+    # a value the evidence states differently (a conflict) blocks, unless the verifier weighed it
+    # and labelled the claim "unsupported" (the model reads the evidence as support, or the
+    # passage is about another subject): then it is withheld, not called false. A number, date or
+    # name the evidence never mentions (an absence) is not a contradiction and never blocks.
+    conflicts = [c for c in failed if not c.absent]
+    if conflicts and verdict.label != "unsupported":
+        return "blocked", "; ".join(_check_reason(c, evidence) for c in conflicts)
     # blocked = shown to be false: the verifier's label, or a contradiction score over the
     # threshold that points at evidence. A high p_contradict with no span to show is not a proof
     # of falsehood; the claim stays unverified (below), never verified.
@@ -176,6 +184,11 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
         return "blocked", f"contradicted{where} ({why})"
 
     problems: list[str] = []
+    if conflicts:
+        problems.append(
+            "; ".join(_check_reason(c, evidence) for c in conflicts)
+            + " (the verifier did not judge this a contradiction)"
+        )
     stage_errors = [f"{s.stage}: {s.error}" for s in verdict.stages if s.error]
     if verdict.errors or stage_errors:
         problems.append(

@@ -182,3 +182,43 @@ def test_check_reason_names_the_sentence_of_the_conflicting_value() -> None:
         "the year 1925 disagrees with 1889 in [doc 3, chunk k7, sentence 2, chars 120-152: "
         '"The tower was completed in 1889."]'
     )
+
+
+# issue 12: a name the evidence does not mention is not a contradiction ("Edwin Gagiano won ..."
+# against a passage that says "He won ..."), and a verifier that weighed a differing value and
+# labelled the claim unsupported is not overruled into "contradicted"
+NAME_ABSENT = CheckResult(
+    check="entity",
+    status="fail",
+    claim_value="Edwin, Gagiano",
+    reason="the names 'Edwin', 'Gagiano' do not appear in the evidence",
+)
+YEAR_ABSENT = CheckResult(
+    check="date", status="fail", claim_value="1925", reason="the year 1925 does not appear"
+)
+YEAR_DIFFERS = CheckResult(check="date", status="fail", claim_value="1925", evidence_value="1889")
+
+
+def test_a_name_the_evidence_lacks_is_left_to_the_verifier() -> None:
+    assert NAME_ABSENT.absent
+    assert decide(verdict(checks=(NAME_ABSENT,)), POLICY)[0] == "verified"
+    v = verdict(label="unsupported", p_entail=0.2, p_neutral=0.7, p_contradict=0.1)
+    assert decide(v.model_copy(update={"checks": (NAME_ABSENT,)}), POLICY)[0] == "unverified"
+
+
+def test_a_number_or_date_the_evidence_lacks_never_blocks_and_is_left_to_the_verifier() -> None:
+    assert YEAR_ABSENT.absent and not YEAR_DIFFERS.absent
+    assert decide(verdict(checks=(YEAR_ABSENT,)), POLICY)[0] == "verified"
+    v = verdict(label="unsupported", p_entail=0.3, p_neutral=0.6, p_contradict=0.1)
+    assert decide(v.model_copy(update={"checks": (YEAR_ABSENT,)}), POLICY)[0] == "unverified"
+
+
+def test_a_differing_value_the_verifier_did_not_call_a_contradiction_is_withheld() -> None:
+    # what the cascade returns when the model reads the evidence as support despite the value
+    v = verdict(label="unsupported", p_entail=0.9, p_neutral=0.05, checks=(YEAR_DIFFERS,))
+    decision, reason = decide(v, POLICY)
+    assert decision == "unverified"
+    assert "1925 disagrees with 1889" in reason and "did not judge" in reason
+    # the same value on a verdict that claims support or contradiction blocks
+    assert decide(v.model_copy(update={"label": "supported"}), POLICY)[0] == "blocked"
+    assert decide(v.model_copy(update={"label": "contradicted"}), POLICY)[0] == "blocked"
