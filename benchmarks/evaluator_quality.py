@@ -273,6 +273,22 @@ def run_llm(
     }
 
 
+class _MemoEvaluator:
+    """Memoises a relevance evaluator by (question, text): identical inputs, identical scores."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.cache: dict[tuple[str, str], Any] = {}
+
+    def score(self, question: str, passages: Any) -> list[Any]:
+        todo = [p for p in dict.fromkeys(passages) if (question, p) not in self.cache]
+        if todo:
+            for p, sc in zip(todo, self.inner.score(question, todo), strict=True):
+                self.cache[(question, p)] = sc
+        return [self.cache[(question, p)] for p in passages]
+
+
 def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
     """Classification and refinement quality of the whole CRAG stage (model evaluator, no web).
 
@@ -294,9 +310,14 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
     from affidavit.core.settings import CorrectSettings
 
     ev = ModelRelevanceEvaluator(threads=1)
-    crags = {
-        w: CorrectiveRetrieval(ev, settings=CorrectSettings(sentence_window=w)) for w in (0, 1)
+    memo = _MemoEvaluator(ev)  # configurations share the scores of identical texts
+    configs = {
+        "sentence_window_0": CorrectSettings(sentence_window=0, keep_whole_threshold=None),
+        "sentence_window_1": CorrectSettings(sentence_window=1, keep_whole_threshold=None),
+        "sentence_window_2": CorrectSettings(sentence_window=2, keep_whole_threshold=None),
+        "sentence_window_2_whole_8": CorrectSettings(sentence_window=2, keep_whole_threshold=8.0),
     }
+    crags = {w: CorrectiveRetrieval(memo, settings=c) for w, c in configs.items()}
     items = held[:n]
     res, _ = retriever.retrieve(
         bm25s.tokenize([it["question"] for it in items], stopwords="en", show_progress=False),
@@ -376,22 +397,22 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
             summary([x for x in ret if not x["gold_in_hits"]]),
             summary([x for x in mine if x["scenario"] == "gold_removed"]),
         )
-        result[f"sentence_window_{w}"] = dict(zip(keys, parts, strict=True))
+        result[w] = {**dict(zip(keys, parts, strict=True)), "settings": configs[w].model_dump()}
     result["seconds"] = time.perf_counter() - t0
     result["rows"] = per
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(
-        f"{'window':>6s} {'scenario':28s} {'n':>4s} {'correct':>8s} {'ambig':>6s} "
+        f"{'config':>26s} {'scenario':28s} {'n':>4s} {'correct':>8s} {'ambig':>6s} "
         f"{'incorr':>7s} {'ans@hits':>8s} {'ans@ctx':>8s} {'ctx/hits':>8s}"
     )
     for w in crags:
         for key in keys:
-            m = result[f"sentence_window_{w}"][key]
+            m = result[w][key]
             if not m.get("n"):
                 continue
             k = m["kind_share"]
             print(
-                f"{w:6d} {key:28s} {m['n']:4d} {k['correct']:8.2f} {k['ambiguous']:6.2f} "
+                f"{w:>26s} {key:28s} {m['n']:4d} {k['correct']:8.2f} {k['ambiguous']:6.2f} "
                 f"{k['incorrect']:7.2f} {m['answer_recall_hits']:8.2f} "
                 f"{m['answer_recall_context']:8.2f} {m['context_chars_ratio_median']:8.2f}"
             )

@@ -319,13 +319,22 @@ class CorrectSettings(Section):
     web_timeout_s: float = Field(
         default=15.0, gt=0, description="Timeout of each web search request and page fetch."
     )
+    keep_whole_threshold: float | None = Field(
+        default=8.0,
+        ge=0,
+        le=10,
+        description="A chunk graded at or above this is given to the LLM whole instead of "
+        "refined to its passing sentences (None: every chunk is refined, as in CRAG). With "
+        "sentence_window 2 it keeps the answer in more HaluEval contexts at about the same "
+        "context size (benchmarks/evaluator_quality.py --crag; docs/benchmarks.md).",
+    )
     sentence_window: int = Field(
-        default=1,
+        default=2,
         ge=0,
         le=3,
-        description="Refinement also scores each sentence joined with this many preceding "
-        "ones and keeps the higher score (0: sentences alone, as in CRAG; 1 keeps the answer "
-        "in 68% vs 40% of HaluEval questions, benchmarks/evaluator_quality.py --crag).",
+        description="Refinement also scores each sentence joined with up to this many preceding "
+        "ones and keeps the higher score (0: sentences alone, as in CRAG; measured in "
+        "benchmarks/evaluator_quality.py --crag).",
     )
 
     @field_validator("lower_threshold")

@@ -20,8 +20,8 @@ Example:
     >>> from affidavit.correct.fakes import KeywordEvaluator
     >>> r = CorrectiveRetrieval(KeywordEvaluator()).run(
     ...     "Who wrote Hamlet?", [Chunk(text="Shakespeare wrote Hamlet.")])
-    >>> r.classification.kind, r.context[0].kept_whole
-    ('correct', False)
+    >>> r.classification.kind, r.context[0].kept_whole  # graded >= keep_whole_threshold (8)
+    ('correct', True)
 """
 
 from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch

@@ -21,7 +21,8 @@ Example:
     >>> from affidavit.core.settings import CorrectSettings
     >>> from affidavit.core.types import Chunk
     >>> from affidavit.correct.fakes import KeywordEvaluator
-    >>> crag = CorrectiveRetrieval(KeywordEvaluator(), settings=CorrectSettings(sentence_window=0))
+    >>> paper = CorrectSettings(sentence_window=0, keep_whole_threshold=None)
+    >>> crag = CorrectiveRetrieval(KeywordEvaluator(), settings=paper)
     >>> chunks = [Chunk(text="The Eiffel Tower is 330 metres tall. It opened in 1889."),
     ...           Chunk(text="Cats sleep a lot.")]
     >>> result = crag.run("How tall is the Eiffel Tower?", chunks)
@@ -208,6 +209,7 @@ class CorrectiveRetrieval:
             keep_whole_threshold=s.upper_threshold,
             origin="local",
             window=s.sentence_window,
+            whole_threshold=s.keep_whole_threshold,
         )
         timings["refine"] = _ms(t0)
         dropped.extend(why)
@@ -325,6 +327,7 @@ class CorrectiveRetrieval:
             keep_whole_threshold=s.upper_threshold,
             origin="web",
             window=s.sentence_window,
+            whole_threshold=s.keep_whole_threshold,
         )
         timings["web_refine"] = _ms(t0)
         return (

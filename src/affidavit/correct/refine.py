@@ -81,6 +81,7 @@ def refine_chunk(
     keep_whole_threshold: float,
     origin: str = "local",
     window: int = 0,
+    whole_threshold: float | None = None,
 ) -> RefinedContext | None:
     """Refine one passage; ``None`` when nothing in it is relevant enough to keep.
 
@@ -97,6 +98,8 @@ def refine_chunk(
             count the higher score (0: each sentence alone, as in CRAG). This keeps the second
             hop of a multi-hop passage ("It was built in 1684."), whose own words rarely
             match the question.
+        whole_threshold: a passage graded ``>=`` this is kept whole (its sentences are still
+            scored, for the trace); None: every passage is refined to its passing sentences.
     """
     if window < 0:
         raise ValueError(f"window must be >= 0, got {window}")
@@ -133,7 +136,9 @@ def refine_chunk(
     kept_spans = [
         (s, e) for (s, e), sc in zip(spans, scores, strict=True) if sc.score >= strip_threshold
     ]
-    kept_whole = not kept_spans and grade >= keep_whole_threshold
+    kept_whole = (not kept_spans and grade >= keep_whole_threshold) or (
+        whole_threshold is not None and grade >= whole_threshold
+    )
     if not kept_spans and not kept_whole:
         return None
     strips = tuple(
@@ -185,6 +190,7 @@ def refine_many(
     keep_whole_threshold: float,
     origin: str = "local",
     window: int = 0,
+    whole_threshold: float | None = None,
 ) -> tuple[list[RefinedContext], list[str]]:
     """Refine several passages; returns the refined contexts and why others were dropped."""
     out: list[RefinedContext] = []
@@ -199,6 +205,7 @@ def refine_many(
             keep_whole_threshold=keep_whole_threshold,
             origin=origin,
             window=window,
+            whole_threshold=whole_threshold,
         )
         if r is None:
             dropped.append(

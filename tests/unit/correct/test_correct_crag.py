@@ -70,7 +70,17 @@ def _web_result(url: str, rank: int = 1, content: str | None = None) -> WebResul
 
 PAGE = "Web page sentence about the answer. Web boilerplate."
 # CRAG's original refinement: each sentence scored alone
-ALONE = CorrectSettings(sentence_window=0)
+# CRAG as in the paper: every sentence scored alone, every chunk refined
+ALONE = CorrectSettings(sentence_window=0, keep_whole_threshold=None)
+
+
+def test_by_default_a_chunk_graded_correct_reaches_the_llm_whole() -> None:
+    # keep_whole_threshold (default 8.0, the upper threshold): refinement dropped the answer's
+    # sentence from correct chunks too often (docs/benchmarks.md, evaluator_quality.py --crag)
+    crag = CorrectiveRetrieval(_ev(8.0, 6.0, 1.0), web=FakeWeb([]), settings=CorrectSettings())
+    r = crag.run("q", [HIGH, MID, LOW])
+    assert r.classification.kind == "correct"
+    assert r.chunks[0].text == HIGH.text and r.context[0].kept_whole
 
 
 def test_correct_refines_only_top_chunks_and_never_searches() -> None:
@@ -311,8 +321,11 @@ def test_build_passes_web_timeout_and_store_needs_a_path() -> None:
 def test_default_window_scores_sentences_with_their_predecessor() -> None:
     # "Alpha fact two." alone scores 2.0, but joined with its predecessor it is HIGH.text (9.0)
     ev = _ev(9.0, 0.0, 0.0)
-    assert CorrectSettings().sentence_window == 1
-    r = CorrectiveRetrieval(ev).run("q", [HIGH])
+    assert CorrectSettings().sentence_window == 2
+    # grade 9 would keep HIGH whole by default: switch that off to see the window alone
+    r = CorrectiveRetrieval(ev, settings=CorrectSettings(keep_whole_threshold=None)).run(
+        "q", [HIGH]
+    )
     assert r.chunks[0].text == HIGH.text
     assert [(s.score, s.own_score) for s in r.context[0].strips] == [(9.0, 9.0), (9.0, 2.0)]
     r0 = CorrectiveRetrieval(ev, settings=ALONE).run("q", [HIGH])

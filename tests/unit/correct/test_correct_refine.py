@@ -115,6 +115,21 @@ def test_keep_whole_when_no_sentence_passes_and_grade_at_upper() -> None:
     assert below is None
 
 
+def test_whole_threshold_keeps_a_highly_graded_chunk_whole() -> None:
+    # one sentence passes; without whole_threshold only it is kept, with it the whole chunk
+    ev = _fixed({"The tower is 330 metres tall.": 6.0, "It was built in 1889.": 1.0})
+    text = "The tower is 330 metres tall. It was built in 1889."
+    chunk = Chunk(text=text, start=0, end=len(text))
+    kw = {"evaluator": ev, "strip_threshold": 5.0, "keep_whole_threshold": 8.0}
+    r = refine_chunk("q", chunk, grade=9.0, **kw)  # type: ignore[arg-type]
+    assert r is not None and r.chunk.text == "The tower is 330 metres tall."
+    r = refine_chunk("q", chunk, grade=9.0, whole_threshold=8.0, **kw)  # type: ignore[arg-type]
+    assert r is not None and r.kept_whole and r.chunk.text == text and r.chunk.start == 0
+    assert [s.score for s in r.strips] == [6.0, 1.0]  # still scored, for the trace
+    r = refine_chunk("q", chunk, grade=7.9, whole_threshold=8.0, **kw)  # type: ignore[arg-type]
+    assert r is not None and r.chunk.text == "The tower is 330 metres tall."
+
+
 def test_refine_many_reports_dropped() -> None:
     ev = _fixed({"Nothing here.": 0.0, "Useful fact.": 9.0})
     a, b = Chunk(text="Nothing here."), Chunk(text="Useful fact.")
