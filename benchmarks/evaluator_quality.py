@@ -316,6 +316,7 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
         "sentence_window_1": CorrectSettings(sentence_window=1, keep_whole_threshold=None),
         "sentence_window_2": CorrectSettings(sentence_window=2, keep_whole_threshold=None),
         "sentence_window_2_whole_8": CorrectSettings(sentence_window=2, keep_whole_threshold=8.0),
+        "sentence_window_2_whole_5": CorrectSettings(sentence_window=2, keep_whole_threshold=5.0),
     }
     crags = {w: CorrectiveRetrieval(memo, settings=c) for w, c in configs.items()}
     items = held[:n]

@@ -320,13 +320,14 @@ class CorrectSettings(Section):
         default=15.0, gt=0, description="Timeout of each web search request and page fetch."
     )
     keep_whole_threshold: float | None = Field(
-        default=8.0,
+        default=5.0,
         ge=0,
         le=10,
-        description="A chunk graded at or above this is given to the LLM whole instead of "
-        "refined to its passing sentences (None: every chunk is refined, as in CRAG). With "
-        "sentence_window 2 it keeps the answer in more HaluEval contexts at about the same "
-        "context size (benchmarks/evaluator_quality.py --crag; docs/benchmarks.md).",
+        description="A chunk graded at or above this (default: the strip threshold) is given to "
+        "the LLM whole; a chunk graded below it is refined to its passing sentences (None: every "
+        "chunk is refined, as in CRAG). Refining relevant chunks dropped the answer's sentence "
+        "too often (benchmarks/evaluator_quality.py --crag, benchmarks/ask_halueval.py; "
+        "docs/benchmarks.md).",
     )
     sentence_window: int = Field(
         default=2,

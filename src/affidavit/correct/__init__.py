@@ -20,7 +20,7 @@ Example:
     >>> from affidavit.correct.fakes import KeywordEvaluator
     >>> r = CorrectiveRetrieval(KeywordEvaluator()).run(
     ...     "Who wrote Hamlet?", [Chunk(text="Shakespeare wrote Hamlet.")])
-    >>> r.classification.kind, r.context[0].kept_whole  # graded >= keep_whole_threshold (8)
+    >>> r.classification.kind, r.context[0].kept_whole  # graded >= keep_whole_threshold (5)
     ('correct', True)
 """
 

@@ -74,10 +74,11 @@ PAGE = "Web page sentence about the answer. Web boilerplate."
 ALONE = CorrectSettings(sentence_window=0, keep_whole_threshold=None)
 
 
-def test_by_default_a_chunk_graded_correct_reaches_the_llm_whole() -> None:
-    # keep_whole_threshold (default 8.0, the upper threshold): refinement dropped the answer's
-    # sentence from correct chunks too often (docs/benchmarks.md, evaluator_quality.py --crag)
-    crag = CorrectiveRetrieval(_ev(8.0, 6.0, 1.0), web=FakeWeb([]), settings=CorrectSettings())
+def test_by_default_a_chunk_graded_at_the_strip_threshold_reaches_the_llm_whole() -> None:
+    # keep_whole_threshold (default 5.0, the strip threshold): refinement dropped the answer's
+    # sentence from relevant chunks too often (docs/benchmarks.md, evaluator_quality.py --crag)
+    assert CorrectSettings().keep_whole_threshold == CorrectSettings().strip_threshold == 5.0
+    crag = CorrectiveRetrieval(_ev(8.0, 4.0, 1.0), web=FakeWeb([]), settings=CorrectSettings())
     r = crag.run("q", [HIGH, MID, LOW])
     assert r.classification.kind == "correct"
     assert r.chunks[0].text == HIGH.text and r.context[0].kept_whole
