@@ -324,9 +324,10 @@ class CorrectSettings(Section):
         ge=0,
         le=10,
         description="A chunk graded at or above this (default: the strip threshold) is given to "
-        "the LLM whole; a chunk graded below it is refined to its passing sentences (None: every "
-        "chunk is refined, as in CRAG). Refining relevant chunks dropped the answer's sentence "
-        "too often (benchmarks/evaluator_quality.py --crag, benchmarks/ask_halueval.py; "
+        "the LLM whole; a chunk graded below it is refined to its passing sentences (None, or "
+        "'off' in TOML / the environment: every chunk is refined, as in CRAG). Refining "
+        "relevant chunks dropped the answer's sentence too often (benchmarks/evaluator_quality.py "
+        "--crag, benchmarks/ask_halueval.py; "
         "docs/benchmarks.md).",
     )
     sentence_window: int = Field(
@@ -337,6 +338,14 @@ class CorrectSettings(Section):
         "ones and keeps the higher score (0: sentences alone, as in CRAG; measured in "
         "benchmarks/evaluator_quality.py --crag).",
     )
+
+    @field_validator("keep_whole_threshold", mode="before")
+    @classmethod
+    def _off_is_none(cls, v: Any) -> Any:
+        # TOML and environment variables have no null: "off" (or "none") switches it off
+        if isinstance(v, str) and v.strip().lower() in {"off", "none", "null"}:
+            return None
+        return v
 
     @field_validator("lower_threshold")
     @classmethod

@@ -127,3 +127,15 @@ def test_oversized_config_file_is_refused_unread(tmp_path: Path) -> None:
     cfg.write_text("# " + "x" * (2 * 1024 * 1024) + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="larger than"):
         load_settings(cfg)
+
+
+@pytest.mark.parametrize("off", ["off", "none", "NULL"])
+def test_keep_whole_threshold_can_be_switched_off_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, off: str
+) -> None:
+    assert load_settings().correct.keep_whole_threshold == 5.0
+    monkeypatch.setenv("AFFIDAVIT_CORRECT__KEEP_WHOLE_THRESHOLD", off)
+    assert load_settings().correct.keep_whole_threshold is None
+    monkeypatch.setenv("AFFIDAVIT_CORRECT__KEEP_WHOLE_THRESHOLD", "sometimes")
+    with pytest.raises(ConfigError, match="keep_whole_threshold"):
+        load_settings()
