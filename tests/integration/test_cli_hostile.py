@@ -354,8 +354,23 @@ def test_no_debug_log_without_verbose(env: Path) -> None:
 
 
 def _wait_until_blocked(pid: int, timeout: float = 90.0) -> None:
-    """Until the process sleeps with its CPU time unchanged for a second (blocked on a read)."""
+    """Until the process is blocked reading its stdin.
+
+    On x86-64 Linux, ``/proc/<pid>/syscall`` names the system call a sleeping process is in:
+    ``0 0x0`` is read(0, ...). Elsewhere: asleep with its CPU time unchanged for a second, which
+    a cold start (imports waiting on the disk) can also look like.
+    """
+    import platform
     import time
+
+    syscall = Path(f"/proc/{pid}/syscall")
+    exact = platform.machine() == "x86_64" and syscall.exists()
+
+    def reading_stdin() -> bool:
+        try:
+            return syscall.read_text().startswith("0 0x0 ")
+        except OSError:
+            return False
 
     def sample() -> tuple[str, str]:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -364,6 +379,11 @@ def _wait_until_blocked(pid: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     last = sample()
     while time.monotonic() < deadline:
+        if exact:
+            if reading_stdin():
+                return
+            time.sleep(0.1)
+            continue
         time.sleep(1.0)
         now = sample()
         if now[0] == "S" and now == last:
