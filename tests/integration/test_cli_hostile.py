@@ -401,6 +401,10 @@ def test_interrupt_is_exit_130_not_1(env: Path) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # a child inherits an *ignored* SIGINT, and Python then installs no KeyboardInterrupt
+        # handler: a test run started in the background by a non-interactive shell has SIGINT
+        # ignored (a terminal's foreground job never has). This failed a fresh-clone `make test`.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert p.stdin is not None
     p.stdin.write(b'{"chunks": [], ')  # then wait for more input, as a slow pipe would
