@@ -158,8 +158,10 @@ def build_certificate(
     for claim in claims:
         options = by_verdict.get(claim.id, [])
         # conservative: of several verdicts for one claim, keep the one with the worst decision
-        verdict = max(options, key=lambda v: _SEVERITY[decide(v, policy)[0]], default=None)
-        own = decide_claim(claim.id, verdict, policy)
+        verdict = max(
+            options, key=lambda v: _SEVERITY[decide(v, policy, premise=question)[0]], default=None
+        )
+        own = decide_claim(claim.id, verdict, policy, premise=question)
         decision = given.get(claim.id, own)
         if decision.decision == "verified" and own.decision != "verified":
             raise CertificateError(

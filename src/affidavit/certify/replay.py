@@ -97,7 +97,7 @@ def replay_certificate(
             # fail closed: a replay that cannot run does not agree
             mismatches.append(f"claim {claim.id}: the verifier failed ({exc.message})")
             continue
-        decision, reason = decide(verdict, policy)
+        decision, reason = decide(verdict, policy, premise=cert.question)
         decisions[claim.id] = decision
         if decision != record.decision:
             mismatches.append(

@@ -231,7 +231,7 @@ def verify_certificate(
                     )
         # fail closed: nothing may read VERIFIED unless its own scores justify it
         if record.decision == "verified":
-            own, why = decide(record_verdict(record), policy)
+            own, why = decide(record_verdict(record), policy, premise=model.question)
             if own != "verified":
                 reasons.append(
                     f"claim {cid} is recorded verified but its recorded scores under the recorded "

@@ -375,7 +375,7 @@ class AskPipeline:
                 )
 
         with clock.stage("policy"):
-            decisions = decide_all(claims, verdicts, self.settings.policy)
+            decisions = decide_all(claims, verdicts, self.settings.policy, premise=question)
             by_claim = {d.claim_id: d.decision for d in decisions}
             evidence = {v.claim_id: evidence_passages(v, chunk_ids) for v in verdicts}
             corrected = correct_citations(draft, claims, by_claim, evidence)

@@ -128,23 +128,29 @@ def _check_reason(check: CheckResult, evidence: Sequence[EvidenceSpan]) -> str:
     return f"{text} in {where}" if where else text
 
 
-def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, str]:
+def decide(
+    verdict: Verdict | None, policy: PolicySettings, *, premise: str = ""
+) -> tuple[Decision, str]:
     """Decide how one claim may be shown; deterministic and fail-closed.
 
     VERIFIED iff ``p_entail >= tau_entail`` and ``p_contradict < tau_contradict`` and at least one
     evidence span supports it, the verdict is complete (every step ran, evidence checked whole),
-    no step reported an error and no typed check found a differing value. BLOCKED when the claim
-    is contradicted (label contradicted, or ``p_contradict >= tau_contradict`` with a
+    no step reported an error and no typed check failed (but see ``premise``). BLOCKED when the
+    claim is contradicted (label contradicted, or ``p_contradict >= tau_contradict`` with a
     contradicting evidence span) or a typed check found a differing value in the evidence,
     unless the verifier weighed that value and labelled the claim unsupported. UNVERIFIED
     otherwise, including when there is no verdict at all. A number, date or name the evidence
-    never mentions is an absence, not a contradiction: it never blocks, and it is left to the
-    verifier, which weighs it (a veto on it lowered dev and held-out accuracy: docs/verifier.md).
+    never mentions is an *absence*: not a contradiction, so never blocked, and not verified
+    either (a swapped name or number is the commonest hallucination: docs/concepts/fail-closed.md).
 
     Args:
         verdict: the verifier's verdict, or None when the claim was never verified.
         policy: thresholds (``tau_entail``, ``tau_contradict``); a named preset's values apply
             where they are not set explicitly (see :func:`resolve_policy`).
+        premise: the question the claim answers, if any. A name the question itself supplies
+            is a premise the passage may refer to by pronoun ("He won ..." for "Edwin Gagiano
+            won ..."): its absence from the evidence is left to the verifier. Names the answer
+            introduces must be in the evidence.
 
     Returns:
         The decision and the reason in plain words.
@@ -189,6 +195,11 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
             "; ".join(_check_reason(c, evidence) for c in conflicts)
             + " (the verifier did not judge this a contradiction)"
         )
+    problems += [
+        c.reason or f"the {c.check} check found nothing to compare in the evidence"
+        for c in failed
+        if c.absent and not _premise_names(c, premise)
+    ]
     stage_errors = [f"{s.stage}: {s.error}" for s in verdict.stages if s.error]
     if verdict.errors or stage_errors:
         problems.append(
@@ -215,9 +226,22 @@ def decide(verdict: Verdict | None, policy: PolicySettings) -> tuple[Decision, s
     )
 
 
-def decide_claim(claim_id: str, verdict: Verdict | None, policy: PolicySettings) -> ClaimDecision:
+def _premise_names(check: CheckResult, premise: str) -> bool:
+    """An absent-name check whose every missing name is supplied by the question itself."""
+    if check.check != "entity" or not premise or not check.claim_value:
+        return False
+    names = [n.strip() for n in check.claim_value.split(",") if n.strip()]
+    words = {w.casefold() for w in re.findall(r"\w+", premise)}
+    return bool(names) and all(
+        all(w.casefold() in words for w in re.findall(r"\w+", n)) for n in names
+    )
+
+
+def decide_claim(
+    claim_id: str, verdict: Verdict | None, policy: PolicySettings, *, premise: str = ""
+) -> ClaimDecision:
     """:func:`decide` packaged as a :class:`ClaimDecision` (the scores it used included)."""
-    decision, reason = decide(verdict, policy)
+    decision, reason = decide(verdict, policy, premise=premise)
     return ClaimDecision(
         claim_id=claim_id,
         decision=decision,
@@ -229,7 +253,11 @@ def decide_claim(claim_id: str, verdict: Verdict | None, policy: PolicySettings)
 
 
 def decide_all(
-    claims: Sequence[Claim], verdicts: Iterable[Verdict], policy: PolicySettings
+    claims: Sequence[Claim],
+    verdicts: Iterable[Verdict],
+    policy: PolicySettings,
+    *,
+    premise: str = "",
 ) -> list[ClaimDecision]:
     """Decide every claim, in claim order; a claim without a verdict is unverified.
 
@@ -240,9 +268,11 @@ def decide_all(
         by_claim.setdefault(v.claim_id, []).append(v)
     out = []
     for claim in claims:
-        options = [decide_claim(claim.id, v, policy) for v in by_claim.get(claim.id, [])]
+        options = [
+            decide_claim(claim.id, v, policy, premise=premise) for v in by_claim.get(claim.id, [])
+        ]
         if not options:
-            out.append(decide_claim(claim.id, None, policy))
+            out.append(decide_claim(claim.id, None, policy, premise=premise))
         else:
             out.append(max(options, key=lambda d: _SEVERITY[d.decision]))
     return out

@@ -199,18 +199,27 @@ YEAR_ABSENT = CheckResult(
 YEAR_DIFFERS = CheckResult(check="date", status="fail", claim_value="1925", evidence_value="1889")
 
 
-def test_a_name_the_evidence_lacks_is_left_to_the_verifier() -> None:
-    assert NAME_ABSENT.absent
-    assert decide(verdict(checks=(NAME_ABSENT,)), POLICY)[0] == "verified"
+@pytest.mark.parametrize("check", [NAME_ABSENT, YEAR_ABSENT])
+def test_an_absence_is_unverified_never_blocked(check: CheckResult) -> None:
+    # a swapped name or number the evidence never mentions: not shown, not called false
+    assert check.absent and not YEAR_DIFFERS.absent
+    decision, reason = decide(verdict(checks=(check,)), POLICY)
+    assert decision == "unverified"
+    assert check.reason in reason
+
+
+def test_a_name_the_question_supplies_is_left_to_the_verifier() -> None:
+    question = "Edwin Gagiano won Best Actor Award as Alf Bueller in a show written by who?"
+    assert decide(verdict(checks=(NAME_ABSENT,)), POLICY, premise=question)[0] == "verified"
+    # only when every missing name comes from the question; a year never does
+    assert decide(verdict(checks=(NAME_ABSENT,)), POLICY, premise="Who is Edwin?")[0] == (
+        "unverified"
+    )
+    assert decide(verdict(checks=(YEAR_ABSENT,)), POLICY, premise="In 1925?")[0] == "unverified"
     v = verdict(label="unsupported", p_entail=0.2, p_neutral=0.7, p_contradict=0.1)
-    assert decide(v.model_copy(update={"checks": (NAME_ABSENT,)}), POLICY)[0] == "unverified"
-
-
-def test_a_number_or_date_the_evidence_lacks_never_blocks_and_is_left_to_the_verifier() -> None:
-    assert YEAR_ABSENT.absent and not YEAR_DIFFERS.absent
-    assert decide(verdict(checks=(YEAR_ABSENT,)), POLICY)[0] == "verified"
-    v = verdict(label="unsupported", p_entail=0.3, p_neutral=0.6, p_contradict=0.1)
-    assert decide(v.model_copy(update={"checks": (YEAR_ABSENT,)}), POLICY)[0] == "unverified"
+    assert decide(v.model_copy(update={"checks": (NAME_ABSENT,)}), POLICY, premise=question)[0] == (
+        "unverified"
+    )
 
 
 def test_a_differing_value_the_verifier_did_not_call_a_contradiction_is_withheld() -> None:
