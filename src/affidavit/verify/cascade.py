@@ -391,10 +391,7 @@ class ClaimCascade:
         run.checks = results
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]
-        run.name_missing = any(
-            r.status == "fail" and r.check in NON_DECISIVE and r.evidence_value is None
-            for r in results
-        )
+        run.name_missing = any(r.absent and r.check in NON_DECISIVE for r in results)
         # the combiner's signal is what the checks found (it was fitted on exactly that)
         run.conflict, run.missing = bool(conflicts), bool(missing)
         if conflicts and run.name_missing:
@@ -820,7 +817,7 @@ def _sentences(claim: Claim) -> list[Claim]:
 
 def _absence(r: CheckResult) -> bool:
     """A failed check that found nothing to compare in the evidence (vs. a conflicting value)."""
-    return r.check in ABSENCE_CHECKS and r.evidence_value is None
+    return r.absent and r.check in ABSENCE_CHECKS
 
 
 def _inside_one(combo: Sequence[Candidate], windows: Sequence[Candidate]) -> bool:

@@ -33,6 +33,19 @@ DOC = [
 ]
 
 
+def five_not_seven(claim: str, evidence: str) -> list[CheckResult]:
+    """Checks that find 5 in the claim where the evidence says 7."""
+    return [
+        CheckResult(
+            check="number",
+            status="fail",
+            claim_value="5",
+            evidence_value="7",
+            reason="5 disagrees with 7",
+        )
+    ]
+
+
 def passing(claim: str, evidence: str) -> list[CheckResult]:
     return [CheckResult(check="number", status="pass")]
 
@@ -154,21 +167,14 @@ def test_a_contradicting_sentence_makes_the_text_contradicted() -> None:
 
 
 def test_model_is_scored_for_the_combiner_even_when_checks_decide() -> None:
-    def conflict(claim: str, evidence: str) -> list[CheckResult]:
-        return [
-            CheckResult(
-                check="number",
-                status="fail",
-                claim_value="5",
-                evidence_value="7",
-                reason="5 disagrees with 7",
-            )
-        ]
-
     scorer = ScriptedScorer(default=(0.1, 0.1, 0.8))
     settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
     casc = ClaimCascade(
-        settings, POLICY, scorers={"cross_encoder": scorer}, check_fn=conflict, combiner=WEAKEST
+        settings,
+        POLICY,
+        scorers={"cross_encoder": scorer},
+        check_fn=five_not_seven,
+        combiner=WEAKEST,
     )
     f = casc.features(
         claim_from_text("The box holds 5 apples."), [Chunk(text="The box holds 7 apples.")]
@@ -227,17 +233,6 @@ def test_a_conflicting_year_about_another_subject_is_not_a_contradiction(
 def test_a_check_conflict_is_a_contradiction_only_if_the_model_does_not_read_support(
     model: tuple[float, float, float], label: str
 ) -> None:
-    def conflict(claim: str, evidence: str) -> list[CheckResult]:
-        return [
-            CheckResult(
-                check="number",
-                status="fail",
-                claim_value="5",
-                evidence_value="7",
-                reason="5 disagrees with 7",
-            )
-        ]
-
     # a combiner that would call the text supported on the model's score alone
     lenient = Combiner(
         features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
@@ -247,7 +242,7 @@ def test_a_check_conflict_is_a_contradiction_only_if_the_model_does_not_read_sup
         settings,
         POLICY,
         scorers={"cross_encoder": ScriptedScorer(default=model)},
-        check_fn=conflict,
+        check_fn=five_not_seven,
         combiner=lenient,
     )
     v = casc.verify(
