@@ -216,6 +216,12 @@ def main() -> None:
         help="also freeze all embeddings and the first N encoder layers (cheaper backward pass)",
     )
     ap.add_argument(
+        "--freeze-embeddings",
+        action="store_true",
+        help="keep every embedding parameter fixed (word, position, type, LayerNorm) but train all "
+        "encoder layers: the model can still ship without its embeddings (split at layer 0)",
+    )
+    ap.add_argument(
         "--init",
         type=Path,
         default=None,
@@ -295,7 +301,7 @@ def main() -> None:
     teacher_cache: dict[int, torch.Tensor] = {}
     if args.freeze_word_embeddings:
         model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
-    if args.freeze_layers:
+    if args.freeze_layers or args.freeze_embeddings:
         for p in model.bert.embeddings.parameters():
             p.requires_grad_(False)
         for layer in model.bert.encoder.layer[: args.freeze_layers]:

@@ -524,7 +524,7 @@ def check_entities(claim: str, evidence: str) -> CheckResult:
 _NEG_RE = re.compile(
     r"\b(?:not|never|no longer|no|none|nobody|nothing|neither|nor|without|cannot|"
     r"failed to|fails to|fail to|failing to|unable to|refused to|ceased to|"
-    r"[a-z]+n['’]t)\b",
+    r"[a-z]*n['’]t)\b",  # "didn't", and "did n't" as tokenised (PTB) corpora write it
     re.IGNORECASE,
 )
 _NOT_NEGATION = re.compile(

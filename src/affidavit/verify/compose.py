@@ -60,12 +60,17 @@ def layer_output(base: Any, layers: int) -> str:
     """Name of the tensor that leaves encoder layer ``layers - 1`` of a BERT-style ONNX graph.
 
     It is the output of the LayerNormalization whose weight is
-    ``...encoder.layer.{layers-1}.output.LayerNorm.weight``.
+    ``...encoder.layer.{layers-1}.output.LayerNorm.weight``; for ``layers == 0`` the output of
+    the embeddings (``...embeddings.LayerNorm.weight``): the top then holds every encoder layer.
 
     Raises:
         ModelError: no such node (a different architecture or naming).
     """
-    suffix = f"encoder.layer.{layers - 1}.output.LayerNorm.weight"
+    suffix = (
+        f"encoder.layer.{layers - 1}.output.LayerNorm.weight"
+        if layers > 0
+        else "embeddings.LayerNorm.weight"
+    )
     for node in base.graph.node:
         if node.op_type == "LayerNormalization" and node.input[1].endswith(suffix):
             return str(node.output[0])
@@ -147,7 +152,8 @@ class _DropAdvice(logging.Filter):
 def compose_verifier(
     base_path: Path, top_path: Path, layers: int, *, quantize_base: bool = False
 ) -> Any:
-    """One ONNX ModelProto: the base graph up to its ``layers``-th encoder layer, then the top.
+    """One ONNX ModelProto: the base graph up to its ``layers``-th encoder layer (0: its
+    embeddings only), then the top.
 
     ``quantize_base`` quantises the base layers' MatMuls to int8 at load (dynamic quantisation,
     as the top was at export): faster on a CPU, slightly different scores.
@@ -163,8 +169,8 @@ def compose_verifier(
         top = onnx.load(str(top_path))
     except Exception as exc:  # onnx raises protobuf DecodeError and OSError
         raise ModelError(f"cannot read ONNX model: {exc}", source=str(top_path)) from exc
-    if layers < 1:
-        raise ModelError(f"base layers must be >= 1, got {layers}")
+    if layers < 0:
+        raise ModelError(f"base layers must be >= 0, got {layers}")
     top_inputs = {i.name for i in top.graph.input}
     if top_inputs != {TOP_HIDDEN, TOP_MASK} or [o.name for o in top.graph.output] != [TOP_OUTPUT]:
         raise ModelError(

@@ -169,7 +169,10 @@ class BaseModelSpec(BaseModel):
     package: str = Field(description="Installed Python package holding the base ONNX model.")
     file: str = Field(default="model.onnx", description="ONNX file inside that package.")
     sha256: str = Field(description="sha256 of the base ONNX file (checked at load).")
-    layers: int = Field(ge=1, description="Encoder layers taken from the base model.")
+    layers: int = Field(
+        ge=0,
+        description="Encoder layers taken from the base model (0: its embeddings only).",
+    )
     pip: str | None = Field(default=None, description="pip requirement that installs the package.")
     quantize: bool = Field(
         default=False, description="Quantise the base layers' MatMuls to int8 at load (faster)."

@@ -306,21 +306,24 @@ class DateMention:
         return " ".join(parts)
 
 
+# full month names in any case (lower-cased corpora write "april 28"; a date pattern still needs
+# a day or year next to the name, so "may" the verb does not make a date); abbreviations only
+# capitalised ("mar", "dec" are words)
 _MONTH_ALT = (
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
-    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
+    r"(?:(?i:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
 )
 _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), "ymd"),
     (re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b"), "mdy_num"),
     (re.compile(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b"), "ymd"),
     (re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b"), "dmy_num"),
-    (re.compile(rf"\b({_MONTH_ALT})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"), "mdy"),
+    (re.compile(rf"\b({_MONTH_ALT})\s+(\d{{1,2}})(?:st|nd|rd|th)?\s?,?\s+(\d{{4}})\b"), "mdy"),
     (
-        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT}),?\s+(\d{{4}})\b"),
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\s?,?\s+(\d{{4}})\b"),
         "dmy",
     ),
-    (re.compile(rf"\b({_MONTH_ALT}),?\s+(?:of\s+)?(\d{{4}})\b"), "my"),
+    (re.compile(rf"\b({_MONTH_ALT})\s?,?\s+(?:of\s+)?(\d{{4}})\b"), "my"),
     (re.compile(rf"\b({_MONTH_ALT})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*,?\s*\d)"), "md"),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\b(?!,?\s*\d)"), "dm"),
     (re.compile(r"\b(1\d{3}|20\d{2})s\b"), "decade"),

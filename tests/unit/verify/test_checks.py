@@ -133,3 +133,29 @@ def test_a_name_made_of_common_words_mid_sentence_is_still_a_name() -> None:
     # present in the evidence: passes
     took = check_entities("It was recorded by Take That in 1995.", "Take That recorded it in 1995.")
     assert took.status == "pass"
+
+
+def test_lower_cased_month_dates_are_dates() -> None:
+    """Lower-cased corpora (news summaries) write "april 28": a date, not the bare number 28."""
+    assert [d.describe() for d in find_dates("he is 35 on april 28 .")] == ["28 April"]
+    assert [d.describe() for d in find_dates("on march 31 , 2015 in june , 2010")] == [
+        "31 March 2015",
+        "June 2010",
+    ]
+    # the verb "may" and lower-case abbreviations that are words do not make dates
+    assert find_dates("it may rain; the dec was 5 points higher") == []
+    ev = "The Tour de France winner, who is 35 on April 28, will ride the hour."
+    assert failing("the tour de france winner is 35 on april 28 .", ev) == {}
+    assert "date" in failing("the tour de france winner is 35 on april 29 .", ev)
+
+
+def test_tokenised_negation_counts_as_negation() -> None:
+    """PTB-tokenised text splits "didn't" into "did n't": still a negation."""
+    ev = "She said she didn't understand why she had been targeted."
+    assert failing("she did n't understand why she had been targeted .", ev) == {}
+    assert "polarity" in failing("she understood why she had been targeted .", ev) or (
+        "polarity" in failing("she did understand why she had been targeted .", ev)
+    )
+    assert "polarity" in failing(
+        "he did n't sign the treaty .", "He signed the treaty in Paris in 1920."
+    )

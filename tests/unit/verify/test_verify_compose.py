@@ -78,6 +78,24 @@ def test_joined_model_is_the_base_layers_followed_by_the_top(tmp_path: Path) -> 
     assert np.abs(got3 - got).max() > 1e-3
 
 
+def test_a_cut_at_layer_zero_takes_only_the_embeddings(tmp_path: Path) -> None:
+    base_path = base_model_file(*BASE)
+    w = tiny_top(tmp_path / "top.onnx")
+    joined = compose_verifier(base_path, tmp_path / "top.onnx", layers=0)
+    got = ort.InferenceSession(joined.SerializeToString()).run(["logits"], feeds())[0]
+    base = onnx.load(str(base_path))
+    hidden = layer_output(base, 0)
+    weight = next(n.input[1] for n in base.graph.node if hidden in n.output)
+    assert weight.endswith("embeddings.LayerNorm.weight")
+    base.graph.output.append(helper.make_tensor_value_info(hidden, TensorProto.FLOAT, None))
+    h = ort.InferenceSession(base.SerializeToString()).run([hidden], feeds())[0]
+    np.testing.assert_allclose(got, h.mean(axis=1) @ w, rtol=1e-4, atol=1e-4)
+    # no encoder layer of the base is in the joined graph
+    assert not any("encoder.layer" in i.name for i in joined.graph.initializer)
+    with pytest.raises(ModelError, match=">= 0"):
+        compose_verifier(base_path, tmp_path / "top.onnx", layers=-1)
+
+
 def test_a_cut_past_the_last_layer_is_a_model_error(tmp_path: Path) -> None:
     tiny_top(tmp_path / "top.onnx")
     with pytest.raises(ModelError, match=r"encoder\.layer\.6"):
