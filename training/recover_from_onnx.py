@@ -65,6 +65,44 @@ def _bias_after(node, cons, arrays, hops: int = 4) -> str | None:  # type: ignor
     return None
 
 
+def fold_weight_casts(model):  # type: ignore[no-untyped-def]
+    """Evaluate the weight-only Cast / Mul / Reshape nodes of a top stored as fp16w or int8w
+    (``export_onnx.py``), so that every MatMul reads a plain fp32 initializer again."""
+    from onnx import TensorProto, numpy_helper
+
+    arrays = _arrays(model)
+    folded = True
+    while folded:
+        folded = False
+        keep = []
+        for n in model.graph.node:
+            ins = list(n.input)
+            if n.op_type in ("Cast", "Mul", "Reshape") and ins and all(i in arrays for i in ins):
+                a = arrays[ins[0]]
+                if n.op_type == "Cast":
+                    to = next(at.i for at in n.attribute if at.name == "to")
+                    if to != TensorProto.FLOAT:
+                        keep.append(n)
+                        continue
+                    v = a.astype(np.float32)
+                elif n.op_type == "Mul":
+                    v = (a * arrays[ins[1]]).astype(np.float32)
+                else:
+                    v = a.reshape(tuple(int(x) for x in arrays[ins[1]]))
+                arrays[n.output[0]] = v
+                folded = True
+            else:
+                keep.append(n)
+        del model.graph.node[:]
+        model.graph.node.extend(keep)
+    used = {i for n in model.graph.node for i in n.input}
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(
+        numpy_helper.from_array(v, k) for k, v in arrays.items() if k in used
+    )
+    return model
+
+
 def linear_weights(model) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
     """``<prefix>.weight`` (torch layout [out, in]) for every MatMul followed by a named bias."""
     arrays = _arrays(model)
@@ -79,6 +117,13 @@ def linear_weights(model) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-d
             scale = arrays[stem + "_scale"].astype(np.float32)
             zp = arrays.get(stem + "_zero_point", np.zeros((), np.int8)).astype(np.float32)
             w = (arrays[q].astype(np.float32) - zp) * scale
+        elif n.op_type == "Gemm" and len(n.input) == 3 and n.input[1] in arrays:
+            # torch Linear on a 2-D input (pooler, classifier): y = x W^T + b
+            trans_b = next((at.i for at in n.attribute if at.name == "transB"), 0)
+            w = arrays[n.input[1]].astype(np.float32)
+            if n.input[2].endswith(".bias"):
+                out[n.input[2][: -len(".bias")] + ".weight"] = w.copy() if trans_b else w.T.copy()
+            continue
         else:
             continue
         bias = _bias_after(n, cons, arrays)
@@ -126,7 +171,7 @@ def main() -> None:
     base = fold_weight_dequantization(
         onnx.load(str(base_model_file(cfg["base"]["package"], cfg["base"]["file"])))
     )
-    top = onnx.load(str(args.model_dir / cfg["model_file"]))
+    top = fold_weight_casts(onnx.load(str(args.model_dir / cfg["model_file"])))
 
     bw = {}
     for name, arr in {**linear_weights(base), **base_embeddings(base)}.items():
@@ -214,7 +259,7 @@ def main() -> None:
     with torch.no_grad():
         p_t = torch.softmax(model(**enc).logits, -1).numpy()
     try:
-        ce = load_cross_encoder(VerifySettings())
+        ce = load_cross_encoder(VerifySettings(model_path=args.model_dir))
         logits, _ = ce.logits(pairs)
         p_o = np.exp(logits - logits.max(1, keepdims=True))
         p_o /= p_o.sum(1, keepdims=True)

