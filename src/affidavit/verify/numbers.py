@@ -326,6 +326,9 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b({_MONTH_ALT})\s?,?\s+(?:of\s+)?(\d{{4}})\b"), "my"),
     (re.compile(rf"\b({_MONTH_ALT})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*,?\s*\d)"), "md"),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\b(?!,?\s*\d)"), "dm"),
+    # a season or academic year ("1996-97", "2019–20"): its first year; the two-digit tail is
+    # not a separate number
+    (re.compile(r"\b(1\d{3}|20\d{2})[-–](\d{2})\b(?![-–./]\d)"), "season"),
     (re.compile(r"\b(1\d{3}|20\d{2})s\b"), "decade"),
     (re.compile(r"(?<![\d$€£.,])\b(1[0-9]{3}|20[0-9]{2})\b(?![.,]\d)(?!\s*(?:%|percent))"), "y"),
 ]
@@ -394,6 +397,10 @@ def find_dates(text: str) -> list[DateMention]:
                     mo, d = _month(g[0]), int(g[1])
                 elif kind == "dm":
                     d, mo = int(g[0]), _month(g[1])
+                elif kind == "season":
+                    y = int(g[0])
+                    if int(g[1]) != (y + 1) % 100:
+                        continue  # "1996-12" is not a season
                 elif kind == "decade":
                     y, decade = int(g[0]), True
                 else:

@@ -159,3 +159,15 @@ def test_tokenised_negation_counts_as_negation() -> None:
     assert "polarity" in failing(
         "he did n't sign the treaty .", "He signed the treaty in Paris in 1920."
     )
+
+
+def test_a_season_is_one_date_not_a_year_and_a_number() -> None:
+    """'1996-97' is a season: its first year, and '97' is not a number compared with others."""
+    assert [d.describe() for d in find_dates("its final in 1996-97 and the 2019–20 season")] == [
+        "1996",
+        "2019",
+    ]
+    assert find_quantities("its final in 1996-97") == []
+    assert [q.raw for q in find_quantities("from 1996-12 to 2001")] == ["12"]  # not a season
+    ev = "The Phillips 66 tournament, held since 1996-97, is the championship."
+    assert "number" not in failing("The tournament was held in 1996-97.", ev)
