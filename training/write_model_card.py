@@ -54,6 +54,15 @@ LICENCES = (
 )
 
 
+SCORES_PARAGRAPH = (
+    "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
+    "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
+    "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
+    "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
+    "sentence by sentence and combined.\n"
+)
+
+
 def _data_section(w: Callable[[str], None], stats: dict) -> None:
     """Base model, licences and the training data table (shared by the release cards)."""
     w("## Base model and licence\n")
@@ -160,6 +169,50 @@ def _results_sections(w: Callable[[str], None], cfg: dict, comb: dict, abl: dict
     )
 
 
+def _commands(w: Callable[[str], None], a: dict, cfg: dict, comb: dict) -> None:
+    """The train / export / combiner commands of a release, rebuilt from its recorded arguments."""
+    base = cfg.get("base") or {}
+    w("```")
+    w(
+        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
+    )
+    w(
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
+    )
+    w(
+        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
+        + (
+            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
+            if comb.get("dev_fit", {}).get("per_source_cap")
+            else ""
+        )
+        + (
+            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
+            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
+            else ""
+        )
+        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
+    )
+    w("```\n")
+
+
+def _history_table(w: Callable[[str], None], run: dict) -> None:
+    """One row per checkpoint of the run: loss and dev metrics."""
+    w(
+        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
+    )
+    for h in run.get("history", []):
+        w(
+            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
+        )
+
+
+def _with_previous(lines: list[str], previous_card: str) -> str:
+    """The card's lines, then the previous card quoted with its headings demoted."""
+    lines.append(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
+    return "\n".join(lines) + "\n"
+
+
 def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
     """The card of a release that continued training the previous release's shipped weights
     (``recover_from_onnx.py``): this release in full, the earlier stages quoted from their card."""
@@ -205,13 +258,7 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "there: on held-out sets the combiner does not beat its best input, though it does on dev. The shorter "
         "windows alone moved the held-out mean from 0.624 (release 6) to 0.652 with the six-input combiner.\n"
     )
-    w(
-        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
-        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
-        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
-        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
-        "sentence by sentence and combined.\n"
-    )
+    w(SCORES_PARAGRAPH)
     w("## Files\n")
     w(
         f"- `{cfg.get('model_file')}`: the trained top (encoder layers {base.get('layers')}..3 of a 4-layer student: "
@@ -240,45 +287,17 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "`verifier_top.onnx` (int8 weights dequantised) and the packaged base. Then, pinned to one core with one "
         "thread (the other core was busy with other work):\n"
     )
-    w("```")
-    w(
-        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
-    )
-    w(
-        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
-    )
-    w(
-        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
-        + (
-            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
-            if comb.get("dev_fit", {}).get("per_source_cap")
-            else ""
-        )
-        + (
-            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
-            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
-            else ""
-        )
-        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
-    )
-    w("```\n")
+    _commands(w, a, cfg, comb)
     w(
         "The run had two sittings: the first (the same command with `--time-budget-min 105`) was stopped after its "
         "30-minute checkpoint and resumed with `--resume` and the 80-minute budget above, so the learning rate "
         "stepped from 4.4e-5 to 3.9e-5 at minute 30 (the schedule position is elapsed time over the budget). "
         f"{run.get('seen')} pairs seen in all, {run.get('train_wall_min')} min in the second sitting; `--resume` continues an interrupted run from its last checkpoint (tested: a run killed after its second checkpoint resumed at the same step and schedule position).\n"
     )
-    w(
-        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
-    )
-    for h in run.get("history", []):
-        w(
-            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
-        )
+    _history_table(w, run)
     _results_sections(w, cfg, comb, abl)
     w("## Earlier stages (the previous release's card, verbatim)\n")
-    w(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
-    return "\n".join(L) + "\n"
+    return _with_previous(L, previous_card)
 
 
 def release7_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
@@ -307,13 +326,7 @@ def release7_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         f"{pct(means.get('default'))} (release 6.1: 64.2), four kinds {pct(kinds.get('default'))} "
         "(release 6.1: 68.3). The combiner is refitted on this model's dev scores.\n"
     )
-    w(
-        "Scores a (claim, evidence) pair into [entail, neutral, contradict]. Input `[CLS] claim [SEP] evidence [SEP]`, "
-        "output `logits`; apply `softmax(logits / temperature)` with the temperature from `config.json`. A fitted "
-        "combiner (`combiner.json`) turns the model's scores, lexical coverage and the typed checks into the "
-        "p(supported) that `affidavit check`, `audit` and `ask` decide with; a text of several sentences is judged "
-        "sentence by sentence and combined.\n"
-    )
+    w(SCORES_PARAGRAPH)
     w("## Files\n")
     w(
         f"- `{cfg.get('model_file')}`: the trained encoder (all four layers of the 4-layer student: layers 0, 1, 3 "
@@ -339,44 +352,16 @@ def release7_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "Starts from release 6's checkpoint (`training/checkpoints6/final`, whose lower layers are the base's "
         "dequantised weights). Pinned to one core with one thread (the other core ran benchmarks):\n"
     )
-    w("```")
-    w(
-        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
-    )
-    w(
-        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
-    )
-    w(
-        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
-        + (
-            f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
-            if comb.get("dev_fit", {}).get("per_source_cap")
-            else ""
-        )
-        + (
-            f" --synthetic-per-source {comb['dev_fit']['synthetic_per_source_cap']}"
-            if comb.get("dev_fit", {}).get("synthetic_per_source_cap")
-            else ""
-        )
-        + (f" --features {','.join(comb['features'])}" if comb.get("features") else "")
-    )
-    w("```\n")
+    _commands(w, a, cfg, comb)
     w(
         f"One sitting, {run.get('seen')} pairs seen in {run.get('train_wall_min')} min (`--resume` continues an "
         "interrupted run from its last checkpoint). Dev columns: the same 400 dev rows at every checkpoint "
         "(release 6 ended at 83.4 / 74.6 on them).\n"
     )
-    w(
-        "| elapsed min | step | pairs seen | loss | dev bacc@0.5 | dev 3-way acc |\n|---|---|---|---|---|---|"
-    )
-    for h in run.get("history", []):
-        w(
-            f"| {h['elapsed_min']} | {h['step']} | {h['seen']} | {h['loss']:.3f} | {pct(h['dev_bacc_binary@0.5'])} | {pct(h['dev_acc_3way'])} |"
-        )
+    _history_table(w, run)
     _results_sections(w, cfg, comb, abl)
     w("## Earlier releases (release 6.1's card, verbatim)\n")
-    w(previous_card.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
-    return "\n".join(L) + "\n"
+    return _with_previous(L, previous_card)
 
 
 def main() -> None:

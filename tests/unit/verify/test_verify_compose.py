@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -60,40 +61,38 @@ def feeds(n: int = 9) -> dict[str, np.ndarray]:
     }
 
 
-def test_joined_model_is_the_base_layers_followed_by_the_top(tmp_path: Path) -> None:
+def joined_vs_base(tmp_path: Path, layers: int) -> tuple[np.ndarray, np.ndarray, Any, str]:
+    """Logits of the joined model, the same top applied to the untouched base's tensor at the
+    cut (the reference), the joined graph and the name of that tensor."""
     base_path = base_model_file(*BASE)
     w = tiny_top(tmp_path / "top.onnx")
-    joined = compose_verifier(base_path, tmp_path / "top.onnx", layers=2)
+    joined = compose_verifier(base_path, tmp_path / "top.onnx", layers=layers)
     got = ort.InferenceSession(joined.SerializeToString()).run(["logits"], feeds())[0]
-
-    # reference: the untouched base model, with the output of encoder layer 1 exposed
     base = onnx.load(str(base_path))
-    hidden = layer_output(base, 2)
+    hidden = layer_output(base, layers)
     base.graph.output.append(helper.make_tensor_value_info(hidden, TensorProto.FLOAT, None))
     h = ort.InferenceSession(base.SerializeToString()).run([hidden], feeds())[0]
-    np.testing.assert_allclose(got, h.mean(axis=1) @ w, rtol=1e-4, atol=1e-4)
+    return got, h.mean(axis=1) @ w, joined, hidden
+
+
+def test_joined_model_is_the_base_layers_followed_by_the_top(tmp_path: Path) -> None:
+    got, want, _, _ = joined_vs_base(tmp_path, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     # a different cut point gives different hidden states (the cut is not a no-op)
-    other = compose_verifier(base_path, tmp_path / "top.onnx", layers=3)
-    got3 = ort.InferenceSession(other.SerializeToString()).run(["logits"], feeds())[0]
+    got3, _, _, _ = joined_vs_base(tmp_path, 3)
     assert np.abs(got3 - got).max() > 1e-3
 
 
 def test_a_cut_at_layer_zero_takes_only_the_embeddings(tmp_path: Path) -> None:
-    base_path = base_model_file(*BASE)
-    w = tiny_top(tmp_path / "top.onnx")
-    joined = compose_verifier(base_path, tmp_path / "top.onnx", layers=0)
-    got = ort.InferenceSession(joined.SerializeToString()).run(["logits"], feeds())[0]
-    base = onnx.load(str(base_path))
-    hidden = layer_output(base, 0)
+    got, want, joined, hidden = joined_vs_base(tmp_path, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    base = onnx.load(str(base_model_file(*BASE)))
     weight = next(n.input[1] for n in base.graph.node if hidden in n.output)
     assert weight.endswith("embeddings.LayerNorm.weight")
-    base.graph.output.append(helper.make_tensor_value_info(hidden, TensorProto.FLOAT, None))
-    h = ort.InferenceSession(base.SerializeToString()).run([hidden], feeds())[0]
-    np.testing.assert_allclose(got, h.mean(axis=1) @ w, rtol=1e-4, atol=1e-4)
     # no encoder layer of the base is in the joined graph
     assert not any("encoder.layer" in i.name for i in joined.graph.initializer)
     with pytest.raises(ModelError, match=">= 0"):
-        compose_verifier(base_path, tmp_path / "top.onnx", layers=-1)
+        compose_verifier(base_model_file(*BASE), tmp_path / "top.onnx", layers=-1)
 
 
 def test_a_cut_past_the_last_layer_is_a_model_error(tmp_path: Path) -> None:
