@@ -311,12 +311,19 @@ def run_crag(data: Path, held: list[dict[str, Any]], n: int, out: Path) -> None:
 
     ev = ModelRelevanceEvaluator(threads=1)
     memo = _MemoEvaluator(ev)  # configurations share the scores of identical texts
+    paper = {"keep_best_when_empty": False}  # answer from nothing when nothing passes
     configs = {
-        "sentence_window_0": CorrectSettings(sentence_window=0, keep_whole_threshold=None),
-        "sentence_window_1": CorrectSettings(sentence_window=1, keep_whole_threshold=None),
-        "sentence_window_2": CorrectSettings(sentence_window=2, keep_whole_threshold=None),
-        "sentence_window_2_whole_8": CorrectSettings(sentence_window=2, keep_whole_threshold=8.0),
-        "sentence_window_2_whole_5": CorrectSettings(sentence_window=2, keep_whole_threshold=5.0),
+        "sentence_window_0": CorrectSettings(sentence_window=0, keep_whole_threshold=None, **paper),
+        "sentence_window_1": CorrectSettings(sentence_window=1, keep_whole_threshold=None, **paper),
+        "sentence_window_2": CorrectSettings(sentence_window=2, keep_whole_threshold=None, **paper),
+        "sentence_window_2_whole_8": CorrectSettings(
+            sentence_window=2, keep_whole_threshold=8.0, **paper
+        ),
+        "sentence_window_2_whole_5": CorrectSettings(
+            sentence_window=2, keep_whole_threshold=5.0, **paper
+        ),
+        # the shipped default: the above, and the best-graded chunk kept whole when nothing passes
+        "sentence_window_2_whole_5_keep_best": CorrectSettings(),
     }
     crags = {w: CorrectiveRetrieval(memo, settings=c) for w, c in configs.items()}
     items = held[:n]

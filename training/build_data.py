@@ -204,6 +204,146 @@ def drop_clause(s: str, rng: random.Random) -> str | None:
     return rng.choice(opts)
 
 
+# ----------------------------------------------------------------------------- compressions
+_COPULA = r"(is|was|are|were)"
+_PARTICIPLE = (
+    r"(?:\w+ed|born|built|founded|known|made|written|released|located|based|held|set|run|"
+    r"owned|formed|composed|sung|drawn|shown|taken|given|won|found|seen|begun|chosen|led)"
+)
+# "X is an American rock band from Oklahoma that was formed in 2001 ..." -> "X was formed in 2001 ..."
+_LIFT_REL = re.compile(
+    rf"^(?P<subj>[A-Z][^,;()]{{1,60}}?) {_COPULA} (?:a|an|the) [^,;()]{{1,80}}? "
+    r"(?:that|which|who) (?P<vp>(?:is|was|are|were|has|had|have) [^;]{8,})$"
+)
+# "X were an art rock group formed in 1988 by ..." -> "X were formed in 1988 by ..."
+_LIFT_PART = re.compile(
+    rf"^(?P<subj>[A-Z][^,;()]{{1,60}}?) (?P<cop>{_COPULA}) (?:a|an|the) [^,;()]{{1,80}}? "
+    rf"(?P<vp>{_PARTICIPLE} (?:in|by|on|at|from|for|as|with|under|near) [^;]{{4,}})$"
+)
+# "X, a Y of Z, won the award in 1990." -> "X won the award in 1990."
+_APPOSITIVE = re.compile(
+    r"^(?P<subj>[A-Z][\w.'\- ]{1,50}?), (?:a|an|the) [^,;()]{2,80}?, (?P<vp>[a-z][^;]{8,})$"
+)
+# a trailing phrase cut before one of these words (the prefix stays a full statement)
+_CUT = re.compile(r",? \b(?:by|with|in|at|on|for|from|after|during|under|near|including)\b ")
+# words whose scope a cut or a lift can change ("the largest city in X" is not "the largest city")
+_SCOPED = re.compile(
+    r"\b(?:only|first|last|largest|smallest|biggest|most|least|best|worst|second|third|"
+    r"oldest|youngest|longest|highest|lowest|all|every|each|no|none|any|some|either|neither|"
+    r"if|unless|whether|than|not|never|n't|nor|without|except|former|formerly|until)\b",
+    re.I,
+)
+_DANGLING = re.compile(
+    r"\b(?:a|an|the|of|to|and|or|its|his|her|their|as|is|was|are|were|be|been|by|with|"
+    r"in|at|on|for|from|that|which|who|whose|this|these|those|very|more|less)$",
+    re.I,
+)
+
+
+def _finish(s: str) -> str:
+    s = re.sub(r"\s+", " ", s).strip().rstrip(",;:")
+    return s if s.endswith((".", "!", "?")) else s + "."
+
+
+def compress(s: str, rng: random.Random) -> tuple[str, str] | None:
+    """A shorter statement entailed by sentence ``s``, and how it was made (or None).
+
+    ``lift``: a relative or participle clause lifted onto the subject ("X is a band that was
+    formed in 2001" -> "X was formed in 2001"); ``appositive``: an appositive dropped;
+    ``truncate``: a trailing phrase cut off at a preposition. Sentences with negation,
+    quantifiers, superlatives or conditionals are left alone: cutting can change their meaning.
+    """
+    s = s.strip()
+    body = s.rstrip(".!?").strip()
+    if _SCOPED.search(body) or re.search(r'["\[\]]', body) or len(body.split()) < 7:
+        return None
+    opts: list[tuple[str, str]] = []
+    m = _LIFT_REL.match(body)
+    if m:
+        opts.append((_finish(f"{m.group('subj')} {m.group('vp')}"), "lift"))
+    m = None if opts else _LIFT_PART.match(body)
+    if m:
+        opts.append((_finish(f"{m.group('subj')} {m.group('cop')} {m.group('vp')}"), "lift"))
+    m = _APPOSITIVE.match(body)
+    if m:
+        opts.append((_finish(f"{m.group('subj')} {m.group('vp')}"), "appositive"))
+    cuts = [c.start() for c in _CUT.finditer(body) if len(body[: c.start()].split()) >= 5]
+    if cuts:
+        head = body[: rng.choice(cuts)].rstrip()
+        last = head.split()[-1].lower()
+        # a participle left without its complement ("is directed.", "was listed.") says little
+        participle = re.fullmatch(_PARTICIPLE, last) is not None or last.endswith(("en", "ing"))
+        # the kept part must state something itself: a finite verb before its last word
+        finite = re.search(r"\b(?:is|was|are|were|has|had|have|\w+ed)\b", head.rsplit(" ", 1)[0])
+        balanced = head.count("(") == head.count(")")
+        if finite and not participle and not _DANGLING.search(head) and balanced:
+            opts.append((_finish(head), "truncate"))
+    # a lifted clause can itself be truncated: "X was formed in 2001 by A, B and C" -> "... in 2001"
+    for text, kind in list(opts):
+        if kind == "lift":
+            t = text.rstrip(".")
+            c2 = [c.start() for c in _CUT.finditer(t) if len(t[: c.start()].split()) >= 4]
+            c2 = [c for c in c2 if not _DANGLING.search(t[:c].rstrip())]
+            if c2:
+                opts.append((_finish(t[: c2[-1]]), "lift"))
+    opts = [(o, k) for o, k in opts if len(o.split()) >= 4 and o.rstrip(".") != body]
+    if not opts:
+        return None
+    return rng.choice(opts)
+
+
+def synthesize_compressions(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Shorter restatements of an evidence sentence, against the row's whole evidence window.
+
+    Two in three are entailed compressions (:func:`compress`: a lifted clause, a dropped
+    appositive, a cut trailing phrase); one in three is such a compression with a number, date
+    or name changed, or negated, labelled contradict, so that shortness itself is not a sign
+    of support. The model had learned the opposite from minimal-edit negatives: "The Fatima
+    Mansions was formed in 1988." against "The Fatima Mansions were an art rock group formed in
+    1988 by ..." scored p_entail 0.07.
+    """
+    out: list[dict] = []
+    other_ents: list[str] = []
+    for r in rng.sample(rows, min(3000, len(rows))):
+        other_ents += [m.group(1) for m in ENT_RE.finditer(r["evidence"]) if len(m.group(1)) > 3]
+    anchors = rows[:]
+    rng.shuffle(anchors)
+    i = 0
+    while len(out) < n_target and i < len(anchors) * 2:
+        r = anchors[i % len(anchors)]
+        i += 1
+        sents = [x for x in split_sentences(r["evidence"]) if 7 <= len(x.split()) <= 60]
+        rng.shuffle(sents)
+        made = next((c for c in (compress(x, rng) for x in sents) if c is not None), None)
+        if made is None:
+            continue
+        claim, kind = made
+        label = "entail"
+        if len(out) % 3 == 2:
+            # a changed value or name first (synthetic_negation has negations aplenty)
+            edits = [change_number, change_date]
+            rng.shuffle(edits)
+            edited = next((e for e in (f(claim, rng) for f in edits) if e), None)
+            edited = edited or swap_entity(claim, r["evidence"], other_ents, rng)
+            edited = edited or negate(claim, rng)
+            if not edited or edited.strip() == claim.strip():
+                continue
+            claim, kind, label = edited, f"{kind}_edited", "contradict"
+        out.append(
+            {
+                "id": f"synth:compress_{kind}:{len(out)}:{r['id']}",
+                "source": "synthetic_compress",
+                "group": r["group"],
+                "claim": claim,
+                "evidence": r["evidence"],
+                "label": label,
+                "n_windows": r["n_windows"],
+                "from": f"evsent_{kind}",
+            }
+        )
+    return out
+
+
 # ----------------------------------------------------------------------------- building
 def window_items(items: list[Item], win: Windower) -> list[dict]:
     out = []
@@ -493,6 +633,13 @@ def main() -> None:
         default=8000,
         help="SNLI rows kept (of 19.7k: short captions, the farthest from our domain)",
     )
+    ap.add_argument(
+        "--compressions",
+        type=int,
+        default=0,
+        help="synthetic compressions of evidence sentences, 2/3 entail, 1/3 edited to "
+        "contradict (synthesize_compressions; release 8)",
+    )
     ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
@@ -542,6 +689,13 @@ def main() -> None:
     dev_rows += synthesize_topic_negatives(
         real_dev, random.Random(args.seed + 7), int(args.topic_negatives * args.dev_frac)
     )
+    if args.compressions:
+        train_rows += synthesize_compressions(
+            real_train, random.Random(args.seed + 8), args.compressions
+        )
+        dev_rows += synthesize_compressions(
+            real_dev, random.Random(args.seed + 9), int(args.compressions * args.dev_frac)
+        )
     rng.shuffle(train_rows)
     rng.shuffle(dev_rows)
 

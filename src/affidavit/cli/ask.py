@@ -94,6 +94,9 @@ def print_result(console: Console, result: AskResult) -> None:
         console.print(_text(f"citation corrected {old} -> {new}: {c.reason}", style="cyan"))
     if trace.classification:
         console.print(_text(f"retrieval judged {trace.classification}", style="dim"))
+        fallback = trace.corrective_detail.get("fallback")
+        if fallback:
+            console.print(_text(f"kept whole: {fallback}", style="dim"))
     for skipped in trace.skipped_stages:
         console.print(_text(f"note: {skipped}", style="dim"))
     if result.certificate_path:

@@ -151,6 +151,11 @@ class CorrectionTrace(Frozen):
         default=(), description="Why each passage that contributed nothing was dropped."
     )
     errors: tuple[str, ...] = Field(default=(), description="Failures met along the way.")
+    fallback: str | None = Field(
+        default=None,
+        description="Set when refinement kept nothing and the best-graded chunk was kept whole "
+        "instead (``correct.keep_best_when_empty``): which chunk and why.",
+    )
     timings_ms: dict[str, float] = Field(
         default_factory=dict, description="Milliseconds per step (evaluate, refine, web, total)."
     )

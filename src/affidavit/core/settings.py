@@ -339,6 +339,15 @@ class CorrectSettings(Section):
         "benchmarks/evaluator_quality.py --crag).",
     )
 
+    keep_best_when_empty: bool = Field(
+        default=True,
+        description="When refinement leaves no context at all (no sentence passes the strip "
+        "threshold and the web brought nothing) but a chunk was graded at or above the class "
+        "floor (Ambiguous: the lower threshold), the best-graded such chunk is kept whole "
+        "instead of answering from nothing; the verifier still checks every claim against it. "
+        "False: the paper's behaviour (the question is abstained from).",
+    )
+
     @field_validator("keep_whole_threshold", mode="before")
     @classmethod
     def _off_is_none(cls, v: Any) -> Any:

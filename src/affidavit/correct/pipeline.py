@@ -8,7 +8,9 @@ Steps of :meth:`CorrectiveRetrieval.run`:
 3. Correct: refine the chunks graded ``>= upper``. Ambiguous: refine the chunks graded
    ``>= lower`` and add web results. Incorrect: web results only.
 4. Refinement keeps the sentences scored ``>= strip_threshold``; a chunk graded ``>= upper`` with
-   no passing sentence is kept whole.
+   no passing sentence is kept whole. When nothing at all is left (local or web) but a chunk was
+   selected, the best-graded one is kept whole (``keep_best_when_empty``; the trace's
+   ``fallback`` says so).
 5. Web: the question is rewritten into a search query by the LLM (the original is used when that
    fails, and the failure recorded), searched, filtered by the domain allowlist, pages fetched
    through the SSRF guard (the snippet is used when a fetch fails), graded and refined like local
@@ -54,7 +56,7 @@ from affidavit.core.settings import CorrectSettings
 from affidavit.core.types import Chunk, Hit
 from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
 from affidavit.correct.classify import classify
-from affidavit.correct.refine import refine_many
+from affidavit.correct.refine import refine_chunk, refine_many
 from affidavit.correct.web.guard import domain_allowed
 
 if TYPE_CHECKING:
@@ -222,6 +224,16 @@ class CorrectiveRetrieval:
             dropped.extend(web_dropped)
             timings["web"] = _ms(t0)
 
+        fallback: str | None = None
+        if not local and not web_ctx and selected and s.keep_best_when_empty:
+            t0 = time.perf_counter()
+            best = self._keep_best(question, selected)
+            if best is not None:
+                kept, fallback = best
+                local = [kept]
+                dropped = [d for d in dropped if not d.startswith(f"{kept.source_chunk_id}:")]
+            timings["fallback"] = _ms(t0)
+
         timings["total"] = _ms(t_total)
         trace = CorrectionTrace(
             question=question,
@@ -232,6 +244,7 @@ class CorrectiveRetrieval:
             web=web_trace,
             dropped=tuple(dropped),
             errors=tuple(errors),
+            fallback=fallback,
             timings_ms=timings,
         )
         log.info(
@@ -244,6 +257,37 @@ class CorrectiveRetrieval:
             },
         )
         return CorrectionResult(context=(*local, *web_ctx), trace=trace)
+
+    def _keep_best(
+        self, question: str, selected: Sequence[tuple[Chunk, float]]
+    ) -> tuple[RefinedContext, str] | None:
+        """Keep the best-graded selected chunk whole (refinement kept nothing anywhere).
+
+        CRAG's Ambiguous action combines refined local knowledge with the web. When no sentence
+        passes the strip threshold and there is no web result, the paper answers from nothing;
+        a chunk the grader placed above the lower threshold is better evidence than none, and
+        every claim drawn from it is still verified against it.
+        """
+        s = self.settings
+        chunk, grade = max(selected, key=lambda cg: cg[1])
+        kept = refine_chunk(
+            question,
+            chunk,
+            grade=grade,
+            evaluator=self.sentence_evaluator,
+            strip_threshold=s.strip_threshold,
+            keep_whole_threshold=grade,
+            origin="local",
+            window=s.sentence_window,
+            whole_threshold=grade,
+        )
+        if kept is None:  # cannot happen (its grade meets whole_threshold); keep CRAG's result
+            return None
+        why = (
+            f"{chunk.id}: refinement kept no sentence and the web brought nothing; the best-graded "
+            f"chunk (grade {grade:.2f}) is kept whole rather than answering from nothing"
+        )
+        return kept, why
 
     def _web(
         self, question: str, errors: list[str], timings: dict[str, float]

@@ -552,6 +552,7 @@ def _trace(
             "max_score": t.classification.max_score,
             "strip_threshold": t.strip_threshold,
             "dropped": list(t.dropped),
+            "fallback": t.fallback,
             "errors": list(t.errors),
             "timings_ms": dict(t.timings_ms),
         }

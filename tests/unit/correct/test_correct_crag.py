@@ -140,6 +140,52 @@ def test_incorrect_without_web_has_empty_context_and_says_why() -> None:
     assert r.trace.web is not None and r.trace.web.error == "no web search configured"
 
 
+def _nothing_passes() -> KeywordEvaluator:
+    # every chunk between the thresholds, no sentence reaching the strip threshold
+    return KeywordEvaluator(
+        fixed={
+            HIGH.text: 3.5,
+            MID.text: 4.5,
+            LOW.text: 1.0,
+            "Alpha fact one.": 2.0,
+            "Alpha fact two.": 2.0,
+            "Beta is related.": 2.0,
+            "Beta filler.": 1.0,
+            "Web page sentence about the answer.": 9.5,
+        }  # a chunk joined from its sentences (window) is the chunk itself: below 5 too
+    )
+
+
+def test_ambiguous_with_nothing_refined_keeps_the_best_graded_chunk_whole() -> None:
+    # CRAG would answer from nothing here: no sentence passes and there is no web
+    r = CorrectiveRetrieval(_nothing_passes()).run("q", [HIGH, MID, LOW])
+    assert r.classification.kind == "ambiguous"
+    assert [c.source_chunk_id for c in r.context] == [MID.id]  # 4.5 beats 3.5
+    assert r.context[0].kept_whole and r.chunks[0].text == MID.text
+    assert r.trace.fallback is not None and r.trace.fallback.startswith(f"{MID.id}:")
+    assert "grade 4.50" in r.trace.fallback
+    # the kept chunk is no longer listed as dropped; the others still are
+    assert not any(d.startswith(MID.id) for d in r.trace.dropped)
+    assert any(d.startswith(HIGH.id) for d in r.trace.dropped)
+    assert any(d.startswith(LOW.id) for d in r.trace.dropped)
+
+
+def test_keep_best_when_empty_off_is_the_papers_behaviour() -> None:
+    paper = CorrectSettings(keep_best_when_empty=False)
+    r = CorrectiveRetrieval(_nothing_passes(), settings=paper).run("q", [HIGH, MID, LOW])
+    assert r.classification.kind == "ambiguous"
+    assert r.context == () and r.trace.fallback is None
+
+
+def test_no_fallback_when_the_web_brought_context_or_nothing_was_selected() -> None:
+    web = FakeWeb([_web_result("https://w.example/p", content=PAGE)])
+    r = CorrectiveRetrieval(_nothing_passes(), web=web).run("q", [HIGH, MID, LOW])
+    assert [c.origin for c in r.context] == ["web"] and r.trace.fallback is None
+    # Incorrect selects no chunk: nothing to fall back on
+    r = CorrectiveRetrieval(_ev(2.0, 1.0, 0.0)).run("q", [HIGH, MID, LOW])
+    assert r.context == () and r.trace.fallback is None
+
+
 def test_thresholds_come_from_settings() -> None:
     ev = _ev(7.0, 1.0, 1.0)
     default = CorrectiveRetrieval(ev).run("q", [HIGH, MID, LOW])

@@ -301,6 +301,7 @@ function renderTrace(resp) {
   box.append(el("h2", { text: "What refinement kept (the passages the model saw)" }));
   box.append(table(["#", "source", "text"], t.context.map((ch, i) => [String(i + 1), ch.title || ch.url || ch.doc_id || "", ch.text])));
   for (const d of t.corrective_detail.dropped || []) box.append(el("p", { class: "note", text: "dropped: " + d }));
+  if (d.fallback) box.append(el("p", { class: "note", text: "kept whole: " + d.fallback }));
   box.append(el("h2", { text: "Web fallback" }));
   box.append(el("p", { text: t.web_queries.length ? "ran with the query: " + t.web_queries.join("; ") : "did not run" }));
   if (t.web_results.length) box.append(table(["url", "used", "note"], t.web_results.map((w) => [w.url || "", w.used ? "yes" : "no", w.note])));
