@@ -295,12 +295,13 @@ def compress(s: str, rng: random.Random) -> tuple[str, str] | None:
 def synthesize_compressions(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
     """Shorter restatements of an evidence sentence, against the row's whole evidence window.
 
-    Two in three are entailed compressions (:func:`compress`: a lifted clause, a dropped
-    appositive, a cut trailing phrase); one in three is such a compression with a number, date
-    or name changed, or negated, labelled contradict, so that shortness itself is not a sign
-    of support. The model had learned the opposite from minimal-edit negatives: "The Fatima
-    Mansions was formed in 1988." against "The Fatima Mansions were an art rock group formed in
-    1988 by ..." scored p_entail 0.07.
+    Each is an entailed compression (:func:`compress`: a lifted clause, a dropped appositive, a
+    cut trailing phrase); half of them also come as a minimal pair: the same compression with a
+    number, date or name changed (or negated), labelled contradict, so that neither shortness
+    nor a stated value is itself a sign of support or contradiction. Release 6 had learned both
+    shortcuts: "Hinder was formed in 2001." against "Hinder is an American rock band from
+    Oklahoma that was formed in 2001 by ..." scored p_contradict 0.69 (0.13 for "Hinder was
+    formed by Austin Winkler.").
     """
     out: list[dict] = []
     other_ents: list[str] = []
@@ -318,29 +319,30 @@ def synthesize_compressions(rows: list[dict], rng: random.Random, n_target: int)
         if made is None:
             continue
         claim, kind = made
-        label = "entail"
-        if len(out) % 3 == 2:
-            # a changed value or name first (synthetic_negation has negations aplenty)
+        pair = [(claim, kind, "entail")]
+        if rng.random() < 0.5:
+            # the same compression with a value or name changed (a negation last: synthetic_negation
+            # has those aplenty): a minimal pair, so the model has to compare the values themselves
             edits = [change_number, change_date]
             rng.shuffle(edits)
             edited = next((e for e in (f(claim, rng) for f in edits) if e), None)
             edited = edited or swap_entity(claim, r["evidence"], other_ents, rng)
             edited = edited or negate(claim, rng)
-            if not edited or edited.strip() == claim.strip():
-                continue
-            claim, kind, label = edited, f"{kind}_edited", "contradict"
-        out.append(
-            {
-                "id": f"synth:compress_{kind}:{len(out)}:{r['id']}",
-                "source": "synthetic_compress",
-                "group": r["group"],
-                "claim": claim,
-                "evidence": r["evidence"],
-                "label": label,
-                "n_windows": r["n_windows"],
-                "from": f"evsent_{kind}",
-            }
-        )
+            if edited and edited.strip() != claim.strip():
+                pair.append((edited, f"{kind}_edited", "contradict"))
+        for text, how, label in pair:
+            out.append(
+                {
+                    "id": f"synth:compress_{how}:{len(out)}:{r['id']}",
+                    "source": "synthetic_compress",
+                    "group": r["group"],
+                    "claim": text,
+                    "evidence": r["evidence"],
+                    "label": label,
+                    "n_windows": r["n_windows"],
+                    "from": f"evsent_{how}",
+                }
+            )
     return out
 
 
@@ -637,8 +639,8 @@ def main() -> None:
         "--compressions",
         type=int,
         default=0,
-        help="synthetic compressions of evidence sentences, 2/3 entail, 1/3 edited to "
-        "contradict (synthesize_compressions; release 8)",
+        help="synthetic compressions of evidence sentences (entail), half of them paired with "
+        "an edited copy (contradict) (synthesize_compressions; release 8)",
     )
     ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)

@@ -63,7 +63,16 @@ SCORES_PARAGRAPH = (
 )
 
 
-def _data_section(w: Callable[[str], None], stats: dict) -> None:
+RELEASE6_DATA_NEWS = (
+    "New in this release: every file of `verification_extra` (SNLI subsampled to `--snli-rows`; SummEdits "
+    "trained on its human binary label only, its README calls the contradicted/unsupported split noisy) and "
+    "*topic* hard negatives (`synthesize_topic_negatives`: an entailed claim against the evidence of another "
+    "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
+    "contradict).\n"
+)
+
+
+def _data_section(w: Callable[[str], None], stats: dict, news: str = RELEASE6_DATA_NEWS) -> None:
     """Base model, licences and the training data table (shared by the release cards)."""
     w("## Base model and licence\n")
     w(
@@ -76,11 +85,7 @@ def _data_section(w: Callable[[str], None], stats: dict) -> None:
     w(
         f"`training/build_data.py {' '.join(f'--{k.replace(chr(95), chr(45))} {v}' for k, v in args_b.items() if k not in ('data', 'out'))}` "
         "(held-out eval rows of `training/splits.json` never trained on; dev = 5% of groups, group-disjoint). "
-        "New in this release: every file of `verification_extra` (SNLI subsampled to `--snli-rows`; SummEdits "
-        "trained on its human binary label only, its README calls the contradicted/unsupported split noisy) and "
-        "*topic* hard negatives (`synthesize_topic_negatives`: an entailed claim against the evidence of another "
-        "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
-        "contradict).\n"
+        + news
     )
     w(
         "verification_extra files read (rows in the file): "
@@ -169,18 +174,24 @@ def _results_sections(w: Callable[[str], None], cfg: dict, comb: dict, abl: dict
     )
 
 
-def _commands(w: Callable[[str], None], a: dict, cfg: dict, comb: dict) -> None:
+def _commands(
+    w: Callable[[str], None],
+    a: dict,
+    cfg: dict,
+    comb: dict,
+    prefix: str = "OMP_NUM_THREADS=1 taskset -c 0 ",
+    dev: str = "",
+) -> None:
     """The train / export / combiner commands of a release, rebuilt from its recorded arguments."""
     base = cfg.get("base") or {}
+    dev_flag = f" --dev {dev}" if dev else ""
     w("```")
+    w(f"{prefix}.venv-train/bin/python training/train_verifier.py {train_cmd(a)}")
     w(
-        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}{dev_flag}"
     )
     w(
-        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
-    )
-    w(
-        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
+        f".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model{dev_flag}"
         + (
             f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
             if comb.get("dev_fit", {}).get("per_source_cap")

@@ -72,6 +72,8 @@ CONTRADICTING_CHECKS = frozenset({"number", "date", "entity", "polarity", "compa
 # end the cascade (measured: benchmarks/results/verifier_ablation*.json); the model decides.
 ABSENCE_CHECKS = frozenset({"number", "date"})
 NON_DECISIVE = frozenset({"entity"})
+# checks that compare a stated value with the evidence's (the combiner's matched_frac)
+VALUE_CHECKS = frozenset({"number", "date"})
 MODEL_STAGES = ("cross_encoder", "external")
 # sentences tried when looking for smaller or combined evidence
 MIN_EVIDENCE_POOL = 4
@@ -104,6 +106,7 @@ class _Run:
     conflict: bool = False
     missing: bool = False
     name_missing: bool = False
+    matched: bool = False
     model_score: StageScore | None = None
 
     def check_time(self) -> None:
@@ -394,6 +397,11 @@ class ClaimCascade:
         run.name_missing = any(r.absent and r.check in NON_DECISIVE for r in results)
         # the combiner's signal is what the checks found (it was fitted on exactly that)
         run.conflict, run.missing = bool(conflicts), bool(missing)
+        run.matched = (
+            not failed
+            and not run.name_missing
+            and any(r.status == "pass" and r.check in VALUE_CHECKS for r in results)
+        )
         if conflicts and run.name_missing:
             # the evidence lacks a name the claim is about (Texas vs a passage on Virginia): a
             # different year there is about something else, not a contradiction. Unsupported.
@@ -626,6 +634,7 @@ class ClaimCascade:
             conflict=run.conflict,
             missing=run.missing,
             name_missing=run.name_missing,
+            matched=run.matched,
         )
 
     def _combined(self, claim: Claim, whole: _Run, parts: list[_Run]) -> Verdict:

@@ -183,6 +183,49 @@ def test_model_is_scored_for_the_combiner_even_when_checks_decide() -> None:
     assert scorer.calls  # the model ran after the checks had decided
 
 
+def test_matched_frac_counts_values_found_in_the_evidence_only() -> None:
+    def date_pass(claim: str, evidence: str) -> list[CheckResult]:
+        return [
+            CheckResult(check="date", status="pass", claim_value="2001"),
+            CheckResult(check="entity", status="pass", claim_value="Hinder"),
+        ]
+
+    def name_absent(claim: str, evidence: str) -> list[CheckResult]:
+        # the date is there but the evidence never names the subject: not a match
+        return [
+            CheckResult(check="date", status="pass", claim_value="2001"),
+            CheckResult(check="entity", status="fail", claim_value="Hinder"),
+        ]
+
+    def no_values(claim: str, evidence: str) -> list[CheckResult]:
+        return [CheckResult(check="entity", status="pass", claim_value="Hinder")]
+
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
+    claim = claim_from_text("Hinder was formed in 2001.")
+    ev = [Chunk(text="Hinder is a rock band that was formed in 2001.")]
+    got = {}
+    for name, fn in (
+        ("pass", date_pass),
+        ("absent", name_absent),
+        ("none", no_values),
+        ("fail", five_not_seven),
+    ):
+        casc = ClaimCascade(
+            settings,
+            POLICY,
+            scorers={"cross_encoder": ScriptedScorer(default=(0.3, 0.1, 0.6))},
+            check_fn=fn,
+            combiner=WEAKEST,
+        )
+        f = casc.features(claim, ev)
+        assert f is not None
+        got[name] = f["matched_frac"]
+    assert got == {"pass": 1.0, "absent": 0.0, "none": 0.0, "fail": 0.0}
+    s = PartSignals(0.3, 0.6, 0.9, False, False, False, matched=True)
+    t = PartSignals(0.3, 0.6, 0.9, False, False, False)
+    assert feature_vector(s, [s, t], evidence_tokens=10)["matched_frac"] == 0.5
+
+
 def test_features_needs_a_combiner() -> None:
     with pytest.raises(VerificationError):
         cascade(ScriptedScorer(), combiner=None).features(claim_from_text("x y z"), DOC)
