@@ -63,16 +63,7 @@ SCORES_PARAGRAPH = (
 )
 
 
-RELEASE6_DATA_NEWS = (
-    "New in this release: every file of `verification_extra` (SNLI subsampled to `--snli-rows`; SummEdits "
-    "trained on its human binary label only, its README calls the contradicted/unsupported split noisy) and "
-    "*topic* hard negatives (`synthesize_topic_negatives`: an entailed claim against the evidence of another "
-    "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
-    "contradict).\n"
-)
-
-
-def _data_section(w: Callable[[str], None], stats: dict, news: str = RELEASE6_DATA_NEWS) -> None:
+def _data_section(w: Callable[[str], None], stats: dict) -> None:
     """Base model, licences and the training data table (shared by the release cards)."""
     w("## Base model and licence\n")
     w(
@@ -85,7 +76,11 @@ def _data_section(w: Callable[[str], None], stats: dict, news: str = RELEASE6_DA
     w(
         f"`training/build_data.py {' '.join(f'--{k.replace(chr(95), chr(45))} {v}' for k, v in args_b.items() if k not in ('data', 'out'))}` "
         "(held-out eval rows of `training/splits.json` never trained on; dev = 5% of groups, group-disjoint). "
-        + news
+        "New in this release: every file of `verification_extra` (SNLI subsampled to `--snli-rows`; SummEdits "
+        "trained on its human binary label only, its README calls the contradicted/unsupported split noisy) and "
+        "*topic* hard negatives (`synthesize_topic_negatives`: an entailed claim against the evidence of another "
+        "group that shares its rarer words but lacks one of its names or numbers, labelled neutral, never "
+        "contradict).\n"
     )
     w(
         "verification_extra files read (rows in the file): "
@@ -174,24 +169,18 @@ def _results_sections(w: Callable[[str], None], cfg: dict, comb: dict, abl: dict
     )
 
 
-def _commands(
-    w: Callable[[str], None],
-    a: dict,
-    cfg: dict,
-    comb: dict,
-    prefix: str = "OMP_NUM_THREADS=1 taskset -c 0 ",
-    dev: str = "",
-) -> None:
+def _commands(w: Callable[[str], None], a: dict, cfg: dict, comb: dict) -> None:
     """The train / export / combiner commands of a release, rebuilt from its recorded arguments."""
     base = cfg.get("base") or {}
-    dev_flag = f" --dev {dev}" if dev else ""
     w("```")
-    w(f"{prefix}.venv-train/bin/python training/train_verifier.py {train_cmd(a)}")
     w(
-        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}{dev_flag}"
+        f"OMP_NUM_THREADS=1 taskset -c 0 .venv-train/bin/python training/train_verifier.py {train_cmd(a)}"
     )
     w(
-        f".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model{dev_flag}"
+        f".venv-train/bin/python training/export_onnx.py --ckpt {cfg.get('checkpoint', {}).get('path')} --base-layers {base.get('layers')}"
+    )
+    w(
+        ".venv-train/bin/python training/fit_combiner.py --model-dir src/affidavit/verify/model"
         + (
             f" --per-source {comb.get('dev_fit', {}).get('per_source_cap', '')}"
             if comb.get("dev_fit", {}).get("per_source_cap")
@@ -252,7 +241,17 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "78.3 to 80.8, but not the combiner's dev score (79.7) and not held out: mean 61.3 with its own combiner "
         "(`benchmarks/results/verifier_ablation_release7_candidate.json`); the weight average of the two "
         "(`training/soup.py`, WiSE-FT, alpha 0.5): combiner dev 80.3, held out 62.3 (`..._soup.json`). The model-alone "
-        "AUROC is the same for all three (0.712-0.718): the dev thresholds transfer worse.\n"
+        "AUROC is the same for all three (0.712-0.718): the dev thresholds transfer worse. (3) Release 8 candidate: "
+        "release 6's checkpoint trained further in the same shape (40 min, two threads, 68k pairs) on release 6's "
+        "data plus 12,000 *compression* pairs (`build_data.py --compressions 12000 --out training/data8`: a "
+        "shortened evidence sentence labelled entail, half of them also with a value or name changed, labelled "
+        "contradict), because release 6 scored 'Hinder was formed in 2001.' p_contradict 0.69 against 'Hinder is an "
+        "American rock band ... that was formed in 2001 by ...' and scores 'formed in 1988' higher than 'formed in "
+        "2001' there. Combiner dev rose to 81.6 (its own dev file), held out did not: mean 64.0, four kinds 68.5, "
+        "AUROC 0.718 (`benchmarks/results/verifier_ablation_release8_candidate.json`); the value comparison was not "
+        "learnt ('formed in 1988' still above 'formed in 2001'). (4) An eighth combiner input, `matched_frac` (numbers "
+        "and dates all found in the evidence by the typed checks), on these weights: dev 80.0, held out 65.0 / 69.5 "
+        "(`..._matched_frac.json`), but two right `ask` answers withheld and one wrong one shown on the same drafts.\n"
     )
     w(
         "Release 6.1 keeps release 6's weights (same `verifier_top.onnx`) and changes how they are used: "
