@@ -144,6 +144,12 @@ def main() -> None:
         default=None,
         help="preferred window length (default: the model's train_max_len)",
     )
+    ap.add_argument(
+        "--date-order-average",
+        action="store_true",
+        help="verify.date_order_average on (a sentence with one time adverbial is also scored "
+        "with it moved, and the two averaged)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -174,6 +180,7 @@ def main() -> None:
                 max_len=args.max_len,
                 window_len=args.window_len,
                 combiner=comb,
+                date_order_average=args.date_order_average,
             ),
             policy if comb else PolicySettings(tau_entail=model_tau, tau_contradict=tau_c),
             scorers={"cross_encoder": cached},

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from common import (
     DEFAULT_DATA,
@@ -38,6 +39,8 @@ from common import (
     split_sentences,
 )
 from sources import Item, make_splits, train_pool
+
+from affidavit.verify.lexical import move_time_adverbial
 
 # ----------------------------------------------------------------------------- perturbations
 AUX = r"\b(is|are|was|were|has|have|had|can|will|would|should|could|does|did|do|may|might|must)\b"
@@ -346,6 +349,60 @@ def synthesize_compressions(rows: list[dict], rng: random.Random, n_target: int)
     return out
 
 
+# ----------------------------------------------------------------------------- reorders
+def synthesize_reorders(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Claims whose time adverbial moved, so that where a date stands says nothing of the label.
+
+    Release 8 scored "Marie Curie discovered polonium and radium in 1898." p_entail 0.30,
+    p_contradict 0.66 against "In 1898, Marie Curie discovered polonium and radium." (0.90 for
+    the claim with the date in front). In the training rows a claim ending "in <year>." was
+    mostly not supported (FEVER-NLI refutations, HaluEval's hallucinated answers): 340 supported
+    against 1360 not. Two kinds, both against the row's own evidence window:
+
+    * ``move``: every row (real or synthetic) whose claim has a trailing or fronted time
+      adverbial, again with it moved; same label.
+    * ``evsent``: an evidence sentence with its time adverbial moved, labelled entail; half of
+      them also with the date changed, labelled contradict (a minimal pair: the value decides).
+    """
+    out: list[dict] = []
+
+    def add(r: dict, claim: str, how: str, label: str) -> None:
+        out.append(
+            {
+                "id": f"synth:reorder_{how}:{len(out)}:{r['id']}",
+                "source": "synthetic_reorder",
+                "group": r["group"],
+                "claim": claim,
+                "evidence": r["evidence"],
+                "label": label,
+                "n_windows": r["n_windows"],
+                "from": how,
+            }
+        )
+
+    movable = [(r, mv) for r in rows if (mv := move_time_adverbial(r["claim"])) is not None]
+    rng.shuffle(movable)
+    for r, (claim, how) in movable[: n_target // 2]:
+        add(r, claim, f"move_{how}", r["label"])
+    anchors = [r for r in rows if not r["source"].startswith("synthetic")]
+    rng.shuffle(anchors)
+    for r in anchors:
+        if len(out) >= n_target:
+            break
+        sents = [x for x in split_sentences(r["evidence"]) if 6 <= len(x.split()) <= 50]
+        rng.shuffle(sents)
+        made = next((mv for mv in map(move_time_adverbial, sents) if mv is not None), None)
+        if made is None:
+            continue
+        claim, how = made
+        add(r, claim, f"evsent_{how}", "entail")
+        if rng.random() < 0.5:
+            edited = change_date(claim, rng)
+            if edited and edited != claim:
+                add(r, edited, f"evsent_{how}_date", "contradict")
+    return out
+
+
 # ----------------------------------------------------------------------------- building
 def window_items(items: list[Item], win: Windower) -> list[dict]:
     out = []
@@ -642,6 +699,13 @@ def main() -> None:
         help="synthetic compressions of evidence sentences (entail), half of them paired with "
         "an edited copy (contradict) (synthesize_compressions; release 8)",
     )
+    ap.add_argument(
+        "--reorders",
+        type=int,
+        default=0,
+        help="claims with their time adverbial moved (same label), and evidence sentences so "
+        "moved (entail, half paired with a changed date) (synthesize_reorders; release 9)",
+    )
     ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
@@ -697,6 +761,12 @@ def main() -> None:
         )
         dev_rows += synthesize_compressions(
             real_dev, random.Random(args.seed + 9), int(args.compressions * args.dev_frac)
+        )
+    if args.reorders:
+        # drawn from every row so far: the date's place must say nothing in any source
+        train_rows += synthesize_reorders(train_rows, random.Random(args.seed + 10), args.reorders)
+        dev_rows += synthesize_reorders(
+            dev_rows, random.Random(args.seed + 11), int(args.reorders * args.dev_frac)
         )
     rng.shuffle(train_rows)
     rng.shuffle(dev_rows)

