@@ -93,11 +93,15 @@ def main() -> None:
                 "lag_ms_median": round(statistics.median(lags), 1),
                 "lag_ms_max": round(max(lags), 1),
                 "wall_ms_median": round(statistics.median(walls), 1),
-                "lag_share_of_wall_median": round(statistics.median(lag / wall for lag, wall in zip(lags, walls, strict=True)), 3),
+                "lag_share_of_wall_median": round(
+                    statistics.median(lag / wall for lag, wall in zip(lags, walls, strict=True)), 3
+                ),
             }
         )
     print(f"{args.concurrent} concurrent audits of 200 chunks, {args.repeats} runs each")
-    print(f"{'setting':<20} {'lag p50 ms':>10} {'lag max ms':>10} {'wall p50 ms':>11} {'lag/wall':>9}")
+    print(
+        f"{'setting':<20} {'lag p50 ms':>10} {'lag max ms':>10} {'wall p50 ms':>11} {'lag/wall':>9}"
+    )
     for r in rows:
         print(
             f"{r['setting']:<20} {r['lag_ms_median']:>10} {r['lag_ms_max']:>10} "
@@ -111,7 +115,11 @@ def main() -> None:
                 "concurrent": args.concurrent,
                 "repeats": args.repeats,
                 "rows": rows,
-                "machine": {"cpus": os.cpu_count(), "load_average_1m": load, "python": platform.python_version()},
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "load_average_1m": load,
+                    "python": platform.python_version(),
+                },
             },
             indent=1,
         )

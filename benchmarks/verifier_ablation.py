@@ -146,9 +146,10 @@ def main() -> None:
     )
     ap.add_argument(
         "--date-order-average",
-        action="store_true",
-        help="verify.date_order_average on (a sentence with one time adverbial is also scored "
-        "with it moved, and the two averaged)",
+        action=argparse.BooleanOptionalAction,
+        default=VerifySettings().date_order_average,
+        help="verify.date_order_average (a sentence with one time adverbial is also scored with "
+        "it moved, and the two averaged); default: the setting's default",
     )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()

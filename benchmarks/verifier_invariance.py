@@ -12,7 +12,7 @@ adverbial that :func:`affidavit.verify.lexical.move_time_adverbial` can move; at
 ``--per-set`` of them per set (seeded sample). Each sentence and its moved twin are verified
 against the row's evidence, alone, by the real ``ClaimCascade``: the model alone
 (``cross_encoder``), what ``affidavit check`` runs (``default``: checks, model, combiner), and
-the same with ``verify.date_order_average`` on.
+the same with ``verify.date_order_average`` on (``default_date_order_average``).
 
 Per model (``--model-dir``, repeatable; each gets its own combiner from its folder) and
 configuration: mean |p_entail(original) - p_entail(moved)|, the mean signed change for each
@@ -83,29 +83,26 @@ def cascades(model_dir: Path, threads: int) -> dict[str, ClaimCascade]:
     extra = model.config.model_extra or {}
     tau_e, tau_c = preset_thresholds("default", extra)
     model_tau = float(extra.get("thresholds", {}).get("model_tau_entail") or tau_e)
-    return {
-        "cross_encoder": ClaimCascade(
-            VerifySettings(cascade=["cross_encoder"], threads=threads, combiner=False),
-            PolicySettings(tau_entail=model_tau, tau_contradict=tau_c),
-            scorers={"cross_encoder": model},
-        ),
-        "default": ClaimCascade(
-            VerifySettings(cascade=["checks", "cross_encoder"], threads=threads, combiner=True),
-            PolicySettings(tau_entail=tau_e, tau_contradict=tau_c),
-            scorers={"cross_encoder": model},
-        ),
-        # verify.date_order_average: both orders scored and averaged (invariant by construction
-        # for a sentence whose moved twin moves back to it)
-        "default_date_order_average": ClaimCascade(
+
+    def cascade(stages: list[str], combiner: bool, average: bool, tau: float) -> ClaimCascade:
+        return ClaimCascade(
             VerifySettings(
-                cascade=["checks", "cross_encoder"],
+                cascade=stages,
                 threads=threads,
-                combiner=True,
-                date_order_average=True,
+                combiner=combiner,
+                date_order_average=average,
             ),
-            PolicySettings(tau_entail=tau_e, tau_contradict=tau_c),
+            PolicySettings(tau_entail=tau, tau_contradict=tau_c),
             scorers={"cross_encoder": model},
-        ),
+        )
+
+    return {
+        "cross_encoder": cascade(["cross_encoder"], False, False, model_tau),
+        # what `affidavit check` runs (verify.date_order_average off by default)
+        "default": cascade(["checks", "cross_encoder"], True, False, tau_e),
+        # with verify.date_order_average on: both orders scored and averaged (invariant by
+        # construction where the twin moves back to the sentence)
+        "default_date_order_average": cascade(["checks", "cross_encoder"], True, True, tau_e),
     }
 
 

@@ -241,7 +241,9 @@ class VerifySettings(Section):
         default=False,
         description="Score a sentence with one time adverbial also with it moved ('X did Y in "
         "1898.' <-> 'In 1898, X did Y.') and average the two, so that where the date stands "
-        "cannot change the verdict (one more model call per such sentence).",
+        "cannot change the verdict (one more model call per such sentence). Off by default: the "
+        "model also reads a *fronted* date as support whatever its value, and the average let "
+        "'The Eiffel Tower was completed in 1887.' (the date of its start) through.",
     )
     split_sentences: bool = Field(
         default=True,

@@ -318,8 +318,11 @@ def date_position_biased(claim: str, evidence: str) -> tuple[float, float, float
 
 
 def test_date_order_average_scores_both_orders_and_averages() -> None:
+    assert not VerifySettings().date_order_average  # off by default (see its description)
     ce = ScriptedScorer(fn=date_position_biased)
-    plain = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False)
+    plain = cascade(
+        ["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=False
+    )
     avg = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=True)
     trailing = claim_from_text("Curie won the Nobel Prize in 1903.")
     fronted = claim_from_text("In 1903, Curie won the Nobel Prize.")
