@@ -38,6 +38,7 @@ from affidavit.cli.common import (
     safe,
     usage_errors,
 )
+from affidavit.core.text import safe_terminal
 
 if TYPE_CHECKING:
     from affidavit.core.report import AuditReport
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 
 def _print_report(report: AuditReport, no_color: bool) -> None:
     from rich.console import Console
-
-    from affidavit.core.text import safe_terminal
 
     # every string below comes from the input (answer, chunks, URLs): printed with control
     # characters escaped, so an answer cannot paint a fake verdict or clear the screen
@@ -186,7 +185,7 @@ def audit(
 
         with usage_errors():
             certify_report(report, settings, certify, models)
-        typer.echo(f"certificate written to {certify}", err=True)
+        typer.echo(f"certificate written to {safe_terminal(str(certify))}", err=True)
     if not report.trust_passed:
         raise typer.Exit(EXIT_FAIL)
     raise typer.Exit(EXIT_OK)
@@ -205,7 +204,7 @@ def _audit_batch(
         text = read_text_arg(file)
     report = run_with_progress("audit", text, output, settings)
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(f"warning: {safe_terminal(warning)}", err=True)
     c = report.counts
     typer.echo(
         f"{c.get('passed', 0)} passed, {c.get('failed', 0)} failed, "

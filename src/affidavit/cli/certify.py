@@ -82,8 +82,8 @@ def keys_generate(
         from affidavit.cli.common import describe_os_error
 
         raise fail_usage(f"cannot write the key: {describe_os_error(exc)}") from None
-    typer.echo(f"private key: {path}")
-    typer.echo(f"public key:  {public_key_path(path)}")
+    typer.echo(f"private key: {safe_terminal(str(path))}")
+    typer.echo(f"public key:  {safe_terminal(str(public_key_path(path)))}")
     typer.echo(f"key id:      {key_id(key.public_key())}")
 
 
@@ -99,8 +99,8 @@ def keys_show(config: ConfigOpt = None) -> None:
         key = load_signing_key(settings)
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None
-    typer.echo(f"private key: {path}")
-    typer.echo(f"public key:  {public_key_path(path)}")
+    typer.echo(f"private key: {safe_terminal(str(path))}")
+    typer.echo(f"public key:  {safe_terminal(str(public_key_path(path)))}")
     typer.echo(f"key id:      {key_id(key.public_key())}")
 
 
@@ -297,9 +297,9 @@ def export_schemas_cmd(
             openapi = export_openapi(directory)
         except OSError as exc:
             raise fail_usage(f"cannot write openapi.json: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {len(written)} schemas to {directory}")
+    typer.echo(f"wrote {len(written)} schemas to {safe_terminal(str(directory))}")
     if openapi is not None:
-        typer.echo(f"wrote {openapi} (the HTTP API)")
+        typer.echo(f"wrote {safe_terminal(str(openapi))} (the HTTP API)")
     else:
         typer.echo('openapi.json not written: pip install "affidavit[server]"', err=True)
 
@@ -320,11 +320,11 @@ def validate_cmd(
         loads_strict(text, source=file)  # not JSON at all is a usage error, not a schema failure
         errors = validate_json(text, schema)
     if errors:
-        typer.echo(f"INVALID against {schema}:", err=True)
+        typer.echo(f"INVALID against {safe_terminal(schema)}:", err=True)
         for e in errors:
             typer.echo(f"  - {safe_terminal(e)}", err=True)
         raise typer.Exit(EXIT_FAIL)
-    typer.echo(f"valid {schema}")
+    typer.echo(f"valid {safe_terminal(schema)}")
 
 
 def register(app: typer.Typer) -> None:

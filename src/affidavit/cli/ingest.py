@@ -31,6 +31,7 @@ from affidavit.cli.common import (
     path_exists,
     safe,
 )
+from affidavit.core.text import safe_terminal
 
 if TYPE_CHECKING:
     from affidavit.core.retrieval import IngestReport
@@ -328,7 +329,7 @@ def search(
                     fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         except OSError as exc:
             raise fail_usage(f"cannot write --output: {describe_os_error(exc)}") from None
-        typer.echo(f"wrote {len(batch)} results to {output}", err=True)
+        typer.echo(f"wrote {len(batch)} results to {safe_terminal(str(output))}", err=True)
         raise typer.Exit(EXIT_OK)
     hits = results[0]
     if json_out:

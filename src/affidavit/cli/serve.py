@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from affidavit.cli.common import cli_settings, dump_json, fail_usage, usage_errors
+from affidavit.core.text import safe_terminal
 
 api_keys_app = typer.Typer(
     help="Manage the API keys `affidavit serve` accepts (stored as argon2 hashes).",
@@ -84,7 +85,9 @@ def api_create(
     keys = ApiKeyStore(default_keys_path(settings))
     with usage_errors():
         token, info = keys.create(name, scope)  # type: ignore[arg-type]
-    typer.echo(f"key id: {info.id}  name: {info.name}  scope: {info.scope}", err=True)
+    typer.echo(
+        f"key id: {info.id}  name: {safe_terminal(info.name)}  scope: {info.scope}", err=True
+    )
     typer.echo("the token below is shown once; store it now:", err=True)
     typer.echo(token)
 
@@ -107,7 +110,7 @@ def api_list(
         typer.echo("no API keys (the server then binds only to loopback)")
     for k in keys:
         state = f"revoked {k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "active"
-        typer.echo(f"{k.id}  {k.scope:<5}  {state:<24}  {k.name}")
+        typer.echo(f"{k.id}  {k.scope:<5}  {state:<24}  {safe_terminal(k.name)}")
 
 
 @api_keys_app.command("revoke")
@@ -121,7 +124,7 @@ def api_revoke(
     settings = cli_settings(config)
     with usage_errors():
         info = ApiKeyStore(default_keys_path(settings)).revoke(key_id)
-    typer.echo(f"revoked {info.id} ({info.name})")
+    typer.echo(f"revoked {info.id} ({safe_terminal(info.name)})")
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,7 @@ from affidavit.cli.common import (
     fail_usage,
     usage_errors,
 )
-from affidavit.core.text import json_line
+from affidavit.core.text import json_line, safe_terminal
 
 CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_encoder,...)."
 
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
                 settings = settings.model_copy(update={"policy": effective_policy(settings)})
             report = run_with_progress("check", text, Path(output), settings)
             for warning in report.warnings:
-                typer.echo(f"warning: {warning}", err=True)
+                typer.echo(f"warning: {safe_terminal(warning)}", err=True)
             _check_exit(report.counts.get("malformed", 0), report.counts.get("incomplete", 0))
         with usage_errors():
             verifier = ClaimCascade(settings.verify, effective_policy(settings))

@@ -804,23 +804,27 @@ class ClaimCascade:
 
 def _mean_score(a: StageScore, b: StageScore) -> StageScore:
     """The mean of a sentence's score and its date-moved twin's (an error fails closed)."""
+    # only reached once a model stage has scored, so its module is loaded already
+    from affidavit.verify.crossencoder import stage_label
+
     if a.error is not None or b.error is not None:
         return a if a.error is not None else b
-    p = ((a.p_entail + b.p_entail) / 2, (a.p_neutral + b.p_neutral) / 2)
-    pc = max(0.0, 1.0 - p[0] - p[1])
+    p = [(x + y) / 2 for x, y in zip(_probs(a), _probs(b), strict=True)]
     return a.model_copy(
         update={
             "p_entail": p[0],
             "p_neutral": p[1],
-            "p_contradict": pc,
-            "label": max(
-                zip((p[0], p[1], pc), ("supported", "unsupported", "contradicted"), strict=True)
-            )[1],
+            "p_contradict": p[2],
+            "label": stage_label(p),
             # a twin cut to fit (it has a comma more) marks the mean as not checked whole
             "detail": f"{b.detail if b.detail.startswith('truncated') else a.detail}; "
             "mean with the date moved",
         }
     )
+
+
+def _probs(s: StageScore) -> tuple[float, float, float]:
+    return (s.p_entail, s.p_neutral, s.p_contradict)
 
 
 def _model_pe(run: _Run) -> float:

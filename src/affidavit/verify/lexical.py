@@ -398,6 +398,7 @@ _TIME = (
     rf"(?:in|on|during|by|since|until) (?:(?:early|late|mid-?) ?)?(?:\d{{1,2}} )?(?:{_MONTH} )?"
     r"(?:\d{1,2}, )?\d{4}"
 )
+_TIME_RE = re.compile(_TIME, re.I)
 _TRAILING_TIME = re.compile(rf"^(?P<body>[A-Z][^;:]{{12,}}?),? (?P<t>{_TIME})\.$")
 _FRONT_TIME = re.compile(rf"^(?P<t>{_TIME}), (?P<body>[^;:]{{12,}}?)\.$", re.I)
 # words a sentence may start with lower-cased after a fronted adverbial ("In 1889, the tower ...")
@@ -459,7 +460,7 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
     if (
         m
         and len(m.group("body").split()) >= 3
-        and not re.search(_TIME, m.group("body"), re.I)
+        and not _TIME_RE.search(m.group("body"))
         and not _COMPLEX.search(m.group("body"))
         and not _COMPLEMENT_VERB.search(m.group("body"))
         and _MOVABLE.match(m.group("t"))
@@ -474,7 +475,7 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
         m
         and len(m.group("body").split()) >= 3
         and m.group("body")[0].isalpha()
-        and not re.search(_TIME, m.group("body"), re.I)
+        and not _TIME_RE.search(m.group("body"))
         and not _COMPLEX.search(m.group("body"))
         and _MOVABLE.match(m.group("t"))
     ):
