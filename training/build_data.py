@@ -349,6 +349,103 @@ def synthesize_compressions(rows: list[dict], rng: random.Random, n_target: int)
     return out
 
 
+# ----------------------------------------------------------------------------- roles
+
+# words that make two names interchangeable ("A and B won"): a swap across them keeps the meaning
+_SYMMETRIC_JOIN = re.compile(r"^\s*(?:,|and|or|&|,\s*and|nor|with|/|-|–)\s*$", re.I)
+_SYMMETRIC_VERB = re.compile(
+    r"\b(?:married|met|partners?|together|both|tied|drew|versus|vs|between|and|with|alongside)\b",
+    re.I,
+)
+
+
+def swap_roles(s: str) -> str | None:
+    """The sentence with two of its names exchanged ("A defeated B" -> "B defeated A").
+
+    Only where the words between the names are not a symmetric join ("A and B", "A, B") and the
+    sentence has no symmetric verb ("married", "met", "with"), so the swap changes who did what.
+    """
+    ents = [
+        m for m in ENT_RE.finditer(s) if len(m.group(1)) > 3 and m.group(1).split()[0] not in MONTHS
+    ]
+    names = []
+    seen: set[str] = set()
+    for m in ents:
+        if m.group(1) not in seen:
+            names.append(m)
+            seen.add(m.group(1))
+    if len(names) < 2 or _SYMMETRIC_VERB.search(s):
+        return None
+    a, b = names[0], names[1]
+    between = s[a.end(1) : b.start(1)]
+    if _SYMMETRIC_JOIN.match(between) or len(between.split()) > 12 or a.group(1) in b.group(1):
+        return None
+    return s[: a.start(1)] + b.group(1) + between + a.group(1) + s[b.end(1) :]
+
+
+def synthesize_roles(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Role swaps and misattributed roles against the row's evidence (not entailed), with their
+    entailed originals as minimal pairs.
+
+    Two kinds: (1) two names of one evidence sentence exchanged ("Armstrong ... before Aldrin" ->
+    "Aldrin ... before Armstrong", :func:`swap_roles`); (2) the sentence's subject replaced by
+    another name *of the same evidence* ("Buzz Aldrin became the first person to step onto the
+    lunar surface." against a passage naming Armstrong as first and Aldrin as second). Both are
+    labelled ``not_entail`` (refuted or merely unsupported, depending on the passage): the model
+    must read who did what, not which names occur.
+    """
+    out: list[dict] = []
+    anchors = rows[:]
+    rng.shuffle(anchors)
+    i = 0
+    while len(out) < n_target and i < len(anchors) * 2:
+        r = anchors[i % len(anchors)]
+        i += 1
+        sents = [x for x in split_sentences(r["evidence"]) if 6 <= len(x.split()) <= 45]
+        rng.shuffle(sents)
+        made: tuple[str, str, str] | None = None
+        for x in sents:
+            swapped = swap_roles(x)
+            if swapped and swapped != x and rng.random() < 0.6:
+                made = (x, swapped, "role_swap")
+                break
+            ents = [m for m in ENT_RE.finditer(x) if len(m.group(1)) > 3]
+            others = [
+                m.group(1)
+                for m in ENT_RE.finditer(r["evidence"])
+                if len(m.group(1)) > 3
+                and m.group(1) not in x
+                and m.group(1).split()[0] not in MONTHS
+                and not any(m.group(1) in e.group(1) or e.group(1) in m.group(1) for e in ents)
+            ]
+            if ents and others:
+                e = ents[0]
+                made = (x, x[: e.start(1)] + rng.choice(others) + x[e.end(1) :], "misattributed")
+                break
+        if made is None:
+            continue
+        orig, edited, kind = made
+        compressed = compress(orig, rng)
+        pair = [(orig, "entail", "original")]
+        if compressed is not None and rng.random() < 0.5:
+            pair = [(compressed[0], "entail", "original_compressed")]
+        pair.append((edited, "not_entail", kind))
+        for text, label, how in pair:
+            out.append(
+                {
+                    "id": f"synth:roles_{how}:{len(out)}:{r['id']}",
+                    "source": "synthetic_roles",
+                    "group": r["group"],
+                    "claim": text,
+                    "evidence": r["evidence"],
+                    "label": label,
+                    "n_windows": r["n_windows"],
+                    "from": f"evsent_{how}",
+                }
+            )
+    return out
+
+
 # ----------------------------------------------------------------------------- reorders
 def synthesize_reorders(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
     """Claims whose time adverbial moved, so that where a date stands says nothing of the label.
@@ -706,6 +803,13 @@ def main() -> None:
         help="claims with their time adverbial moved (same label), and evidence sentences so "
         "moved (entail, half paired with a changed date) (synthesize_reorders; release 9)",
     )
+    ap.add_argument(
+        "--roles",
+        type=int,
+        default=0,
+        help="role swaps and misattributed names (not_entail), each with its entailed original "
+        "(synthesize_roles; the MPNet release)",
+    )
     ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
@@ -761,6 +865,11 @@ def main() -> None:
         )
         dev_rows += synthesize_compressions(
             real_dev, random.Random(args.seed + 9), int(args.compressions * args.dev_frac)
+        )
+    if args.roles:
+        train_rows += synthesize_roles(real_train, random.Random(args.seed + 12), args.roles)
+        dev_rows += synthesize_roles(
+            real_dev, random.Random(args.seed + 13), int(args.roles * args.dev_frac)
         )
     if args.reorders:
         # drawn from every row so far: the date's place must say nothing in any source

@@ -56,10 +56,9 @@ def encode(tok, rows: list[dict], max_len: int) -> list[tuple[list[int], list[in
         truncation="longest_first",
         max_length=max_len,
     )
-    return [
-        (enc["input_ids"][i], enc["token_type_ids"][i], LAB2ID[r["label"]])
-        for i, r in enumerate(rows)
-    ]
+    # MPNet's tokenizer has no segment ids: zeros, and collate leaves them out of the batch
+    tts = enc.get("token_type_ids") or [[0] * len(a) for a in enc["input_ids"]]
+    return [(enc["input_ids"][i], tts[i], LAB2ID[r["label"]]) for i, r in enumerate(rows)]
 
 
 def make_batches(data: list, bs: int, rng: random.Random) -> list[list]:
@@ -75,6 +74,10 @@ def make_batches(data: list, bs: int, rng: random.Random) -> list[list]:
     return batches
 
 
+# set in main(): whether the model takes token_type_ids (BERT/MiniLM yes, MPNet no)
+USE_TOKEN_TYPES = True
+
+
 def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
     n = max(len(b[0]) for b in batch)
     ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
@@ -85,12 +88,10 @@ def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
         ids[i, : len(a)] = torch.tensor(a)
         tt[i, : len(t)] = torch.tensor(t)
         am[i, : len(a)] = 1
-    return {
-        "input_ids": ids,
-        "token_type_ids": tt,
-        "attention_mask": am,
-        "labels": torch.tensor([b[2] for b in batch]),
-    }
+    out = {"input_ids": ids, "attention_mask": am, "labels": torch.tensor([b[2] for b in batch])}
+    if USE_TOKEN_TYPES:
+        out["token_type_ids"] = tt
+    return out
 
 
 def verifier_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -153,11 +154,9 @@ def bench(model, tok, out: Path) -> dict:
     for L in (128, 256):
         for B in (16, 32):
             ids = torch.randint(1000, 20000, (B, L))
-            x = {
-                "input_ids": ids,
-                "attention_mask": torch.ones_like(ids),
-                "token_type_ids": torch.zeros_like(ids),
-            }
+            x = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+            if USE_TOKEN_TYPES:
+                x["token_type_ids"] = torch.zeros_like(ids)
             ts = []
             for _ in range(3):
                 t = time.time()
@@ -174,9 +173,53 @@ def bench(model, tok, out: Path) -> dict:
 
 def save(model, tok, path: Path, meta: dict) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
+    if hasattr(model, "peft_config"):
+        # LoRA: the adapter (what ships) and the merged full model (what export and eval read)
+        model.save_pretrained(path / "adapter")
+        trained_norms = {
+            n: p.detach().clone()
+            for n, p in model.named_parameters()
+            if p.requires_grad and "LayerNorm" in n
+        }
+        torch.save(trained_norms, path / "layernorms.pt")
+        merged = _merged_copy(model)
+        merged.save_pretrained(path)
+        del merged
+    else:
+        model.save_pretrained(path)
     tok.save_pretrained(path)
     (path / "run.json").write_text(json.dumps(meta, indent=1))
+
+
+def _merged_copy(model):  # type: ignore[no-untyped-def]
+    """A plain transformers model with the LoRA deltas folded in (the training model untouched)."""
+    import copy
+
+    return copy.deepcopy(model).merge_and_unload()
+
+
+def add_lora(model, args):  # type: ignore[no-untyped-def]
+    """Wrap ``model`` with LoRA adapters on the attention and feed-forward matrices of its top
+    ``--lora-layers`` encoder layers; the classifier head and those layers' LayerNorms train
+    fully. Every other weight stays the public base's, so the shipped difference is small."""
+    from peft import LoraConfig, get_peft_model
+
+    n = model.config.num_hidden_layers
+    top = list(range(n - args.lora_layers, n))
+    cfg = LoraConfig(
+        r=args.lora_r,
+        lora_alpha=2 * args.lora_r,
+        lora_dropout=0.05,
+        target_modules=["q", "k", "v", "o", "intermediate.dense", "output.dense"],
+        layers_to_transform=top,
+        layers_pattern="layer",
+        modules_to_save=["classifier"],
+    )
+    model = get_peft_model(model, cfg)
+    for name, p in model.named_parameters():
+        if "LayerNorm" in name and any(f"layer.{i}." in name for i in top):
+            p.requires_grad_(True)
+    return model
 
 
 def newest_complete_checkpoint(out: Path) -> Path | None:
@@ -275,6 +318,15 @@ def main() -> None:
         default="auto",
         help="auto: cuda when torch sees a GPU (training/gpu_long_run.sh), else cpu",
     )
+    ap.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="base model folder (default: the packaged MiniLM; the MPNet release: the folder "
+        "python -m affidavit.verify.accurate install --base-only assembles)",
+    )
+    ap.add_argument("--lora-r", type=int, default=0, help="LoRA rank (0: plain fine-tuning)")
+    ap.add_argument("--lora-layers", type=int, default=4, help="top layers given LoRA adapters")
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -282,8 +334,10 @@ def main() -> None:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
 
-    base = base_model_dir()
+    global USE_TOKEN_TYPES
+    base = args.base or base_model_dir()
     tok = AutoTokenizer.from_pretrained(base)
+    USE_TOKEN_TYPES = "token_type_ids" in tok.model_input_names
     state = None
     resume_dir = newest_complete_checkpoint(args.out) if args.resume else None
     if resume_dir is not None:
@@ -293,12 +347,23 @@ def main() -> None:
         )
         # the layer subset is already applied in the saved checkpoint
         args.keep_layers = None
+    lora_resume = bool(args.lora_r and resume_dir is not None)
     model = AutoModelForSequenceClassification.from_pretrained(
-        resume_dir or args.init or base,
+        base if lora_resume else (resume_dir or args.init or base),
         num_labels=3,
         id2label=dict(enumerate(LABELS)),
         label2id={k: i for i, k in enumerate(LABELS)},
     )
+    if args.lora_r:
+        model = add_lora(model, args)
+        if lora_resume:
+            from peft import set_peft_model_state_dict
+            from safetensors.torch import load_file
+
+            adapter = load_file(str(resume_dir / "adapter" / "adapter_model.safetensors"))
+            set_peft_model_state_dict(model, adapter)
+            trained = torch.load(resume_dir / "layernorms.pt", map_location="cpu")
+            model.load_state_dict(trained, strict=False)
     if args.bench:
         bench(model, tok, HERE / "logs" / "bench_train.json")
         return
@@ -321,12 +386,13 @@ def main() -> None:
         for p in teacher.parameters():
             p.requires_grad_(False)
     teacher_cache: dict[int, torch.Tensor] = {}
-    if args.freeze_word_embeddings:
-        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
-    if args.freeze_layers or args.freeze_embeddings:
-        for p in model.bert.embeddings.parameters():
+    enc_model = model.base_model if not args.lora_r else None
+    if args.freeze_word_embeddings and enc_model is not None:
+        enc_model.embeddings.word_embeddings.weight.requires_grad_(False)
+    if (args.freeze_layers or args.freeze_embeddings) and enc_model is not None:
+        for p in enc_model.embeddings.parameters():
             p.requires_grad_(False)
-        for layer in model.bert.encoder.layer[: args.freeze_layers]:
+        for layer in enc_model.encoder.layer[: args.freeze_layers]:
             for p in layer.parameters():
                 p.requires_grad_(False)
     model.to(device)

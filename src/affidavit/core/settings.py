@@ -194,6 +194,24 @@ class VerifySettings(Section):
         default_factory=lambda: list[CascadeStage](["checks", "cross_encoder"]),
         description="Stages in order; later stages run only for the uncertain band.",
     )
+    tier: Literal["fast", "cascade", "accurate"] = Field(
+        default="fast",
+        description="Which verifier model decides: 'fast' (the packaged MiniLM), 'accurate' (the "
+        "MPNet cross-encoder of the accurate extra, on every claim) or 'cascade' (the fast model "
+        "first; a claim whose p(supported) falls in accurate_band gets the accurate stage's "
+        "verdict instead). Where the accurate stage is needed and cannot run, the claim is not "
+        "verified.",
+    )
+    accurate_band: tuple[float, float] = Field(
+        default=(0.15, 0.85),
+        description="cascade tier: the fast verdict's p(supported) range sent to the accurate "
+        "stage (a typed check's contradiction is never sent).",
+    )
+    accurate_model_path: Path | None = Field(
+        default=None,
+        description="Assembled accurate verifier folder (default: assembled once from the "
+        "accurate extra's packages into <home>/models/verifier-accurate).",
+    )
     model_path: Path | None = Field(
         default=None, description="Verifier model folder (default: the packaged model)."
     )
@@ -255,6 +273,14 @@ class VerifySettings(Section):
         description="Isotonic map of p_entail fitted on dev data (python -m "
         "affidavit.verify.calibration); None: the model's temperature only.",
     )
+
+    @field_validator("accurate_band")
+    @classmethod
+    def _band_in_order(cls, v: tuple[float, float]) -> tuple[float, float]:
+        lo, hi = v
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"accurate_band must satisfy 0 <= low <= high <= 1, got {list(v)}")
+        return v
 
 
 class PolicySettings(Section):

@@ -60,7 +60,7 @@ from affidavit.verify.evidence import (
     rank_windows,
     sentence_candidates,
 )
-from affidavit.verify.lexical import move_time_adverbial
+from affidavit.verify.lexical import move_time_adverbial, verbatim_support
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +167,8 @@ class ClaimCascade:
         self.scorers: dict[str, PairScorer] = dict(scorers or {})
         self.stage_errors: dict[str, str] = {}
         self.check_fn = check_fn
+        # the cascade tier's second opinion: the same cascade on the accurate model
+        self.accurate: ClaimCascade | None = None
         for name in settings.cascade:
             if name == "checks" and self.check_fn is None:
                 self.check_fn = self._load_checks()
@@ -202,6 +204,29 @@ class ClaimCascade:
                     self.combiner = found
                     self.combiner_stage = stage
                     break
+        if settings.tier == "cascade":
+            self._build_accurate(scorers or {})
+
+    def _build_accurate(self, scorers: Mapping[str, PairScorer]) -> None:
+        """The accurate stage of the cascade tier (a ClaimCascade on the accurate model; given
+        as ``scorers['accurate']`` in tests). Unavailable: recorded, and every claim that would
+        need it stays unverified."""
+        acc_settings = self.settings.model_copy(update={"tier": "accurate"})
+        given = scorers.get("accurate")
+        try:
+            self.accurate = ClaimCascade(
+                acc_settings,
+                self.policy,
+                scorers={"cross_encoder": given} if given is not None else None,
+                check_fn=self.check_fn,
+            )
+        except AffidavitError as exc:
+            self.stage_errors["accurate"] = f"accurate unavailable: {exc.message}"
+            return
+        err = self.accurate.stage_errors.get("cross_encoder")
+        if err is not None:
+            self.stage_errors["accurate"] = err.replace("cross_encoder", "accurate", 1)
+            self.accurate = None
 
     def _load_checks(self) -> CheckFn | None:
         try:
@@ -214,7 +239,11 @@ class ClaimCascade:
 
     def _build_scorer(self, stage: str) -> None:
         try:
-            if stage == "cross_encoder":
+            if stage == "cross_encoder" and self.settings.tier == "accurate":
+                from affidavit.verify.accurate import load_accurate_cross_encoder
+
+                self.scorers[stage] = load_accurate_cross_encoder(self.settings)
+            elif stage == "cross_encoder":
                 from affidavit.verify.crossencoder import load_cross_encoder
 
                 self.scorers[stage] = load_cross_encoder(self.settings)
@@ -240,6 +269,10 @@ class ClaimCascade:
         for name, scorer in self.scorers.items():
             desc = getattr(scorer, "describe", None)
             stages[name] = desc() if callable(desc) else {"name": getattr(scorer, "name", name)}
+        if self.accurate is not None:
+            stages.update(
+                {f"accurate:{k}": v for k, v in self.accurate.describe()["stages"].items()}
+            )
         return {
             "settings": self.settings.model_dump(mode="json"),
             "policy": self.policy.model_dump(mode="json"),
@@ -258,6 +291,10 @@ class ClaimCascade:
                 out.append({"name": str(desc.get("name", name)), "sha256": str(desc["sha256"])})
         if self.combiner is not None and self.combiner.sha256:
             out.append({"name": "affidavit-combiner", "sha256": self.combiner.sha256})
+        if self.accurate is not None and self.accurate.combiner is not None:
+            sha = self.accurate.combiner.sha256
+            if sha:
+                out.append({"name": "affidavit-combiner-accurate", "sha256": sha})
         return out
 
     # ------------------------------------------------------------------ public API
@@ -268,11 +305,100 @@ class ClaimCascade:
         sentence (each against its own best evidence) and the results are combined.
         """
         if self.combiner is None:
-            return self._verdict(
+            verdict = self._verdict(
                 self._run(claim, chunks, time.monotonic() + self.settings.timeout_s)
             )
-        whole, parts = self._runs(claim, chunks)
-        return self._combined(claim, whole, parts)
+        else:
+            whole, parts = self._runs(claim, chunks)
+            verdict = self._combined(claim, whole, parts)
+        if verdict.label != "supported" and verdict.complete:
+            restated = self._verbatim(claim, chunks, verdict)
+            if restated is not None:
+                return restated
+        if self.settings.tier == "cascade" and self._second_look(verdict):
+            return self._accurate_verdict(claim, chunks, verdict)
+        return verdict
+
+    def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
+        """Supported when the evidence states every sentence of the claim word for word
+        (:func:`affidavit.verify.lexical.verbatim_support`), whatever the model scored; never
+        over a typed check's contradiction."""
+        if any(st.stage == "checks" and st.decided for st in v.stages):
+            return None
+        sentences = _sentences(claim) or [claim]
+        spans: list[EvidenceSpan] = []
+        for sent in sentences:
+            hit = None
+            for chunk in chunks:
+                found = verbatim_support(sent.text, chunk.text)
+                if found is not None:
+                    hit = make_span(chunk, *found)
+                    break
+            if hit is None:
+                return None
+            spans.append(hit)
+        quoted = "; ".join(f"'{sp.text[:80]}'" for sp in spans)
+        stage = StageScore(
+            stage="verbatim",
+            p_entail=1.0,
+            p_neutral=0.0,
+            p_contradict=0.0,
+            label="supported",
+            decided=True,
+            detail=f"the evidence states it word for word: {quoted}",
+        )
+        return v.model_copy(
+            update={
+                "label": "supported",
+                "p_entail": 1.0,
+                "p_neutral": 0.0,
+                "p_contradict": 0.0,
+                "evidence": tuple(dict.fromkeys(spans)),
+                "stages": (*v.stages, stage),
+                "reason": f"the evidence states the claim word for word ({v.label} by "
+                f"p(supported) {v.p_entail:.2f} before): {quoted}",
+            }
+        )
+
+    def _second_look(self, v: Verdict) -> bool:
+        """Whether the cascade tier sends a fast verdict to the accurate stage: a complete
+        verdict whose p(supported) lies in ``accurate_band``, or a contradiction the model (not
+        a typed check) found."""
+        if not v.complete:
+            return False
+        if v.label == "contradicted":
+            return not any(st.stage == "checks" and st.decided for st in v.stages)
+        lo, hi = self.settings.accurate_band
+        return lo <= v.p_entail <= hi
+
+    def _accurate_verdict(self, claim: Claim, chunks: Sequence[Chunk], fast: Verdict) -> Verdict:
+        """The accurate stage's verdict, with the fast stages kept in the trace; fail closed
+        when the accurate stage is unavailable."""
+        why = f"fast p(supported) {fast.p_entail:.2f} ({fast.label})"
+        fast_stages = tuple(
+            st.model_copy(update={"stage": f"fast:{st.stage}", "decided": False})
+            for st in fast.stages
+        )
+        if self.accurate is None:
+            err = self.stage_errors.get("accurate", "accurate stage unavailable")
+            label: Label = "contradicted" if fast.label == "contradicted" else "unsupported"
+            return fast.model_copy(
+                update={
+                    "label": label,
+                    "evidence": fast.evidence if label == "contradicted" else (),
+                    "p_entail": 0.0 if label != "contradicted" else fast.p_entail,
+                    "complete": False,
+                    "errors": (*fast.errors, err),
+                    "reason": f"not verified: {why} needs the accurate stage; {err}",
+                }
+            )
+        v = self.accurate.verify(claim, chunks)
+        return v.model_copy(
+            update={
+                "stages": fast_stages + v.stages,
+                "reason": f"accurate stage ({why}): {v.reason}",
+            }
+        )
 
     def features(self, claim: Claim, chunks: Sequence[Chunk]) -> dict[str, float] | None:
         """The combiner's input for a claim (None when some part could not be checked whole).

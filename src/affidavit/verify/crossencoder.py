@@ -283,7 +283,10 @@ class PairTokenizer:
         self.tok.no_padding()
         self.max_len = max_len
         self._lock = threading.Lock()
+        # BERT/MiniLM pad with [PAD] (0); MPNet/RoBERTa-style vocabularies with <pad> (1)
         pad = self.tok.token_to_id("[PAD]")
+        if pad is None:
+            pad = self.tok.token_to_id("<pad>")
         self.pad_id = 0 if pad is None else pad
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
@@ -496,7 +499,7 @@ class OnnxCrossEncoder:
         else:
             probs = collapse(softmax(logits, self.temperature), self.labels)
         if self.calibration is not None:
-            from affidavit.verify.calibration import apply_isotonic
+            from affidavit.verify.isotonic import apply_isotonic
 
             probs = apply_isotonic(probs, self.calibration)
         return probs
@@ -622,7 +625,7 @@ def load_cross_encoder(settings: VerifySettings) -> OnnxCrossEncoder:
         if key not in _CACHE:
             iso = None
             if cal is not None:
-                from affidavit.verify.calibration import load_isotonic
+                from affidavit.verify.isotonic import load_isotonic
 
                 iso = load_isotonic(cal.expanduser())
             _CACHE[key] = OnnxCrossEncoder(

@@ -483,3 +483,70 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
         t = m.group("t")
         return f"{body[0].upper()}{body[1:]} {t[0].lower()}{t[1:]}.", "to_end"
     return None
+
+
+# ----------------------------------------------------------------------------- verbatim support
+# words that, before the restated words in the evidence sentence (or after them), put the
+# statement under a negation, a doubt, a report or a condition: the evidence then does not
+# assert it ("It is not true that ...", "Some claim that ...", "... , a myth.")
+_UNASSERTED = re.compile(
+    r"\b(?:not|no|never|n't|nor|neither|without|false(?:ly)?|untrue|wrong(?:ly)?|incorrect(?:ly)?|"
+    r"mistaken(?:ly)?|myth|misconception|rumou?r(?:s|ed)?|hoax|den(?:y|ies|ied)|dispute[sd]?|"
+    r"claim(?:s|ed)?|alleg(?:e|es|ed|edly)|reported(?:ly)?|supposed(?:ly)?|purported(?:ly)?|"
+    r"believed?|believes|thought|suspect(?:s|ed)?|hypothes[ie]s|whether|if|unless|"
+    r"might|could|would|should|perhaps|possibly|probably|unclear|uncertain|doubt(?:s|ed|ful)?|"
+    r"contrary|instead|rather|fiction(?:al)?|novel|film|movie|game|dream(?:s|ed|t)?|imagin\w*|"
+    r"said|says|according|asked|ask|question|wonder(?:s|ed)?|hope[sd]?|plan(?:s|ned)?|"
+    r"expected|proposed?|intended|tried|attempted|failed|almost|nearly)\b",
+    re.I,
+)
+# where the restated words may stop inside the evidence sentence: the sentence's end or a
+# clause boundary (not inside a longer phrase: "is 2 km" inside "is 2 km shorter than ...")
+_CLAUSE_END = re.compile(r"^(?:$|[,;:(\u2013\u2014-]| (?:and|but|while|which|who|where|when)\b)")
+# "may" the modal, not the month (the cue search runs on the original case)
+_MODAL_MAY = re.compile(r"\b(?:may|May(?= (?:be|have|not)\b))\b")
+_CLAUSE_START = re.compile(r"(?:[,;:]|\b(?:and|but|so|then))\s*$")
+_NORM_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+MIN_VERBATIM_WORDS = 4
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.translate(_NORM_QUOTES).split()).rstrip(" .!?")
+
+
+def _unasserted(text: str) -> bool:
+    return bool(_UNASSERTED.search(text) or _MODAL_MAY.search(text))
+
+
+def verbatim_support(claim: str, evidence: str) -> tuple[int, int] | None:
+    """Character span of the evidence sentence that states ``claim`` word for word, or None.
+
+    The claim (case, spacing and final punctuation aside) must appear inside one sentence of the
+    evidence, start at the sentence's start or after a clause boundary, end at the sentence's
+    end or at a clause boundary, and nothing in that sentence may put it under a negation, a
+    doubt, a report or a condition (``_UNASSERTED``). A claim of fewer than four words is never
+    matched this way. What this returns, the evidence asserts: the verifier then never calls the
+    claim unsupported (the model can miss such a restatement: "The Forth Bridge opened on
+    4 March 1890." scored p_entail 0.47 against the sentence itself).
+    """
+    cased = _norm(claim)
+    c = cased.lower()
+    if len(c.split()) < MIN_VERBATIM_WORDS or _unasserted(cased) or len(c) != len(cased):
+        return None
+    for a, b in sentence_spans(evidence):
+        original = _norm(evidence[a:b])
+        sent = original.lower()
+        if len(sent) != len(original):
+            continue
+        start = 0
+        while (i := sent.find(c, start)) >= 0:
+            start = i + 1
+            before, after = original[:i], original[i + len(c) :]
+            if before.strip() and not _CLAUSE_START.search(before):
+                continue
+            if not _CLAUSE_END.match(after):
+                continue
+            if _unasserted(before) or _unasserted(after):
+                continue
+            return a, b
+    return None
