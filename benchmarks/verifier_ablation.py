@@ -151,6 +151,24 @@ def main() -> None:
         help="verify.date_order_average (a sentence with one time adverbial is also scored with "
         "it moved, and the two averaged); default: the setting's default",
     )
+    ap.add_argument(
+        "--accurate-dir",
+        type=Path,
+        default=None,
+        help="an assembled accurate verifier folder (python -m affidavit.verify.accurate): adds "
+        "accurate_model (that model alone), accurate (checks + it + its combiner) and cascade "
+        "(verify.tier=cascade: the fast default, its uncertain band sent to the accurate stage)",
+    )
+    ap.add_argument(
+        "--band",
+        default=None,
+        help="low,high: verify.accurate_band for the cascade configuration (default: the setting's)",
+    )
+    ap.add_argument(
+        "--configs",
+        default="",
+        help="comma list: run only these configurations (word overlap is always reported)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -173,7 +191,7 @@ def main() -> None:
     model_tau = float(th.get("model_tau_entail") or tau_e)
     if cached.combiner is not None:
         configs["default"] = (["checks", "cross_encoder"], True)
-    verifiers = {
+    verifiers: dict[str, ClaimCascade] = {
         k: ClaimCascade(
             VerifySettings(
                 cascade=v,  # type: ignore[arg-type]
@@ -188,6 +206,47 @@ def main() -> None:
         )
         for k, (v, comb) in configs.items()
     }
+    accurate_desc = None
+    if args.accurate_dir is not None:
+        acc = CachedScorer(OnnxCrossEncoder(args.accurate_dir, threads=args.threads))
+        accurate_desc = acc.describe()
+        base = {
+            "threads": args.threads,
+            "max_len": args.max_len,
+            "window_len": args.window_len,
+            "date_order_average": args.date_order_average,
+        }
+        band = (
+            tuple(float(x) for x in args.band.split(","))
+            if args.band
+            else VerifySettings().accurate_band
+        )
+        verifiers["accurate_model"] = ClaimCascade(
+            VerifySettings(cascade=["cross_encoder"], combiner=False, **base),  # type: ignore[arg-type]
+            PolicySettings(tau_entail=0.5, tau_contradict=tau_c),
+            scorers={"cross_encoder": acc},
+        )
+        verifiers["accurate"] = ClaimCascade(
+            VerifySettings(cascade=["checks", "cross_encoder"], **base),  # type: ignore[arg-type]
+            policy,
+            scorers={"cross_encoder": acc},
+        )
+        verifiers["cascade"] = ClaimCascade(
+            VerifySettings(
+                cascade=["checks", "cross_encoder"],
+                tier="cascade",
+                accurate_band=band,  # type: ignore[arg-type]
+                **base,  # type: ignore[arg-type]
+            ),
+            policy,
+            scorers={"cross_encoder": cached, "accurate": acc},
+        )
+        for k in ("accurate_model", "accurate", "cascade"):
+            configs[k] = (["checks", "cross_encoder"], True)
+    if args.configs:
+        keep = [c for c in args.configs.split(",") if c]
+        configs = {k: v for k, v in configs.items() if k in keep}
+        verifiers = {k: v for k, v in verifiers.items() if k in keep}
     combiner_file = args.model_dir / "combiner.json"
     wo_tau = 0.5
     if combiner_file.exists():
@@ -210,7 +269,7 @@ def main() -> None:
             "threshold": float(best_t),
         }
         for cfg, ver in verifiers.items():
-            before = cached.model_pairs
+            before = cached.model_pairs + (acc.model_pairs if accurate_desc else 0)
             verdicts, secs = run_set(ver, items)
             m = metrics_for(name, items, verdicts, tau_e, rounds=args.rounds, seconds=secs)
             table[name][cfg] = {
@@ -220,7 +279,9 @@ def main() -> None:
                     bool(v.stages) and v.stages[0].stage == "checks" and v.stages[0].decided
                     for v in verdicts
                 ),
-                "new_model_pairs": cached.model_pairs - before,
+                "new_model_pairs": cached.model_pairs
+                + (acc.model_pairs if accurate_desc else 0)
+                - before,
             }
             if cfg == list(configs)[-1]:
                 curves[name] = (y, np.array([v.p_entail for v in verdicts]))
@@ -271,6 +332,7 @@ def main() -> None:
         "sets": table,
         "mean_balanced_accuracy_binary": means,
         "model": model.describe(),
+        "accurate_model": accurate_desc,
         "reference": {
             "llm_aggrefact_bacc_pct": leaderboard(args.data),
             "anli_acc_pct_roberta_large": ANLI_REFERENCE,

@@ -85,6 +85,7 @@ def delta_of(model) -> tuple[dict[str, np.ndarray], float]:  # type: ignore[no-u
     """What training changed, keyed by the plain model's parameter names."""
     cfg = model.peft_config["default"]
     scale = cfg.lora_alpha / cfg.r
+    top = list(cfg.layers_to_transform or [])
     out: dict[str, np.ndarray] = {}
     prefix = "base_model.model."
     for name, p in model.named_parameters():
@@ -96,7 +97,8 @@ def delta_of(model) -> tuple[dict[str, np.ndarray], float]:  # type: ignore[no-u
             out["lora_B/" + plain.replace(".lora_B.default", "")] = arr
         elif ".modules_to_save.default." in plain:
             out["full/" + plain.replace(".modules_to_save.default", "")] = arr
-        elif p.requires_grad and "LayerNorm" in plain:
+        elif "LayerNorm" in plain and any(f"layer.{i}." in plain for i in top):
+            # trained in full beside the adapters (frozen again once loaded for export)
             out["full/" + plain.replace(".base_layer", "")] = arr
     return out, scale
 
@@ -176,17 +178,46 @@ def strip_weights(onnx_path: Path, state: dict[str, np.ndarray]) -> tuple[bytes,
     return m.SerializeToString(), mapping
 
 
+def adopt_combiner(assembled: Path, out: Path) -> None:
+    """Pin the combiner fitted on an assembled copy (fit_combiner.py) in the shipped recipe."""
+    import shutil
+
+    shutil.copyfile(assembled / "combiner.json", out / "combiner.json")
+    fitted = json.loads((assembled / "config.json").read_text())
+    cfg = json.loads((out / "config.json").read_text())
+    cfg["model"]["combiner"] = {
+        "file": "combiner.json",
+        "sha256": sha256_file(out / "combiner.json"),
+    }
+    if "thresholds" in fitted:
+        cfg["model"]["thresholds"] = fitted["thresholds"]
+    (out / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    print(json.dumps(cfg["model"], indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--ckpt", type=Path, required=True)
-    ap.add_argument("--base", type=Path, required=True, help="unzipped all-mpnet-base-v2 folder")
-    ap.add_argument("--zip", type=Path, required=True, help="the joined all-mpnet-base-v2.zip")
+    ap.add_argument("--ckpt", type=Path)
+    ap.add_argument("--base", type=Path, help="unzipped all-mpnet-base-v2 folder")
+    ap.add_argument("--zip", type=Path, help="the joined all-mpnet-base-v2.zip")
+    ap.add_argument(
+        "--adopt-combiner",
+        type=Path,
+        default=None,
+        help="instead of exporting: take combiner.json and the thresholds that fit_combiner.py "
+        "wrote into this assembled folder, and pin them in the shipped folder's recipe",
+    )
     ap.add_argument("--out", type=Path, default=OUT_DIR)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--train-max-len", type=int, default=128)
     args = ap.parse_args()
+    if args.adopt_combiner is not None:
+        adopt_combiner(args.adopt_combiner, args.out)
+        return
+    if not (args.ckpt and args.base and args.zip):
+        ap.error("--ckpt, --base and --zip are needed to export")
 
     import torch
 

@@ -123,8 +123,16 @@ def api_revoke(
 
     settings = cli_settings(config)
     with usage_errors():
-        info = ApiKeyStore(default_keys_path(settings)).revoke(key_id)
+        store = ApiKeyStore(default_keys_path(settings))
+        info = store.revoke(key_id)
+        last = not store.active()
     typer.echo(f"revoked {info.id} ({safe_terminal(info.name)})")
+    if last:
+        typer.echo(
+            "warning: that was the last active API key: a server that has had keys now refuses "
+            "every request until you create one (`affidavit keys api create --name NAME`)",
+            err=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

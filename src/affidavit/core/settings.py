@@ -210,7 +210,8 @@ class VerifySettings(Section):
     accurate_model_path: Path | None = Field(
         default=None,
         description="Assembled accurate verifier folder (default: assembled once from the "
-        "accurate extra's packages into <home>/models/verifier-accurate).",
+        "accurate extra's packages into ~/.cache/affidavit/models/verifier-accurate, or "
+        "$AFFIDAVIT_MODEL_CACHE).",
     )
     model_path: Path | None = Field(
         default=None, description="Verifier model folder (default: the packaged model)."

@@ -176,6 +176,16 @@ class ApiKeyStore:
         with self._lock:
             return any(r.get("revoked_at") is None for r in self._refresh())
 
+    def ever_had_keys(self) -> bool:
+        """True when the file lists any key, revoked ones included: a server that had keys
+        never serves without one again (revoking the last key closes it, never opens it).
+
+        Raises:
+            ConfigError: the file is unreadable or damaged (the caller refuses, not opens).
+        """
+        with self._lock:
+            return bool(self._refresh())
+
     def known(self, token: str) -> ApiKeyInfo | None:
         """The key of a token already checked since the file last changed (no argon2), or None."""
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

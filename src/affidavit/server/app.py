@@ -219,6 +219,9 @@ class _State:
         self.services = services or Services(settings)
         self.metrics = Metrics()
         self.keys = ApiKeyStore(default_keys_path(settings))
+        # latched: once this server has seen a key (at start or later), it requires one for
+        # the rest of its life; revoking every key then refuses every request
+        self.keys_latched = False
         self.rate = RateLimiter(
             per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst
         )
@@ -332,9 +335,35 @@ def _handlers(app: FastAPI, state: _State) -> None:
         return _error(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
+def _keys_required(state: _State) -> bool:
+    """Whether requests need a key: latched on once the key file has listed any key. A key file
+    that cannot be read counts as keys required (AuthError 503 via ConfigError), never as none."""
+    if not state.keys_latched:
+        try:
+            state.keys_latched = state.keys.ever_had_keys()
+        except ConfigError as exc:
+            state.keys_latched = True
+            log.error("API key file unreadable: %s; refusing requests", exc.message)
+    return state.keys_latched
+
+
 async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
     """Check the bearer key (when keys are configured) and the rate limit; returns the caller."""
-    if state.keys.active():
+    if _keys_required(state):
+        try:
+            any_active = state.keys.active()
+        except ConfigError as exc:
+            raise AuthError(
+                "this server cannot read its API key file; every request is refused until it "
+                "is repaired",
+                status=503,
+            ) from exc
+        if not any_active:
+            raise AuthError(
+                "this server requires an API key and every key has been revoked: every request "
+                "is refused (create one with `affidavit keys api create --name NAME`)",
+                status=401,
+            )
         header = request.headers.get("authorization", "")
         kind, _, token = header.partition(" ")
         if not header:

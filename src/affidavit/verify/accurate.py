@@ -12,8 +12,7 @@ loaded) and writes an ordinary verifier folder (``model.onnx``, ``tokenizer.json
 ``config.json``, ``combiner.json``) into the model cache, atomically and under a lock.
 
 Example:
-    >>> from affidavit.core.settings import load_settings
-    >>> folder = ensure_accurate_model(load_settings().resolved_home() / "models")  # doctest: +SKIP
+    >>> folder = ensure_accurate_model(default_cache())  # doctest: +SKIP
     >>> (folder / "model.onnx").is_file()  # doctest: +SKIP
     True
 """
@@ -371,10 +370,14 @@ def ensure_accurate_model(
 
 
 def default_cache() -> Path:
-    """``<home>/models`` of the current settings (environment, TOML, defaults)."""
-    from affidavit.core.settings import load_settings
-
-    return load_settings().resolved_home() / "models"
+    """Where the assembled model is cached: ``$AFFIDAVIT_MODEL_CACHE``, else
+    ``$XDG_CACHE_HOME/affidavit/models``, else ``~/.cache/affidavit/models``. A cache, not part
+    of a home folder: every home (and every test) on the machine shares the one checked copy."""
+    explicit = os.environ.get("AFFIDAVIT_MODEL_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "affidavit" / "models"
 
 
 _LOADED: dict[tuple[str, int, int], Any] = {}
@@ -414,12 +417,13 @@ def main(argv: list[str] | None = None) -> None:
     import sys
 
     from affidavit.core.errors import AffidavitError
-    from affidavit.core.settings import load_settings
 
     ap = argparse.ArgumentParser(description="Assemble the accurate (MPNet) verifier.")
-    ap.add_argument("--cache", type=Path, default=None, help="model cache (default <home>/models)")
+    ap.add_argument(
+        "--cache", type=Path, default=None, help="model cache (default: see default_cache)"
+    )
     args = ap.parse_args(argv)
-    cache = args.cache or load_settings().resolved_home() / "models"
+    cache = args.cache or default_cache()
     try:
         folder = ensure_accurate_model(cache)
     except AffidavitError as exc:

@@ -1,0 +1,93 @@
+"""Issue 25.1: revoking the last API key never opens a running server (a real server process)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.cli.main import app
+from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
+from affidavit.testing.server import ServedProcess
+
+pytestmark = pytest.mark.integration
+OUTPUT = Path(__file__).resolve().parents[3] / "tests" / "output" / "server"
+
+
+def _create_key(home: Path, name: str, scope: str) -> str:
+    result = CliRunner().invoke(
+        app,
+        ["keys", "api", "create", "--name", name, "--scope", scope],
+        env={"AFFIDAVIT_HOME": str(home)},
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[-1]
+
+
+def _env(home: Path, store: Path, llm_url: str) -> dict[str, str]:
+    return {
+        "AFFIDAVIT_HOME": str(home),
+        "AFFIDAVIT_GENERATE__BACKEND": "openai",
+        "AFFIDAVIT_GENERATE__BASE_URL": llm_url,
+        "AFFIDAVIT_GENERATE__MAX_RETRIES": "0",
+        "AFFIDAVIT_STORE__PATH": str(store),
+        "AFFIDAVIT_VERIFY__THREADS": "1",
+        "AFFIDAVIT_EMBED__THREADS": "1",
+        "AFFIDAVIT_SERVE__RATE_LIMIT_PER_MINUTE": "0",
+    }
+
+
+def test_revoking_the_last_key_closes_the_server(corpus: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    token = _create_key(home, "only", "write")
+    key_id = token.split("_")[1]
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with (
+        FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm,
+        ServedProcess(_env(home, store, llm.url), log_path=OUTPUT / "latch.log") as srv,
+    ):
+        search = srv.url + "/v1/search?q=polonium"
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(search, headers=auth, timeout=30).status_code == 200
+        assert httpx.get(search, timeout=30).status_code == 401
+
+        result = CliRunner().invoke(
+            app, ["keys", "api", "revoke", key_id], env={"AFFIDAVIT_HOME": str(home)}
+        )
+        assert result.exit_code == 0, result.output
+        assert "last active API key" in result.stderr
+
+        # no key, the revoked key, and an upload without a key: all refused
+        r = httpx.get(search, timeout=30)
+        assert r.status_code == 401 and "every key has been revoked" in r.json()["message"]
+        assert httpx.get(search, headers=auth, timeout=30).status_code == 401
+        files = {"files": ("a.txt", b"Geese are birds.", "text/plain")}
+        assert httpx.post(srv.url + "/v1/documents", files=files, timeout=30).status_code == 401
+
+        # a new key opens it to that key only
+        fresh = _create_key(home, "next", "read")
+        assert httpx.get(search, timeout=30).status_code == 401
+        ok = httpx.get(search, headers={"Authorization": f"Bearer {fresh}"}, timeout=30)
+        assert ok.status_code == 200
+
+
+def test_a_damaged_key_file_refuses_requests(corpus: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    token = _create_key(home, "only", "read")
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    with (
+        FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm,
+        ServedProcess(_env(home, store, llm.url), log_path=OUTPUT / "latch-damaged.log") as srv,
+    ):
+        search = srv.url + "/v1/search?q=polonium"
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(search, headers=auth, timeout=30).status_code == 200
+        (home / "api_keys.json").write_text("{not json")
+        assert httpx.get(search, timeout=30).status_code in (401, 503)
+        assert httpx.get(search, headers=auth, timeout=30).status_code in (401, 503)
