@@ -28,13 +28,14 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from affidavit.core.errors import InputError, MissingDependencyError
 
 try:
-    from haystack import Document, component
+    from haystack import Document, component, default_from_dict, default_to_dict
     from haystack.dataclasses import ChatMessage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -118,8 +119,37 @@ class AffidavitRetriever:
         return {"documents": await offload(self._documents, query, top_k)}
 
 
+_MASKED = "**********"
+
+
+def _without_secrets(value: Any) -> Any:
+    """A settings dump with masked secrets left out (they come back from the environment)."""
+    if isinstance(value, dict):
+        return {k: _without_secrets(v) for k, v in value.items() if v != _MASKED}
+    return value
+
+
+def settings_to_dict(settings: Settings) -> dict[str, Any]:
+    """The full settings as JSON data for a pipeline file, secrets left out (never written)."""
+    data: dict[str, Any] = _without_secrets(settings.model_dump(mode="json"))
+    return data
+
+
+def settings_from_dict(data: dict[str, Any] | None) -> Settings | None:
+    """Settings from :func:`settings_to_dict` output; a secret left out comes from the
+    environment (arguments > environment > TOML > defaults)."""
+    if data is None:
+        return None
+    return Settings(**data)
+
+
 class _AuditBase:
-    """What the audit and verification components share."""
+    """What the audit and verification components share.
+
+    Serialises its whole configuration (``to_dict``): the arguments and the effective settings
+    it was built with (secrets left out), so a pipeline loaded from YAML enforces exactly the
+    policy it was saved with, never a looser one from the loading machine's defaults.
+    """
 
     def __init__(
         self,
@@ -136,6 +166,7 @@ class _AuditBase:
         self.max_age_days = max_age_days
         self.min_compliance = min_compliance
         base = settings or load_settings()
+        self.settings = base
         update: dict[str, Any] = {"mode": mode, "use_verifier": use_verifier}
         if allowlist is not None:
             update["allowlist"] = allowlist
@@ -150,6 +181,25 @@ class _AuditBase:
 
             verifier = default_verifier(s)
         self.auditor = Auditor(s, verifier=verifier)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component's whole configuration (for ``Pipeline.dumps``)."""
+        params: dict[str, Any] = {
+            "mode": self.mode,
+            "allowlist": self.allowlist,
+            "max_age_days": self.max_age_days,
+            "settings": settings_to_dict(self.settings),
+        }
+        if "min_compliance" in inspect.signature(type(self).__init__).parameters:
+            params["min_compliance"] = self.min_compliance
+        return default_to_dict(self, **params)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """The component :meth:`to_dict` described (for ``Pipeline.loads``)."""
+        init = dict(data.get("init_parameters", {}))
+        init["settings"] = settings_from_dict(init.get("settings"))
+        return default_from_dict(cls, {**data, "init_parameters": init})
 
     def _audit(
         self,

@@ -135,3 +135,32 @@ def test_a_pipeline_with_the_components_round_trips_through_yaml() -> None:
     assert audit.auditor.settings.mode == "enforce"
     assert audit.auditor.settings.allowlist == ["wikipedia.org"]
     assert q.get_component("retriever").top_k == 3
+
+
+def test_every_setting_of_the_audit_components_round_trips_through_yaml(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 25.3: a policy given as settings survived dumps/loads as settings: null, and the
+    loaded pipeline ran with an empty allowlist and no freshness limit."""
+    from affidavit.core.settings import Settings
+
+    monkeypatch.setenv("AFFIDAVIT_GENERATE__API_KEY", "from-the-environment")
+    s = Settings(
+        audit={"allowlist": ["example.org"], "max_age_days": 30, "min_compliance": 0.75},
+        generate={"api_key": "sk-secret-never-written"},
+    )
+    p = Pipeline()
+    p.add_component("audit", AffidavitAuditor(settings=s))
+    p.add_component("verify", AffidavitVerifier(settings=s, mode="enforce"))
+    text = p.dumps()
+    assert "sk-secret-never-written" not in text and "**********" not in text
+    q = Pipeline.loads(text, allowed_modules=["affidavit.integrations.haystack"])
+    for name, mode in (("audit", "guardrail"), ("verify", "enforce")):
+        c = q.get_component(name)
+        assert c.auditor.settings.allowlist == ["example.org"]
+        assert c.auditor.settings.max_age_days == 30
+        assert c.auditor.settings.mode == mode
+        # every other setting too, the secret aside (it comes back from the environment)
+        assert c.settings.model_dump(exclude={"generate"}) == s.model_dump(exclude={"generate"})
+        assert c.settings.generate.api_key.get_secret_value() == "from-the-environment"
+    assert q.get_component("audit").auditor.settings.min_compliance == 0.75
