@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import tempfile
 import threading
 import time
@@ -44,6 +45,20 @@ class NotReady(AffidavitError):
     """The models are still loading, or failed to load (HTTP 503)."""
 
     stage = "serve"
+
+
+_PATH_RE = re.compile(r"(?:(?<=[\s'\"(=])|^)(?:~|[A-Za-z]:)?[/\\][^\s'\",;:)]*")
+
+
+def public_detail(detail: str) -> str:
+    """``detail`` with every file-system path replaced by ``<path>``: ``/readyz`` is open
+    without a key and must reveal nothing about the host (the log keeps the whole text).
+
+    Example:
+        >>> public_detail("no signing key at /home/u/.config/affidavit/keys/signing.pem")
+        'no signing key at <path>'
+    """
+    return _PATH_RE.sub("<path>", detail)
 
 
 class Services:
@@ -148,7 +163,13 @@ class Services:
                     detail=self.signing_note or "answers are signed",
                 )
             )
-        return Readiness(ready=all(c.ok for c in checks), checks=tuple(checks))
+        for c in checks:
+            if c.detail != public_detail(c.detail):
+                log.info("readiness %s: %s", c.name, c.detail)  # the whole text stays in the log
+        return Readiness(
+            ready=all(c.ok for c in checks),
+            checks=tuple(c.model_copy(update={"detail": public_detail(c.detail)}) for c in checks),
+        )
 
     # -- the endpoints' work -------------------------------------------------------------------
 

@@ -55,6 +55,10 @@ def test_revoking_the_last_key_closes_the_server(corpus: Path, tmp_path: Path) -
         auth = {"Authorization": f"Bearer {token}"}
         assert httpx.get(search, headers=auth, timeout=30).status_code == 200
         assert httpx.get(search, timeout=30).status_code == 401
+        # issue 25.12: /readyz is open, and names no path of the host (no signing key here)
+        ready = httpx.get(srv.url + "/readyz", timeout=30).text
+        assert str(home) not in ready and str(tmp_path) not in ready
+        assert "<path>" in ready  # the signing key's place was there, now it is not
 
         result = CliRunner().invoke(
             app, ["keys", "api", "revoke", key_id], env={"AFFIDAVIT_HOME": str(home)}
