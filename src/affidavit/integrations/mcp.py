@@ -140,7 +140,17 @@ class _Tools:
         from affidavit.certify.keys import trusted_keys
         from affidavit.certify.verify import verify_certificate
 
-        extra = [k.encode("utf-8") if "BEGIN" in k else k for k in public_keys or []]
+        # a client names keys inline only: a string that is not PEM text is refused, never
+        # opened as a path on the server (issue 25.5)
+        extra: list[bytes] = []
+        for k in public_keys or []:
+            if not isinstance(k, str) or "-----BEGIN" not in k:
+                raise ToolError(
+                    "public_keys must be PEM text ('-----BEGIN PUBLIC KEY-----...'); the server "
+                    "never reads a file a client names (its own trusted keys come from its "
+                    "configuration)"
+                )
+            extra.append(k.encode("utf-8"))
         keys = trusted_keys(self.settings, extra)
         return verify_certificate(certificate, keys)
 
@@ -259,7 +269,8 @@ def make_server(
     @server.tool(
         description="Check a signed affidavit certificate (the JSON object): schema, Ed25519 "
         "signature, trusted key, evidence hashes, decision consistency. public_keys: extra "
-        "trusted keys as PEM text or file paths."
+        "trusted Ed25519 public keys as PEM text (never file paths: the server's own trusted "
+        "keys come from its configuration)."
     )
     async def verify_certificate(
         certificate: dict[str, Any], public_keys: list[str] | None = None

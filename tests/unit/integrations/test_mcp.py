@@ -113,3 +113,17 @@ def test_enforce_mode_still_returns_the_report(tmp_path: Path) -> None:
     assert not out.is_error
     assert out.structured_content["trust_passed"] is False
     assert out.structured_content["mode"] == "enforce"
+
+
+def test_a_client_cannot_make_the_server_open_a_file(tmp_path: Path) -> None:
+    """Issue 25.5: public_keys naming a path made the server read it (and say whether it held
+    a key): a string that is not PEM text is refused before anything is opened."""
+    secret = tmp_path / "server-side.pem"
+    secret.write_text("not a key")
+    server = make_server(Settings(home=tmp_path / "h"), store_path=tmp_path / "none")
+    (out,) = call(
+        server,
+        ("verify_certificate", {"certificate": {"x": 1}, "public_keys": [str(secret)]}),
+    )
+    assert out.is_error and "PEM text" in out.content[0].text
+    assert "not a PEM Ed25519" not in out.content[0].text
