@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -200,10 +201,13 @@ def _with_handler(config: RunnableConfig, handler: BaseCallbackHandler) -> Runna
 
 
 def _dedupe(docs: Sequence[Document]) -> list[Document]:
+    """The documents without exact repeats (same text *and* same metadata): the same text from
+    two sources stays two sources (issue 25.6: keyed on chunk_id/source alone, a passage quoted
+    by two URLs collapsed into one, losing provenance)."""
     seen: set[tuple[str, str]] = set()
     out = []
     for d in docs:
-        key = (d.page_content, str(d.metadata.get("chunk_id") or d.metadata.get("source") or ""))
+        key = (d.page_content, json.dumps(d.metadata, sort_keys=True, default=str))
         if key not in seen:
             seen.add(key)
             out.append(d)

@@ -176,3 +176,21 @@ def test_callback_handler_takes_an_audit_runnables_report_as_is(sample_store: Pa
     chain = rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable(settings={"mode": "guardrail"})
     out = chain.invoke(QUESTION, config={"callbacks": [handler]})
     assert handler.reports == [out["report"]]
+
+
+def test_the_same_text_from_two_urls_stays_two_sources() -> None:
+    """Issue 25.6: documents were deduplicated on chunk_id/source only, so a passage quoted by
+    two URLs (given as 'url') collapsed into one, and the report lost a source."""
+    from langchain_core.documents import Document
+
+    text = "The Forth Bridge opened on 4 March 1890."
+    docs = [
+        Document(page_content=text, metadata={"url": "https://a.example.org/forth"}),
+        Document(page_content=text, metadata={"url": "https://b.example.org/bridge"}),
+    ]
+    out = AuditRunnable(settings={"mode": "audit"}).invoke(
+        {"question": QUESTION, "context": docs, "answer": FAITHFUL}
+    )
+    assert len(out["context"]) == 2
+    dumped = out["report"].model_dump_json()
+    assert "a.example.org" in dumped and "b.example.org" in dumped
