@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,6 +45,33 @@ from affidavit.verify.numbers import (
 )
 
 CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polarity", "comparative")
+
+# Latin look-alikes from Cyrillic and Greek (Unicode's confusables, the letters that render the
+# same in common fonts): "nоt" (Cyrillic o) must read as "not", "Рierre" as "Pierre"
+_CONFUSABLES = str.maketrans(
+    {
+        **dict(zip("аеорсухіјѕԁһ", "aeopcyxijsdh", strict=True)),
+        **dict(zip("АВЕКМНОРСТХІЈЅҮ", "ABEKMHOPCTXIJSY", strict=True)),
+        **dict(zip("οαικνρυχ", "oaiknpux", strict=True)),
+        **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
+    }
+)
+
+
+def fold_for_checks(text: str) -> str:
+    """The text as the typed checks read it: NFKC (fullwidth letters, superscript digits and
+    ligatures become plain ones), format characters removed (zero-width joiners and spaces,
+    soft hyphens, direction marks: "n‍o‍t" is "not"), and Latin look-alike letters
+    from Cyrillic and Greek folded to Latin. Both claim and evidence are folded the same way,
+    so text genuinely in those scripts still compares equal to itself.
+
+    Example:
+        >>> fold_for_checks("was n‍o‍t found in ¹⁹²⁵ by Рierre")
+        'was not found in 1925 by Pierre'
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return text.translate(_CONFUSABLES)
 
 
 # --------------------------------------------------------------------------- numbers and units
@@ -898,6 +926,9 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
         >>> {x.check: x.status for x in r}["number"]
         'pass'
     """
+    # the checks read both texts folded (issue 25.10: zero-width joiners, fullwidth letters,
+    # Cyrillic look-alikes and superscript digits walked past them)
+    claim_text, evidence_text = fold_for_checks(claim_text), fold_for_checks(evidence_text)
     c_dates = _dates(claim_text)
     c_q = _quantities(claim_text)
     window = local_evidence(claim_text, evidence_text)
