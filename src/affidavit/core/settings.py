@@ -38,6 +38,9 @@ from affidavit.core.types import DisplayMode, EnforcementMode
 
 CONFIG_FILENAME = "affidavit.toml"
 ENV_PREFIX = "AFFIDAVIT_"
+# AFFIDAVIT_* names that are not settings: the server's config file handed to its workers, and
+# the model cache of the accurate verifier (affidavit.verify.accurate.default_cache)
+PROCESS_ENV = frozenset({"SERVE_CONFIG", "MODEL_CACHE"})
 # A config file is a few kB; anything far larger is a mistake (or /dev/zero), refused unread.
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -566,6 +569,8 @@ class _EnvSource(PydanticBaseSettingsSource):
             rest = name[len(ENV_PREFIX) :]
             if rest in flat:
                 continue  # read by _LegacyEnvSource
+            if rest in PROCESS_ENV:
+                continue  # read by the code that needs it, not a setting
             parts = rest.lower().split("__")
             if parts == ["home"]:
                 out["home"] = value

@@ -77,6 +77,8 @@ def serve(settings: Settings, *, config: str | None = None) -> None:
     # each worker builds its app (and loads its models) from the same settings sources
     for key, value in (("HOST", s.host), ("PORT", str(s.port)), ("WORKERS", str(s.workers))):
         os.environ[f"AFFIDAVIT_SERVE__{key}"] = value
+    # ... and the store the command line named (issue 25.11: --store was ignored by the app)
+    os.environ["AFFIDAVIT_STORE__PATH"] = str(Path(settings.store.path).expanduser().resolve())
     import inspect
 
     extra: dict[str, Any] = {}

@@ -275,3 +275,16 @@ def test_fill_graph_checks_shapes() -> None:
     )
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     assert inits["emb"].shape == (VOCAB, 3) and np.array_equal(inits["W_t"], np.eye(3))
+
+
+def test_the_model_cache_variable_is_not_a_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from affidavit.core.settings import load_settings
+
+    monkeypatch.setenv("AFFIDAVIT_MODEL_CACHE", str(tmp_path / "mc"))
+    load_settings()  # the strict environment source accepts it
+    assert accurate.default_cache() == tmp_path / "mc"
+    monkeypatch.delenv("AFFIDAVIT_MODEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert accurate.default_cache() == tmp_path / "xdg" / "affidavit" / "models"

@@ -1,4 +1,4 @@
-"""Issue 25.1: revoking the last API key never opens a running server (a real server process)."""
+"""Issue 25 on a real server process: guards that must never open, options that must arrive."""
 
 from __future__ import annotations
 
@@ -95,3 +95,42 @@ def test_a_damaged_key_file_refuses_requests(corpus: Path, tmp_path: Path) -> No
         (home / "api_keys.json").write_text("{not json")
         assert httpx.get(search, timeout=30).status_code in (401, 503)
         assert httpx.get(search, headers=auth, timeout=30).status_code in (401, 503)
+
+
+def _no_store_env(home: Path, llm_url: str) -> dict[str, str]:
+    env = _env(home, Path("unused"), llm_url)
+    del env["AFFIDAVIT_STORE__PATH"]
+    return env
+
+
+@pytest.mark.parametrize("how", ["--store", "--config"])
+def test_the_store_named_on_the_command_line_is_the_one_served(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Issue 25.11: `affidavit serve --store DIR` served ./.affidavit instead."""
+    store = tmp_path / "named-store"
+    shutil.copytree(corpus, store)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no ./.affidavit here: the wrong store would be empty
+    monkeypatch.delenv("AFFIDAVIT_STORE__PATH", raising=False)
+    if how == "--store":
+        args: tuple[str, ...] = ("--store", str(store))
+    else:
+        toml = tmp_path / "affidavit.toml"
+        toml.write_text(f'[store]\npath = "{store}"\n')
+        args = ("--config", str(toml))
+    with (
+        FakeOpenAIServer([FakeReply(content="Marie Curie discovered polonium [1].")]) as llm,
+        ServedProcess(
+            _no_store_env(tmp_path / "home", llm.url),
+            log_path=OUTPUT / f"store-option{how}.log",
+            args=args,
+        ) as srv,
+    ):
+        ready = httpx.get(srv.url + "/readyz", timeout=30).json()
+        store_check = next(c for c in ready["checks"] if c["name"] == "store")
+        assert store_check["detail"] != "0 chunks", ready
+        hits = httpx.get(srv.url + "/v1/search?q=polonium", timeout=30).json()["hits"]
+        assert hits and any("polonium" in h["chunk"]["text"].lower() for h in hits)
+    assert not (elsewhere / ".affidavit").exists()
