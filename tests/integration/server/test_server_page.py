@@ -169,6 +169,10 @@ def test_page_ask_evidence_trace_certificate_audit(
     expect(page.locator("#ask-status")).to_contain_text("(strict mode)", timeout=60_000)
     expect(page.locator("#answer .sentence.withheld").first).to_be_visible()
     expect(page.locator("#answer-note")).to_contain_text("Withheld")
+    # issue 25.2: the page shows exactly the guarded answer: nothing of the withheld sentence
+    # (the fixture's invented "born on the Moon"), and no claim of it to click
+    assert "Moon" not in page.inner_text("#answer")
+    assert page.locator("#answer button.sentence.withheld").count() == 0
     page.screenshot(path=str(SCREENS / "ask-strict.png"), full_page=True)
     assert not errors, errors
     context.close()

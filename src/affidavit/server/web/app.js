@@ -103,12 +103,57 @@ function segmentsOf(draft, claims, mode) {
   return out;
 }
 
+function strictSegments(r) {
+  // strict mode shows exactly the guarded answer (r.answer): its verified claims are marked,
+  // and nothing of a withheld sentence appears, not even as a clickable claim
+  const answer = r.answer || "";
+  const groups = new Map();
+  for (const o of r.claims) {
+    if (o.decision !== "verified") continue;
+    const k = o.claim.start + ":" + o.claim.end;
+    if (!groups.has(k)) groups.set(k, { start: o.claim.start, end: o.claim.end, outcomes: [] });
+    groups.get(k).outcomes.push(o);
+  }
+  const spans = [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
+  const out = [];
+  let pos = 0;
+  for (const s of spans) {
+    const text = r.draft.slice(s.start, s.end);
+    const at = answer.indexOf(text, pos);
+    if (!text || at < 0) continue; // a verified claim inside a withheld sentence: not shown
+    if (at > pos) out.push({ text: answer.slice(pos, at) });
+    out.push({ text, cls: "verified", outcomes: s.outcomes });
+    pos = at + text.length;
+  }
+  if (pos < answer.length) out.push({ text: answer.slice(pos) });
+  return out;
+}
+
 function renderAnswer(resp) {
   const r = resp.result;
   const box = $("answer");
   box.replaceChildren();
   box.classList.remove("provisional");
-  if (!r.claims.length) {
+  if (r.mode === "strict") {
+    const p = el("p");
+    for (const seg of strictSegments(r)) {
+      if (!seg.cls) { p.append(seg.text); continue; }
+      const b = el("button", {
+        type: "button", class: "sentence verified", text: seg.text,
+        title: "verified", "aria-label": "verified: " + seg.text,
+      });
+      b.addEventListener("click", () => showEvidence(seg, resp, b));
+      p.append(b);
+    }
+    if (!r.answer) p.append("(nothing could be shown)");
+    if (r.claims.some((o) => o.decision !== "verified")) {
+      p.append(" ", el("span", {
+        class: "sentence withheld", text: "[withheld: not verified]",
+        title: "strict mode: sentences that are not verified are not shown",
+      }));
+    }
+    box.append(p);
+  } else if (!r.claims.length) {
     box.append(el("p", { text: r.answer || "(nothing could be shown)" }));
   } else {
     const p = el("p");
@@ -238,7 +283,9 @@ async function ask(ev) {
       } else if (name === "refinement") { state.live.refinement = data; status.textContent = data.context.length + " passages kept; generating..."; }
       else if (name === "token") {
         state.tokens += data.text;
-        box.textContent = state.tokens;
+        // strict mode shows nothing that is not verified, not even while it streams
+        box.textContent = $("mode").value === "strict"
+          ? "generating... (strict mode shows only verified sentences)" : state.tokens;
         box.dataset.pieces = String(Number(box.dataset.pieces || 0) + 1);
         status.textContent = "generating (not yet verified)...";
       }
