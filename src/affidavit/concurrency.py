@@ -99,8 +99,31 @@ def _process_executor() -> ProcessPoolExecutor:
             # spawn, not fork: the parent may hold threads (model runtimes, the thread pool)
             # whose locks a forked child would inherit held
             ctx = multiprocessing.get_context("spawn")
-            _processes = ProcessPoolExecutor(max_workers=_workers, mp_context=ctx)
+            _processes = ProcessPoolExecutor(
+                max_workers=_workers, mp_context=ctx, initializer=_die_with_parent
+            )
         return _processes
+
+
+def _die_with_parent() -> None:
+    """In each pool worker: end when the parent ends, however it ends (issue 25.9: after a
+    SIGTERM to ``affidavit mcp``, its workers and their resource tracker lived on with parent
+    1). Linux's ``PR_SET_PDEATHSIG``; elsewhere the pool's own shutdown is all there is."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    except OSError:
+        return
+    # the parent may already be gone (it died while this worker started)
+    if os.getppid() == 1:
+        os._exit(0)
 
 
 def _reset_processes(broken: ProcessPoolExecutor) -> None:
