@@ -21,7 +21,7 @@ from affidavit.cli.common import cli_settings, dump_json, fail_usage, usage_erro
 from affidavit.core.text import safe_terminal
 
 api_keys_app = typer.Typer(
-    help="Manage the API keys `affidavit serve` accepts (stored as argon2 hashes).",
+    help="Manage the API keys `affidavit serve` accepts (stored as keyed HMACs).",
     no_args_is_help=True,
 )
 

@@ -415,7 +415,7 @@ class ServeSettings(Section):
         default=1, ge=1, le=64, description="Worker processes (each loads its own models)."
     )
     keys_path: Path | None = Field(
-        default=None, description="API key file (argon2 hashes; default <home>/api_keys.json)."
+        default=None, description="API key file (keyed HMACs; default <home>/api_keys.json)."
     )
     max_body_mb: float = Field(
         default=4.0, gt=0, description="Largest JSON request body (413 above it)."
@@ -449,6 +449,15 @@ class ServeSettings(Section):
     )
     rate_limit_burst: int = Field(
         default=60, ge=1, description="Requests a key may send at once before the rate applies."
+    )
+    auth_attempts_per_minute: float = Field(
+        default=60.0,
+        gt=0,
+        description="Checks of a not-yet-seen bearer token per minute per client address (wrong "
+        "guesses included), counted before any hashing; more get 429.",
+    )
+    auth_attempts_burst: int = Field(
+        default=20, ge=1, description="Token checks a client address may make at once."
     )
     max_check_pairs: int = Field(
         default=64, ge=1, description="Most claim/evidence pairs in one POST /v1/check."

@@ -1,14 +1,18 @@
 """API keys of ``affidavit serve``: created, listed and revoked by ``affidavit keys api``.
 
-A key is the token ``afd_<id>_<secret>``; the file (``serve.keys_path``, default
-``<home>/api_keys.json``, mode 0600) holds only its id, name, scope and an argon2id hash of the
-whole token, so a leaked file gives no usable key. The token is shown once, at creation, and is
-never logged. A running server re-reads the file when it changes, so a revocation takes effect
-at the next request.
+A key is the token ``afd_<id>_<secret>`` (a 256-bit random secret); the file
+(``serve.keys_path``, default ``<home>/api_keys.json``, mode 0600) holds only its id, name,
+scope and an HMAC-SHA-256 of the whole token under a server secret kept beside it
+(``api_keys.json.secret``, mode 0600, created with the first key), so a leaked key file gives no
+usable key. The token is shown once, at creation, and is never logged. A running server re-reads
+the file when it changes, so a revocation takes effect at the next request.
 
-argon2 is deliberately slow (tens of milliseconds a check); a server remembers the tokens it
-has already checked in memory (by their sha256, for the life of the process and only until the
-file changes) so that a key costs one argon2 check, not one per request.
+Checking a token costs one HMAC (microseconds) whether its id exists or not, compared in
+constant time: no slow hash an unauthenticated client can make the server compute (issue 25.7:
+argon2id took 135-186 ms and 64 MiB a guess, and answered unknown ids 150 times faster, a timing
+signal). A password hash buys nothing for a 256-bit random secret. Key files written by earlier
+versions (argon2id hashes) still work: a key's first successful check rewrites its record with
+the HMAC, and the server limits token checks per client address before any hashing.
 
 Example:
     >>> store = ApiKeyStore(tmp_path / "keys.json")  # doctest: +SKIP
@@ -20,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -52,6 +57,10 @@ def default_keys_path(settings: Settings) -> Path:
     return settings.serve.keys_path or settings.resolved_home() / "api_keys.json"
 
 
+def _secret_path(keys_path: Path) -> Path:
+    return keys_path.with_name(keys_path.name + ".secret")
+
+
 def _hasher() -> Any:
     try:
         from argon2 import PasswordHasher
@@ -73,6 +82,7 @@ class ApiKeyStore:
         self._checked: dict[str, ApiKeyInfo] = {}
         self._seen_mtime: float | None = None
         self._records: list[dict[str, Any]] = []
+        self._secret: bytes | None = None
 
     # -- the file ------------------------------------------------------------------------------
 
@@ -99,6 +109,42 @@ class ApiKeyStore:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"keys": records}, fh, indent=1)
         os.replace(tmp, self.path)
+
+    def _key(self, *, create: bool = False) -> bytes:
+        """The server secret the token HMACs are keyed with.
+
+        Raises:
+            ConfigError: it is missing while keys exist, or unreadable (never a guessable key).
+        """
+        if self._secret is not None:
+            return self._secret
+        path = _secret_path(self.path)
+        try:
+            raw = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            if not create:
+                raise ConfigError(
+                    f"the API key secret {path} is missing: keys cannot be checked (restore it, "
+                    "or revoke and re-create the keys)"
+                ) from None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            raw = secrets.token_hex(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(raw + "\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the API key secret {path}: {exc}") from exc
+        try:
+            key = bytes.fromhex(raw)
+        except ValueError as exc:
+            raise ConfigError(f"the API key secret {path} is damaged") from exc
+        if len(key) < 32:
+            raise ConfigError(f"the API key secret {path} is damaged (too short)")
+        self._secret = key
+        return key
+
+    def _mac(self, token: str, key: bytes) -> str:
+        return hmac.new(key, token.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def _refresh(self) -> list[dict[str, Any]]:
         try:
@@ -139,7 +185,7 @@ class ApiKeyStore:
                 "id": key_id,
                 "name": name.strip(),
                 "scope": scope,
-                "hash": _hasher().hash(token),
+                "hmac": self._mac(token, self._key(create=True)),
                 "created_at": datetime.now(UTC).isoformat(),
                 "revoked_at": None,
             }
@@ -170,6 +216,24 @@ class ApiKeyStore:
         raise ConfigError(f"no API key with id {key_id!r} (see `affidavit keys api list`)")
 
     # -- checking ------------------------------------------------------------------------------
+
+    def _legacy_check(self, rec: dict[str, Any], token: str, mac: str) -> bool:
+        """A record from an earlier version (argon2id): check it once, then store its HMAC."""
+        from argon2.exceptions import VerificationError
+
+        try:
+            _hasher().verify(rec["hash"], token)
+        except VerificationError:
+            return False
+        with self._lock:
+            records = self._read()
+            for r in records:
+                if r["id"] == rec["id"] and "hmac" not in r:
+                    r["hmac"] = mac
+                    r.pop("hash", None)
+                    self._write(records)
+                    break
+        return True
 
     def active(self) -> bool:
         """True when at least one key is not revoked (the server then requires a key)."""
@@ -211,15 +275,16 @@ class ApiKeyStore:
                 )
             key_id = token[len(_PREFIX) :].split("_", 1)[0]
             rec = next((r for r in records if r["id"] == key_id), None)
-        if rec is None:
+            # one HMAC and one constant-time comparison, whether the id exists or not
+            # a key file of an earlier version (argon2 only) gets its secret now; once any
+            # record holds an HMAC, a missing secret is an error, never a new secret
+            mac = self._mac(token, self._key(create=not any("hmac" in r for r in records)))
+            stored = rec.get("hmac") if rec is not None else None
+            ok = hmac.compare_digest(mac, stored if isinstance(stored, str) else "0" * 64)
+        if rec is not None and not isinstance(stored, str) and isinstance(rec.get("hash"), str):
+            ok = self._legacy_check(rec, token, mac)
+        if rec is None or not ok:
             raise AuthError("unknown API key", status=401)
-        hasher = _hasher()
-        from argon2.exceptions import VerificationError
-
-        try:
-            hasher.verify(rec["hash"], token)
-        except VerificationError:
-            raise AuthError("unknown API key", status=401) from None
         if rec.get("revoked_at") is not None:
             raise AuthError(f"API key {key_id} was revoked at {rec['revoked_at']}", status=401)
         info = self._info(rec)

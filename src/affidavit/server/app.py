@@ -225,6 +225,9 @@ class _State:
         self.rate = RateLimiter(
             per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst
         )
+        self.auth_attempts = RateLimiter(
+            per_minute=serve.auth_attempts_per_minute, burst=serve.auth_attempts_burst
+        )
         self.llm = _WorkQueue("llm", concurrency=serve.llm_concurrency, max_waiting=serve.llm_queue)
         self.verify = _WorkQueue(
             "verify", concurrency=serve.verify_concurrency, max_waiting=serve.verify_queue
@@ -375,10 +378,21 @@ async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
         if kind.lower() != "bearer" or not token.strip():
             raise AuthError("the Authorization header must be 'Bearer <key>'", status=401)
         token = token.strip()
-        # a key seen before is in memory; a new one costs an argon2 check, off the event loop
-        info = state.keys.known(token)
-        if info is None:
-            info = await run_in_threadpool(state.keys.authenticate, token)
+        # a key seen before is in memory; a new one costs one HMAC, after the client address
+        # passed its limit of token checks (wrong guesses cannot buy hashing or a timing signal)
+        client = request.client.host if request.client else "unknown"
+        try:
+            info = state.keys.known(token)
+            if info is None:
+                state.auth_attempts.check(client)
+                info = await run_in_threadpool(state.keys.authenticate, token)
+        except ConfigError as exc:
+            log.error("API keys cannot be checked: %s", exc.message)
+            raise AuthError(
+                "this server cannot check API keys (its key files are damaged); every request "
+                "is refused until they are repaired",
+                status=503,
+            ) from exc
         if scope == "write" and info.scope != "write":
             raise AuthError(
                 f"API key {info.id} ({info.name}) has the read scope; this needs a write key",

@@ -134,3 +134,42 @@ def test_the_store_named_on_the_command_line_is_the_one_served(
         hits = httpx.get(srv.url + "/v1/search?q=polonium", timeout=30).json()["hits"]
         assert hits and any("polonium" in h["chunk"]["text"].lower() for h in hits)
     assert not (elsewhere / ".affidavit").exists()
+
+
+def test_wrong_token_floods_are_cheap_and_limited(corpus: Path, tmp_path: Path) -> None:
+    """Issue 25.7: each wrong secret for a real key id cost an argon2id check before any limit;
+    30 concurrent guesses made /healthz take 2.5 s."""
+    import concurrent.futures
+    import time
+
+    home = tmp_path / "home"
+    token = _create_key(home, "only", "read")
+    key_id = token.split("_")[1]
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    env = {
+        **_env(home, store, ""),
+        "AFFIDAVIT_SERVE__AUTH_ATTEMPTS_PER_MINUTE": "60",
+        "AFFIDAVIT_SERVE__AUTH_ATTEMPTS_BURST": "10",
+    }
+    with (
+        FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm,
+    ):
+        env["AFFIDAVIT_GENERATE__BASE_URL"] = llm.url
+        with ServedProcess(env, log_path=OUTPUT / "auth-flood.log") as srv:
+            search = srv.url + "/v1/search?q=polonium"
+            wrong = {"Authorization": f"Bearer afd_{key_id}_" + "x" * 43}
+
+            def guess(_: int) -> int:
+                return httpx.get(search, headers=wrong, timeout=30).status_code
+
+            with concurrent.futures.ThreadPoolExecutor(10) as pool:
+                codes = list(pool.map(guess, range(50)))
+            assert set(codes) <= {401, 429} and codes.count(429) >= 30, codes
+            t = time.perf_counter()
+            assert httpx.get(srv.url + "/healthz", timeout=30).status_code == 200
+            assert time.perf_counter() - t < 1.0
+            # the real key, from another address's point of view the same client: limited too,
+            # but a key already checked never costs a check again
+            r = httpx.get(search, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            assert r.status_code in (200, 429)

@@ -1,4 +1,4 @@
-"""API keys: argon2 hashes only, scopes, revocation seen by a running server."""
+"""API keys: keyed HMACs only, scopes, revocation seen by a running server, legacy argon2."""
 
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ def test_create_authenticate_revoke(tmp_path: Path) -> None:
     assert server.authenticate(token).id == info.id  # cached
     text = path.read_text()
     assert token not in text and token.split("_", 2)[2] not in text
-    assert "$argon2id$" in text
+    assert '"hmac"' in text and "$argon2id$" not in text
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    secret = path.with_name(path.name + ".secret")
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     time.sleep(0.01)  # a new mtime
     admin.revoke(info.id)
     with pytest.raises(AuthError, match="revoked") as exc:
@@ -66,3 +68,58 @@ def test_loopback_and_file_names() -> None:
     assert safe_filename("a/b/<script>.html") == "_script_.html"
     with pytest.raises(Exception, match="unusable"):
         safe_filename("../..")
+
+
+def test_known_and_unknown_ids_cost_the_same_and_little(tmp_path: Path) -> None:
+    """Issue 25.7: a wrong secret for a real id cost one argon2id check (150 ms, 64 MiB),
+    an unknown id 1 ms: a denial of service and a timing signal."""
+    keys = ApiKeyStore(tmp_path / "keys.json")
+    _token, info = keys.create("reader", "read")
+
+    def cost(tok: str) -> float:
+        best = float("inf")
+        for _ in range(30):
+            t = time.perf_counter()
+            with pytest.raises(AuthError):
+                keys.authenticate(tok)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    real_id = cost(f"afd_{info.id}_" + "x" * 43)
+    unknown_id = cost("afd_00000000_" + "x" * 43)
+    assert real_id < 0.005 and unknown_id < 0.005
+    assert abs(real_id - unknown_id) < 0.002
+
+
+def test_a_legacy_argon2_record_still_works_and_is_upgraded(tmp_path: Path) -> None:
+    import json
+
+    from argon2 import PasswordHasher
+
+    path = tmp_path / "keys.json"
+    token = "afd_0a0b0c0d_" + "s" * 43
+    rec = {
+        "id": "0a0b0c0d",
+        "name": "old",
+        "scope": "read",
+        "hash": PasswordHasher().hash(token),
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "revoked_at": None,
+    }
+    path.write_text(json.dumps({"keys": [rec]}))
+    keys = ApiKeyStore(path)
+    with pytest.raises(AuthError):
+        keys.authenticate(token[:-1] + "t")
+    assert keys.authenticate(token).name == "old"
+    stored = json.loads(path.read_text())["keys"][0]
+    assert "hmac" in stored and "hash" not in stored
+    assert ApiKeyStore(path).authenticate(token).name == "old"  # a fresh process, by HMAC
+
+
+def test_a_missing_secret_refuses_never_guesses(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    keys = ApiKeyStore(path)
+    token, _ = keys.create("ci", "read")
+    path.with_name(path.name + ".secret").unlink()
+    with pytest.raises(ConfigError, match="secret"):
+        ApiKeyStore(path).authenticate(token)
