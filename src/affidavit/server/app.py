@@ -491,8 +491,19 @@ def _routes(app: FastAPI, state: _State) -> None:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
             )
+
+        def stop_when_abandoned(_: Any = None) -> None:  # called in the worker thread
+            if ticket.cancel.is_set():
+                raise Cancelled("the request ran past its budget or the client went away")
+
+        def work() -> AskResponse:
+            # the JSON answer is generated piece by piece too, so that a request past its budget
+            # (504) or a client gone stops its generation at the next piece, not minutes later
+            # (issue 25.8: the LLM slot stayed busy about 84 s after a 6 s budget)
+            return services.ask(body, on_token=stop_when_abandoned, on_event=stop_when_abandoned)
+
         try:
-            response = await ticket.run(lambda: services.ask(body), timeout=serve.request_timeout_s)
+            response = await ticket.run(work, timeout=serve.request_timeout_s)
         except BaseException:
             ticket.leave()
             raise
