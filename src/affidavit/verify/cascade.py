@@ -60,7 +60,7 @@ from affidavit.verify.evidence import (
     rank_windows,
     sentence_candidates,
 )
-from affidavit.verify.lexical import move_time_adverbial, verbatim_support
+from affidavit.verify.lexical import move_time_adverbial, role_mismatch, verbatim_support
 
 log = logging.getLogger(__name__)
 
@@ -316,8 +316,42 @@ class ClaimCascade:
             if restated is not None:
                 return restated
         if self.settings.tier == "cascade" and self._second_look(verdict):
-            return self._accurate_verdict(claim, chunks, verdict)
-        return verdict
+            verdict = self._accurate_verdict(claim, chunks, verdict)
+        return self._roles(claim, chunks, verdict)
+
+    def _roles(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
+        """Withhold a supported claim whose predicate the evidence gives, word for word, to
+        someone else (:func:`affidavit.verify.lexical.role_mismatch`: "Buzz Aldrin became the
+        first person to step onto the lunar surface." against a passage saying Armstrong did)."""
+        if v.label != "supported" or any(st.stage == "verbatim" for st in v.stages):
+            return v
+        for sent in _sentences(claim) or [claim]:
+            for chunk in chunks:
+                found = role_mismatch(sent.text, chunk.text)
+                if found is None:
+                    continue
+                who, pred = found
+                detail = f"the evidence says {who} {pred[:80]}, not the claim's subject"
+                stage = StageScore(
+                    stage="roles",
+                    p_entail=0.0,
+                    p_neutral=1.0 - v.p_contradict,
+                    p_contradict=v.p_contradict,
+                    label="unsupported",
+                    decided=True,
+                    detail=detail,
+                )
+                return v.model_copy(
+                    update={
+                        "label": "unsupported",
+                        "p_entail": 0.0,
+                        "p_neutral": 1.0 - v.p_contradict,
+                        "evidence": (),
+                        "stages": (*v.stages, stage),
+                        "reason": f"not verified: {detail} (p(supported) {v.p_entail:.2f} before)",
+                    }
+                )
+        return v
 
     def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
         """Supported when the evidence states every sentence of the claim word for word

@@ -550,3 +550,102 @@ def verbatim_support(claim: str, evidence: str) -> tuple[int, int] | None:
                 continue
             return a, b
     return None
+
+
+# ----------------------------------------------------------------------------- who did what
+_NAME = r"(?:[A-Z][\w'\u2019.-]*)(?:\s+(?:[A-Z][\w'\u2019.-]*|de|van|von|da|di|of|bin|al))*"
+_CLAIM_SUBJECT = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s+(?P<pred>[a-z].*)$")
+_NOT_NAMES = frozenset(
+    [
+        "he",
+        "she",
+        "it",
+        "they",
+        "we",
+        "i",
+        "you",
+        "his",
+        "her",
+        "its",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "the",
+        "a",
+        "an",
+        "there",
+        "here",
+        "then",
+        "when",
+        "while",
+        "after",
+        "before",
+        "and",
+        "but",
+        "or",
+        "so",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+    ]
+)
+MIN_PREDICATE_WORDS = 4
+
+
+def _words_lower(text: str) -> list[str]:
+    return [w.lower() for w in WORD_RE.findall(text)]
+
+
+def role_mismatch(claim: str, evidence: str) -> tuple[str, str] | None:
+    """``(evidence_subject, predicate)`` when the evidence gives the claim's predicate, word for
+    word, to someone else; None when it does not (or cannot be told).
+
+    "Buzz Aldrin became the first person to step onto the lunar surface." against "...
+    Armstrong became the first person to step onto the lunar surface six hours later, and Aldrin
+    joined him ..." is ``("Armstrong", "became the first person to step onto the lunar
+    surface")``: the claim names the wrong person for what was done. Only a claim that opens
+    with a name and goes on with at least four words is judged, and only a predicate the
+    evidence states word for word after another *name* (never a pronoun) whose words share none
+    with the claim's subject; the evidence must not also give the predicate to the claim's
+    subject. A finding never supports anything: the verifier uses it only to withhold.
+    """
+    m = _CLAIM_SUBJECT.match(fold_text(claim).rstrip(" .!?"))
+    if m is None:
+        return None
+    subject = set(_words_lower(m.group("name"))) - _NOT_NAMES
+    pred_words = _words_lower(m.group("pred"))
+    if not subject or len(pred_words) < MIN_PREDICATE_WORDS:
+        return None
+    ev = fold_text(evidence)
+    ev_words = [(w.group(0), w.start()) for w in WORD_RE.finditer(ev)]
+    low = [w.lower() for w, _ in ev_words]
+    n = len(pred_words)
+    found: tuple[str, str] | None = None
+    for i in range(len(low) - n + 1):
+        if low[i : i + n] != pred_words:
+            continue
+        # the name just before the predicate (capitalised words, read backwards)
+        j = i - 1
+        name: list[str] = []
+        while j >= 0 and ev_words[j][0][:1].isupper() and low[j] not in _NOT_NAMES:
+            name.insert(0, ev_words[j][0])
+            j -= 1
+        if not name:
+            return None  # a pronoun or a phrase: who it is cannot be told here
+        names = {w.lower() for w in name}
+        if names & subject:
+            return None  # the evidence gives it to the claim's subject too
+        found = found or (" ".join(name), " ".join(m.group("pred").split()))
+    return found
+
+
+def fold_text(text: str) -> str:
+    """Spaces and quotes made uniform (for :func:`role_mismatch`)."""
+    return " ".join(text.translate(_NORM_QUOTES).split())

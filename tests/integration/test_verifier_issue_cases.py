@@ -1,0 +1,70 @@
+"""Issue 24: the clear cases users found, against the verifier ``affidavit check`` runs by default.
+
+Each came out wrong before (the fast MiniLM verifier alone): the README's own audit example
+unsupported, a sentence of the evidence restated with a name for its pronoun contradicted,
+a wrong country supported, swapped roles verified.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from affidavit.cli.main import app
+from affidavit.core.settings import load_settings
+from affidavit.pipeline.check import check
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+CURIE = (
+    "Marie Curie was the first woman to win a Nobel Prize. She shared the 1903 Nobel Prize in "
+    "Physics with Pierre Curie and Henri Becquerel, and she won the 1911 Nobel Prize in Chemistry "
+    "alone. She remains the only person to win Nobel Prizes in two different scientific fields."
+)
+APOLLO = json.loads((ROOT / "sample_corpus" / "docs" / "space.jsonl").read_text().splitlines()[0])[
+    "text"
+]
+FORTH = json.loads((ROOT / "examples" / "audit_sample.json").read_text())["chunks"][0]["text"]
+
+
+def _label(claim: str, evidence: str) -> str:
+    return check(claim, [evidence], settings=load_settings()).label
+
+
+def test_the_readme_example_sentence_is_supported() -> None:
+    assert _label("The Forth Bridge opened on 4 March 1890.", FORTH) == "supported"
+
+
+def test_the_readme_audit_certify_example_passes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"AFFIDAVIT_HOME": str(home)}
+    runner = CliRunner()
+    assert runner.invoke(app, ["keys", "generate"], env=env).exit_code == 0
+    cert = tmp_path / "cert.json"
+    out = runner.invoke(
+        app,
+        ["audit", str(ROOT / "examples" / "audit_sample.json"), "--certify", str(cert)],
+        env=env,
+    )
+    assert out.exit_code == 0, out.output
+    assert runner.invoke(app, ["certificate", "verify", str(cert)], env=env).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Paris is in Germany.", "Paris is the capital of France."),
+        ("Buzz Aldrin became the first person to step onto the lunar surface.", APOLLO),
+        ("Michael Collins walked on the Moon with Armstrong.", APOLLO),
+    ],
+)
+def test_wrong_place_and_swapped_roles_are_not_supported(claim: str, evidence: str) -> None:
+    assert _label(claim, evidence) != "supported"
+
+
+def test_unrelated_same_topic_evidence_is_unsupported_not_contradicted() -> None:
+    assert _label("Marie Curie was born in Warsaw.", CURIE) == "unsupported"
