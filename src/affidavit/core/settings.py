@@ -60,9 +60,11 @@ class AuditSettings(Section):
         default="audit",
         description="audit: report only; guardrail: withhold failing claims; enforce: raise.",
     )
-    allowlist: list[str] = Field(
-        default_factory=list,
-        description="Allowed source domains (suffix match); empty allows every well-formed URL.",
+    allowlist: list[str] | None = Field(
+        default=None,
+        description="Allowed source domains (suffix match). Not set (None): every well-formed URL "
+        "is allowed. Set but empty ([]): no web source is allowed; an allowlist that comes out "
+        "empty by mistake closes the policy, it never opens it.",
     )
     require_url: bool = Field(
         default=False, description="Block chunks without a source URL when an allowlist is set."

@@ -1,8 +1,9 @@
 """Source policy: which chunks may reach a prompt (allowlist) and how old their sources are.
 
 The allowlist matches domain suffixes ("example.org" allows "docs.example.org", not
-"badexample.org"). With an empty allowlist every chunk passes except one whose URL is present
-but malformed. Freshness reads the source date from chunk metadata (``published_at``, ``date``,
+"badexample.org"). With no allowlist (None) every chunk passes except one whose URL is present
+but malformed; an allowlist set but empty allows no web source (it narrows, never opens).
+Freshness reads the source date from chunk metadata (``published_at``, ``date``,
 ``year`` or the configured ``date_key``); a bare year counts as 1 January; a value that cannot be
 parsed is reported, never a crash.
 
@@ -90,7 +91,7 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
     """Why a chunk is blocked by the source policy, or None when it may be used."""
     url = chunk.url.strip() if chunk.url else ""
     if not url:
-        if settings.allowlist and settings.require_url:
+        if settings.allowlist is not None and settings.require_url:
             return BlockedSource(
                 chunk_id=chunk.id,
                 url=chunk.url,
@@ -100,7 +101,7 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
         return None
     domain = url_domain(url)
     if domain is None:
-        if not settings.allowlist and not _looks_like_web(url):
+        if settings.allowlist is None and not _looks_like_web(url):
             return None  # a local path or doc id: fine when no allowlist is set
         return BlockedSource(
             chunk_id=chunk.id,
@@ -108,13 +109,14 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
             reason="malformed_url",
             detail=f"'{url[:200]}' is not a well-formed http(s) URL",
         )
-    if settings.allowlist and not domain_allowed(domain, settings.allowlist):
+    if settings.allowlist is not None and not domain_allowed(domain, settings.allowlist):
         return BlockedSource(
             chunk_id=chunk.id,
             url=chunk.url,
             domain=domain,
             reason="not_allowlisted",
-            detail=f"{domain} is not on the allowlist",
+            detail=f"{domain} is not on the allowlist"
+            + ("" if settings.allowlist else " (the allowlist is set and empty: nothing is)"),
         )
     return None
 
