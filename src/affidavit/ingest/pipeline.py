@@ -116,6 +116,9 @@ class Ingestor:
                     run.outcomes.append(
                         FileOutcome(source=str(f.path), status="failed", reason=f.error)
                     )
+                    # a folder (or file) that could not be listed or opened this time: what is
+                    # stored from under it is kept by --prune (issue 26.2)
+                    run.failed_origins.add(os.path.realpath(f.path))
                     continue
                 self._file(f.path, run)
             self._flush(run)
@@ -200,6 +203,10 @@ class Ingestor:
                 )
             else:
                 docs.append(item)
+        if any(o.source.startswith(f"{path}#") for o in run.outcomes):
+            # a line that failed this run (a half-written edit) may be a record stored before:
+            # which one cannot be told, so --prune keeps every record of this file (issue 26.1)
+            run.failed_origins.add(os.path.realpath(path))
         if not docs and not any(o.source.startswith(f"{path}#") for o in run.outcomes):
             raise IngestError("JSONL file has no records", source=str(path))
         return docs
@@ -326,8 +333,11 @@ class Ingestor:
         roots = [os.path.realpath(p) for p in paths]
         gone: list[DocRecord] = []
         for rec in self.store.records().values():
-            if rec.doc_id in run.seen_ids or rec.origin in run.failed_origins:
-                continue  # still there, or unreadable this time: keep what we have
+            if rec.doc_id in run.seen_ids or any(
+                rec.origin == f or rec.origin.startswith(f.rstrip(os.sep) + os.sep)
+                for f in run.failed_origins
+            ):
+                continue  # still there, or unreadable this time (or under such a folder): kept
             if any(
                 rec.origin == r or rec.origin.startswith(r.rstrip(os.sep) + os.sep) for r in roots
             ):

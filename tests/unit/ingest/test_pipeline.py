@@ -224,3 +224,47 @@ def test_embedder_mismatch_is_a_store_error_before_any_work(tmp_path: Path, docs
     with pytest.raises(StoreError, match="other-embedder"):
         Ingestor(store, other).ingest([docs])
     assert store.count() == (2, 2)
+
+
+def test_prune_keeps_records_of_a_jsonl_whose_line_fails_this_run(tmp_path: Path) -> None:
+    """Issue 26.1: a half-written edit to one line deleted that stored record."""
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [
+        {"id": f"r{i}", "text": f"Record {i} says the bridge opened in 189{i}."} for i in (1, 2, 3)
+    ]
+    data = d / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    assert _ingest(store, d)["added"] == 3
+    lines = data.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][: len(lines[1]) // 2]  # the second line cut mid-way
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = _ingest(store, d, prune=True)
+    assert counts["pruned"] == 0 and counts["failed"] >= 1
+    assert set(store.records()) >= {"r1", "r2", "r3"}
+
+
+def test_prune_keeps_everything_under_a_folder_it_cannot_list(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26.2: a folder that could not be listed (permission denied, EIO, a symlink loop)
+    had every document under it deleted by --prune."""
+    import os
+
+    sub = docs / "sub"
+    sub.mkdir()
+    (sub / "c.txt").write_text("Radium glows in the dark.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    assert _ingest(store, docs)["added"] == 3
+    real_scandir = os.scandir
+
+    def failing(path: object = ".") -> object:
+        if os.path.realpath(str(path)) == os.path.realpath(sub):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", failing)
+    counts = _ingest(store, docs, prune=True)
+    assert counts["pruned"] == 0 and counts["failed"] >= 1
+    assert store.search_lexical("Radium", 1)

