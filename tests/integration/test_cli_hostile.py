@@ -414,3 +414,33 @@ def test_interrupt_is_exit_130_not_1(env: Path) -> None:
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err.decode()
     assert b"Traceback" not in err
+
+
+def test_a_corrupt_store_is_exit_2_with_advice(tmp_path: Path) -> None:
+    """Issue 26.9: a SQLite store with a damaged page ended in exit 3 (DatabaseError)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"d{i}.txt").write_text(f"Document {i} is about bridges and towers. " * 40)
+    store = tmp_path / "store"
+    r = cli(
+        ["ingest", str(docs), "--store", str(store)], env_extra={"AFFIDAVIT_HOME": str(tmp_path)}
+    )
+    assert r.returncode == 0, r.stderr
+    db = store / "store.sqlite"
+    # let the WAL be checkpointed into the file, then overwrite pages past the header
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(db.read_bytes())
+    for off in range(4096, len(data), 4096):
+        data[off + 8 : off + 200] = b"\xa5" * 192
+    db.write_bytes(bytes(data))
+    r = cli(
+        ["search", "bridges", "--store", str(store)], env_extra={"AFFIDAVIT_HOME": str(tmp_path)}
+    )
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert "internal error" not in err and "damaged" in err

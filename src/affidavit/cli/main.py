@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sqlite3
 import sys
 
 import typer
@@ -60,6 +61,18 @@ def main() -> None:
     except MemoryError:
         # every input is capped (docs/cli-exit-codes.md); this is the last line of defence
         sys.stderr.write("error: out of memory (input too large for this machine)\n")
+        sys.exit(EXIT_USAGE)
+    except sqlite3.DatabaseError as exc:
+        # the environment, not a bug (issue 26.9: a corrupt page ended in "internal error")
+        msg = safe_terminal(str(exc))[:300]
+        if any(k in msg for k in ("malformed", "not a database", "corrupt")):
+            advice = (
+                "the store database is damaged; restore it from a backup, or ingest the "
+                "documents again into a new store (--store NEW_FOLDER)"
+            )
+        else:
+            advice = "the store database could not be used"
+        sys.stderr.write(f"error: {advice} ({msg})\n")
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug: one line (the traceback with -v), and a distinct code
         if {"-v", "--verbose"} & set(sys.argv[1:]):
