@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 from affidavit.batch.jobs import Row, job_fingerprint, make_job
-from affidavit.batch.shards import ShardFolder, manifest_for, plan
+from affidavit.batch.shards import ShardFolder, exclusive_output, manifest_for, plan
 from affidavit.core.batch import BatchReport, JobKind, ShardResult
 from affidavit.core.settings import Settings
 
@@ -50,9 +50,22 @@ def run_batch(
     the same input and settings are skipped.
 
     Raises:
-        InputError: the shard folder belongs to another input or other settings.
+        InputError: the shard folder belongs to another input or other settings, another
+            process is running a job with the same output, or the shards do not add up.
         MissingDependencyError: the ray engine without ray installed.
     """
+    with exclusive_output(output):
+        return _run_batch(kind, text, output, settings, progress=progress)
+
+
+def _run_batch(
+    kind: JobKind,
+    text: str,
+    output: Path,
+    settings: Settings,
+    *,
+    progress: ProgressFn | None = None,
+) -> BatchReport:
     t0 = time.perf_counter()
     cfg = settings.batch
     shards = plan(text, cfg.shard_size)
@@ -89,7 +102,7 @@ def run_batch(
         for key, n in stats.counts.items():
             counts[key] = counts.get(key, 0) + n
         warnings.update(dict.fromkeys(stats.warnings))
-    folder.join(len(shards))
+    folder.join(len(shards), expected_rows=total)
     return BatchReport(
         kind=kind,
         engine=cfg.engine,

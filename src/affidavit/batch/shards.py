@@ -10,10 +10,13 @@ is refused rather than mixed in.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,8 @@ def plan(text: str, shard_size: int) -> list[list[Row]]:
 
 
 def _atomic_write(path: Path, data: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    # a name of this process's own: two processes never write (or truncate) the same temp file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(data)
         fh.flush()
@@ -86,17 +90,62 @@ class ShardFolder:
         data = json.loads(self._paths(index)[1].read_text(encoding="utf-8"))
         return ShardResult.model_validate({**data, "lines": ()})
 
-    def join(self, n_shards: int) -> None:
-        """Concatenate the shards in order into the output (atomically), then remove them."""
-        tmp = self.output.with_name(f".{self.output.name}.tmp")
-        with tmp.open("wb") as out:
-            for i in range(n_shards):
-                with self._paths(i)[0].open("rb") as fh:
-                    shutil.copyfileobj(fh, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.output)
+    def join(self, n_shards: int, expected_rows: int | None = None) -> None:
+        """Concatenate the shards in order into the output (atomically), then remove them.
+
+        Raises:
+            InputError: the shards hold another number of lines than the input has rows (the
+                output is left as it was, the shards kept).
+        """
+        tmp = self.output.with_name(f".{self.output.name}.{os.getpid()}.tmp")
+        lines = 0
+        try:
+            with tmp.open("wb") as out:
+                for i in range(n_shards):
+                    with self._paths(i)[0].open("rb") as fh:
+                        for line in fh:
+                            out.write(line)
+                            lines += 1
+                out.flush()
+                os.fsync(out.fileno())
+            if expected_rows is not None and lines != expected_rows:
+                raise InputError(
+                    f"the shards in {self.folder} hold {lines} lines for {expected_rows} input "
+                    "rows; the output was not replaced (remove the folder and run again)",
+                    source=str(self.folder),
+                )
+            os.replace(tmp, self.output)
+        finally:
+            tmp.unlink(missing_ok=True)
         shutil.rmtree(self.folder)
+
+
+@contextlib.contextmanager
+def exclusive_output(output: Path) -> Iterator[None]:
+    """Hold ``output``'s run lock for the length of a run (``.OUT.lock`` beside it).
+
+    Raises:
+        InputError: another process holds it (its pid in the message): two runs never write
+            the same shards (issue 26.3: they truncated each other's files).
+    """
+    lock = output.with_name(f".{output.name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            raise InputError(
+                f"{output} is being written by another run (pid {holder}); wait for it to end, "
+                "or choose another --output",
+                source=str(output),
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def manifest_for(text: str, shard_size: int, fingerprint: dict[str, Any]) -> dict[str, Any]:

@@ -205,3 +205,39 @@ def test_audit_batch_needs_output(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--output" in res.output
     res = runner.invoke(app, ["audit", str(src), "--engine", "local"])
     assert res.exit_code == 2 and "--batch" in res.output
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_one_holds_it(
+    env: None, tmp_path: Path
+) -> None:
+    """Issue 26.3: two runs on one --output raced on the same temporary names; one lost its
+    output to the other's truncation (500 of 12,000 lines, exit 0)."""
+    import fcntl
+    import os
+
+    out = tmp_path / "out.jsonl"
+    lock = tmp_path / ".out.jsonl.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.pwrite(fd, b"424242", 0)
+    try:
+        with pytest.raises(InputError, match="another run \\(pid 424242\\)"):
+            run_batch("check", pairs(5), out, load_settings())
+    finally:
+        os.close(fd)
+    assert not out.exists()
+    run_batch("check", pairs(5), out, load_settings())  # free again
+    assert out.exists()
+
+
+def test_a_join_that_does_not_add_up_leaves_the_output_alone(env: None, tmp_path: Path) -> None:
+    from affidavit.batch.shards import ShardFolder
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("the previous output\n")
+    folder = ShardFolder(out, {"x": 1})
+    (folder.folder / "000000.jsonl").write_text('{"a": 1}\n')
+    with pytest.raises(InputError, match="1 lines for 3 input rows"):
+        folder.join(1, expected_rows=3)
+    assert out.read_text() == "the previous output\n"
+    assert folder.folder.exists() and not list(tmp_path.glob(".out.jsonl.*.tmp"))
