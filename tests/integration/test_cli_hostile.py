@@ -444,3 +444,37 @@ def test_a_corrupt_store_is_exit_2_with_advice(tmp_path: Path) -> None:
     err = r.stderr.decode()
     assert r.returncode == 2, err
     assert "internal error" not in err and "damaged" in err
+
+
+def test_a_full_disk_during_check_is_exit_2_not_a_bug(tmp_path: Path) -> None:
+    """Issue 26.8: a full disk while writing check's output ended in exit 3 (OSError)."""
+    import signal
+
+    pairs = tmp_path / "pairs.jsonl"
+    row = {"id": 1, "claim": "The tower is 330 m tall.", "evidence": ["The tower is 330 m tall."]}
+    pairs.write_text("".join(json.dumps({**row, "id": i}) + "\n" for i in range(50)))
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))  # files past 2 KB: EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "affidavit.cli.main",
+            "check",
+            str(pairs),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        ],
+        capture_output=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "AFFIDAVIT_HOME": str(tmp_path)},
+        preexec_fn=small_disk,
+        timeout=300,
+        check=False,
+    )
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert "internal error" not in err and "File too large" in err

@@ -11,6 +11,7 @@ input, configuration or environment error (nothing was judged); 3 internal error
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import sqlite3
@@ -51,28 +52,42 @@ def _root(
         handler.setLevel(level)
 
 
+# errors of the machine a command runs on (issue 26.8: a full disk ended in exit 3)
+_ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.EMFILE, errno.ENFILE}
+)
+
+
 def main() -> None:
     """Console-script entry point: no traceback reaches the user unless ``-v`` asks for it."""
     from affidavit.cli.common import EXIT_INTERNAL, EXIT_USAGE
     from affidavit.core.text import safe_terminal
 
     try:
-        app()
+        try:
+            app()
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise
+            # a full disk, a quota, a read-only or failing device: the machine, not a bug
+            where = f": {safe_terminal(str(exc.filename))}" if exc.filename else ""
+            sys.stderr.write(f"error: {safe_terminal(exc.strerror or str(exc))}{where}\n")
+            sys.exit(EXIT_USAGE)
+        except sqlite3.DatabaseError as exc:
+            # the environment, not a bug (issue 26.9: a corrupt page ended in "internal error")
+            msg = safe_terminal(str(exc))[:300]
+            if any(k in msg for k in ("malformed", "not a database", "corrupt")):
+                advice = (
+                    "the store database is damaged; restore it from a backup, or ingest the "
+                    "documents again into a new store (--store NEW_FOLDER)"
+                )
+            else:
+                advice = "the store database could not be used"
+            sys.stderr.write(f"error: {advice} ({msg})\n")
+            sys.exit(EXIT_USAGE)
     except MemoryError:
         # every input is capped (docs/cli-exit-codes.md); this is the last line of defence
         sys.stderr.write("error: out of memory (input too large for this machine)\n")
-        sys.exit(EXIT_USAGE)
-    except sqlite3.DatabaseError as exc:
-        # the environment, not a bug (issue 26.9: a corrupt page ended in "internal error")
-        msg = safe_terminal(str(exc))[:300]
-        if any(k in msg for k in ("malformed", "not a database", "corrupt")):
-            advice = (
-                "the store database is damaged; restore it from a backup, or ingest the "
-                "documents again into a new store (--store NEW_FOLDER)"
-            )
-        else:
-            advice = "the store database could not be used"
-        sys.stderr.write(f"error: {advice} ({msg})\n")
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug: one line (the traceback with -v), and a distinct code
         if {"-v", "--verbose"} & set(sys.argv[1:]):
