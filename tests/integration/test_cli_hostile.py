@@ -466,6 +466,8 @@ def test_a_full_disk_during_check_is_exit_2_not_a_bug(tmp_path: Path) -> None:
             "affidavit.cli.main",
             "check",
             str(pairs),
+            "--engine",
+            "local",
             "--output",
             str(tmp_path / "out.jsonl"),
         ],
