@@ -63,3 +63,35 @@ def test_the_cascade_tier_runs_on_the_real_models(assembled: Path) -> None:
         chunks_from_texts(["The Eiffel Tower is 330 metres tall and stands in Paris."]),
     )
     assert v.label == "supported"
+
+
+@needs_accurate
+@pytest.mark.parametrize(
+    ("claim", "evidence", "supported"),
+    [
+        # issue 24's cases that the fast tier gets wrong, and the accurate stage right
+        ("Paris is in Germany.", "Paris is the capital of France.", False),
+        (
+            "Marie Curie won the 1911 Nobel Prize in Chemistry alone.",
+            "Marie Curie was the first woman to win a Nobel Prize. She shared the 1903 Nobel "
+            "Prize in Physics with Pierre Curie and Henri Becquerel, and she won the 1911 Nobel "
+            "Prize in Chemistry alone.",
+            True,
+        ),
+        (
+            "The Eiffel Tower was completed in March 1889.",
+            "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+            "Construction began in January 1887 and the tower was completed in March 1889, in "
+            "time for the 1889 World's Fair.",
+            True,
+        ),
+    ],
+)
+def test_the_accurate_tier_on_issue_24s_cases(
+    assembled: Path, claim: str, evidence: str, supported: bool
+) -> None:
+    settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
+    v = ClaimCascade(settings, PolicySettings()).verify(
+        claim_from_text(claim), chunks_from_texts([evidence])
+    )
+    assert (v.label == "supported") is supported, v.reason
