@@ -141,3 +141,70 @@ def _cli_report(response: str, tmp_path: Path) -> str:
     f = tmp_path / "in.json"
     f.write_text(json.dumps({"query": "q", "chunks": CHUNKS, "response": response}))
     return CliRunner().invoke(app, ["audit", str(f), "--json"]).stdout
+
+
+def test_a_deeply_nested_request_is_answered_not_dropped(tmp_path: Path) -> None:
+    """Issue 25.13: a tool call nesting 200+ levels deep was never answered (the client waited
+    forever); now every request gets an answer, a too-deep one an error naming the limit."""
+    import os
+    import select
+    import subprocess
+
+    env = {**os.environ, "AFFIDAVIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "affidavit.cli.main", "mcp", "--store", str(tmp_path / "none")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(obj: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(obj) + "\n")
+        proc.stdin.flush()
+
+    def answer(timeout: float) -> dict[str, Any] | None:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        return json.loads(proc.stdout.readline()) if ready else None
+
+    try:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        assert answer(60) is not None
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        nested: Any = "x"
+        for _ in range(250):
+            nested = {"a": nested}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "check",
+                    "arguments": {"claim": "x", "evidence": [], "n": nested},
+                },
+            }
+        )
+        got = answer(30)
+        assert got is not None, "no answer to a deeply nested request"
+        assert got["id"] == 2
+        text = json.dumps(got)
+        assert "levels deep" in text
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

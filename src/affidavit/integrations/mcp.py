@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -333,6 +334,106 @@ def _version() -> str:
     return __version__
 
 
+# deeper than this, a JSON-RPC message is answered with an error instead of being parsed: the
+# MCP library's parser gives up near 200 levels and then drops the message without a reply, so
+# the client waited forever (issue 25.13)
+MAX_JSON_DEPTH = 100
+
+
+def json_depth_and_id(line: str) -> tuple[int, Any]:
+    """The nesting depth of a JSON text and its top-level ``id`` (None when absent), found by
+    one scan without parsing (so a hostile depth costs no recursion).
+
+    Example:
+        >>> json_depth_and_id('{"jsonrpc": "2.0", "id": 7, "params": {"a": [[1]]}}')
+        (4, 7)
+    """
+    depth = best = 0
+    in_str = esc = False
+    found: Any = None
+    key_start = -1
+    i = 0
+    n = len(line)
+    while i < n:
+        ch = line[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+                if depth == 1 and line[key_start:i] == "id" and found is None:
+                    j = i + 1
+                    while j < n and line[j] in " \t:":
+                        j += 1
+                    m = re.match(r'-?\d+|"(?:[^"\\]|\\.)*"', line[j:])
+                    if m is not None:
+                        found = json.loads(m.group(0))
+        elif ch == '"':
+            in_str, key_start = True, i + 1
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth -= 1
+        i += 1
+    return best, found
+
+
+class _DepthGuard:
+    """stdin lines for the stdio transport, a too-deep request replaced by one the server
+    answers with an error naming the limit (a too-deep notification is dropped)."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> _DepthGuard:
+        self._it = self._lines.__aiter__()
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line: str = await self._it.__anext__()
+            depth, msg_id = json_depth_and_id(line)
+            if depth <= MAX_JSON_DEPTH:
+                return line
+            if msg_id is None:
+                continue  # a notification: nothing to answer
+            refusal = (
+                f"request refused: it nests {depth} levels deep, at most {MAX_JSON_DEPTH} are "
+                "accepted"
+            )
+            return (
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg_id,
+                        "method": "tools/call",
+                        "params": {"name": refusal, "arguments": {}},
+                    }
+                )
+                + "\n"
+            )
+
+
+def _run_stdio(server: Any) -> None:
+    import io
+    import sys
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        stdin = _DepthGuard(anyio.wrap_file(text))
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    anyio.run(main)
+
+
 def run(
     settings: Settings | None = None,
     *,
@@ -344,7 +445,7 @@ def run(
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
     server = make_server(settings, store_path=store_path)
     if transport == "stdio":
-        server.run("stdio")
+        _run_stdio(server)
     else:
         server.run("streamable-http", host=host, port=port)
 
