@@ -15,17 +15,15 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib
 import json
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 from affidavit.core.errors import MissingDependencyError, ModelError
+from affidavit.core.locks import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -89,17 +87,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    # an advisory lock so two processes never assemble into the same file at once
-    with lock_path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def assemble(parts: list[Path], target: Path, expected_sha256: str = MODEL_SHA256) -> Path:
     """Join ``parts`` in order into ``target``, checking the sha256 of the whole.
 
@@ -156,7 +143,7 @@ def ensure_model_file(cache_dir: Path) -> Path:
     if _stamp_matches(target):
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _exclusive(cache_dir / f".{MODEL_FILENAME}.lock"):
+    with exclusive(cache_dir / f".{MODEL_FILENAME}.lock"):
         if _stamp_matches(target):  # another process finished while we waited
             return target
         if target.is_file() and file_sha256(target) == MODEL_SHA256:

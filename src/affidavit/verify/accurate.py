@@ -19,8 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import io
@@ -31,13 +29,14 @@ import shutil
 import struct
 import threading
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from affidavit.core.errors import MissingDependencyError, ModelError
+from affidavit.core.locks import exclusive
 
 if TYPE_CHECKING:
     from affidavit.core.settings import VerifySettings
@@ -174,16 +173,6 @@ def fill_graph(
             raise ModelError(f"{param} has shape {arr.shape}, the graph wants {list(init.dims)}")
         init.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(arr), init_name))
     return model
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _read_base(parts: list[Path], spec: Mapping[str, Any]) -> dict[str, bytes]:
@@ -362,7 +351,7 @@ def ensure_accurate_model(
     if _stamp_ok(target, recipe_sha):
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _exclusive(cache_dir / f".{FOLDER}.lock"):
+    with exclusive(cache_dir / f".{FOLDER}.lock"):
         if _stamp_ok(target, recipe_sha):
             return target
         log.info("assembling the accurate verifier into %s", target)
