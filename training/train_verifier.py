@@ -347,9 +347,12 @@ def main() -> None:
         )
         # the layer subset is already applied in the saved checkpoint
         args.keep_layers = None
-    lora_resume = bool(args.lora_r and resume_dir is not None)
+    # a LoRA run starts from the base and loads its adapters (from the run's own checkpoint when
+    # resuming, else from --init: e.g. training/recover_accurate.py's rebuild of the shipped delta)
+    lora_from = (resume_dir or args.init) if args.lora_r else None
+    lora_resume = lora_from is not None
     model = AutoModelForSequenceClassification.from_pretrained(
-        base if lora_resume else (resume_dir or args.init or base),
+        base if args.lora_r else (resume_dir or args.init or base),
         num_labels=3,
         id2label=dict(enumerate(LABELS)),
         label2id={k: i for i, k in enumerate(LABELS)},
@@ -360,9 +363,9 @@ def main() -> None:
             from peft import set_peft_model_state_dict
             from safetensors.torch import load_file
 
-            adapter = load_file(str(resume_dir / "adapter" / "adapter_model.safetensors"))
+            adapter = load_file(str(lora_from / "adapter" / "adapter_model.safetensors"))
             set_peft_model_state_dict(model, adapter)
-            trained = torch.load(resume_dir / "layernorms.pt", map_location="cpu")
+            trained = torch.load(lora_from / "layernorms.pt", map_location="cpu")
             model.load_state_dict(trained, strict=False)
     if args.bench:
         bench(model, tok, HERE / "logs" / "bench_train.json")
