@@ -81,6 +81,38 @@ def load_trained(ckpt: Path, base: Path):  # type: ignore[no-untyped-def]
     return model.eval()
 
 
+PARITY_TOL = 0.02  # issue 24: no quantisation may move a dev pair by more than this
+
+
+def is_shipped(name: str, top: list[int]) -> bool:
+    """Whether a parameter of the LoRA model is one the delta ships."""
+    return (
+        ".lora_A.default." in name
+        or ".lora_B.default." in name
+        or ".modules_to_save.default." in name
+        or ("LayerNorm" in name and any(f"layer.{i}." in name for i in top))
+    )
+
+
+def dev_pairs(path: Path, n: int) -> list[tuple[str, str]]:
+    import random
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [(r["claim"], r["evidence"]) for r in random.Random(1).sample(rows, min(n, len(rows)))]
+
+
+def probabilities(model, tok, pairs: list[tuple[str, str]]) -> np.ndarray:  # type: ignore[no-untyped-def]
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for claim, ev in pairs:
+            x = tok(claim, ev, truncation="longest_first", max_length=256, return_tensors="pt")
+            lg = model(input_ids=x["input_ids"], attention_mask=x["attention_mask"]).logits[0]
+            out.append(torch.softmax(lg, -1).numpy())
+    return np.stack(out)
+
+
 def delta_of(model) -> tuple[dict[str, np.ndarray], float]:  # type: ignore[no-untyped-def]
     """What training changed, keyed by the plain model's parameter names."""
     cfg = model.peft_config["default"]
@@ -211,6 +243,9 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=OUT_DIR)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--fp32", action="store_true", help="ship the delta in fp32 (default fp16)")
+    ap.add_argument("--dev", type=Path, default=HERE / "data_mp" / "dev.jsonl")
+    ap.add_argument("--parity-pairs", type=int, default=150)
     ap.add_argument("--train-max-len", type=int, default=128)
     args = ap.parse_args()
     if args.adopt_combiner is not None:
@@ -225,6 +260,27 @@ def main() -> None:
 
     torch.set_num_threads(2)
     trained = load_trained(args.ckpt, args.base)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(args.base)
+    parity: dict[str, float] = {}
+    if not args.fp32:
+        # ship the trained tensors in fp16 (half the bytes; the merge runs in float64 anyway):
+        # round them in the model itself, and refuse if any dev pair's probabilities move by
+        # more than PARITY_TOL from the fp32 model
+        pairs = dev_pairs(args.dev, args.parity_pairs)
+        before = probabilities(trained, tok, pairs)
+        top = list(trained.peft_config["default"].layers_to_transform or [])
+        with torch.no_grad():
+            for name, p in trained.named_parameters():
+                if is_shipped(name, top):
+                    p.copy_(p.half().float())
+        after = probabilities(trained, tok, pairs)
+        diff = float(np.abs(before - after).max())
+        parity = {"pairs": len(pairs), "max_abs_prob_diff_fp16_vs_fp32": diff}
+        print(json.dumps(parity))
+        if diff > PARITY_TOL:
+            raise SystemExit(f"fp16 moves a dev pair by {diff:.4f} > {PARITY_TOL}: use --fp32")
     delta, scale = delta_of(trained)
     members = {}
     with zipfile.ZipFile(args.zip) as zf:
@@ -236,10 +292,7 @@ def main() -> None:
     }
     merged = merge_delta(base_state, delta, scale)
 
-    # reference logits: the PyTorch training model itself (LoRA unmerged)
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(args.base)
+    # reference logits: the PyTorch training model itself (LoRA unmerged; fp16-rounded as shipped)
     probe = []
     with torch.no_grad():
         for claim, ev in PROBE:
@@ -253,7 +306,8 @@ def main() -> None:
         export_graph(merged, args.base, full)
         graph, mapping = strip_weights(full, merged)
     (args.out / "graph.onnx").write_bytes(graph)
-    np.savez_compressed(args.out / "delta.npz", **delta)
+    dtype = np.float32 if args.fp32 else np.float16
+    np.savez_compressed(args.out / "delta.npz", **{k: v.astype(dtype) for k, v in delta.items()})
     model_cfg = {
         "name": "affidavit-verifier-mpnet",
         "model": "affidavit claim verifier, accurate stage (all-mpnet-base-v2 cross-encoder, LoRA)",
@@ -289,6 +343,8 @@ def main() -> None:
                 "delta.npz": sha256_file(args.out / "delta.npz"),
             },
             "probe": probe,
+            "delta_dtype": "float32" if args.fp32 else "float16",
+            "parity": parity,
             "checkpoint": str(args.ckpt),
         },
     }
