@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import httpx
 
-__all__ = ["ServedApi", "ServedProcess", "free_port"]
+__all__ = ["ServedApi", "ServedProcess", "create_api_key", "free_port"]
 
 
 def free_port() -> int:
@@ -126,3 +126,19 @@ class ServedApi:
     def auth(self, key: str = "read") -> dict[str, str]:
         """The Authorization header for the key named ``key``."""
         return {"Authorization": f"Bearer {self.keys[key]}"}
+
+
+def create_api_key(home: Path, name: str, scope: str) -> str:
+    """A new API key in ``home`` made through the real CLI (``keys api create``); the token."""
+    from typer.testing import CliRunner
+
+    from affidavit.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        ["keys", "api", "create", "--name", name, "--scope", scope],
+        env={"AFFIDAVIT_HOME": str(home)},
+    )
+    if result.exit_code != 0:
+        raise RuntimeError(f"keys api create failed: {result.output}")
+    return str(result.stdout.strip().splitlines()[-1])

@@ -18,7 +18,7 @@ from affidavit.certify.keys import generate_key
 from affidavit.cli.main import app
 from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
 from affidavit.testing.server import ServedApi as Server
-from affidavit.testing.server import ServedProcess
+from affidavit.testing.server import ServedProcess, create_api_key
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "sample_corpus" / "docs"
@@ -32,14 +32,7 @@ ANSWER = (
 )
 
 
-def _create_key(home: Path, name: str, scope: str) -> str:
-    result = CliRunner().invoke(
-        app,
-        ["keys", "api", "create", "--name", name, "--scope", scope],
-        env={"AFFIDAVIT_HOME": str(home)},
-    )
-    assert result.exit_code == 0, result.output
-    return result.stdout.strip().splitlines()[-1]
+_create_key = create_api_key
 
 
 @pytest.fixture(scope="session")

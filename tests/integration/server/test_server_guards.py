@@ -11,20 +11,13 @@ from typer.testing import CliRunner
 
 from affidavit.cli.main import app
 from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
-from affidavit.testing.server import ServedProcess
+from affidavit.testing.server import ServedProcess, create_api_key
 
 pytestmark = pytest.mark.integration
 OUTPUT = Path(__file__).resolve().parents[3] / "tests" / "output" / "server"
 
 
-def _create_key(home: Path, name: str, scope: str) -> str:
-    result = CliRunner().invoke(
-        app,
-        ["keys", "api", "create", "--name", name, "--scope", scope],
-        env={"AFFIDAVIT_HOME": str(home)},
-    )
-    assert result.exit_code == 0, result.output
-    return result.stdout.strip().splitlines()[-1]
+_create_key = create_api_key
 
 
 def _env(home: Path, store: Path, llm_url: str) -> dict[str, str]:

@@ -77,15 +77,20 @@ function decisionClass(outcome, mode) {
 }
 const RANK = { verified: 0, unverified: 1, withheld: 2, contradicted: 3 };
 
-function segmentsOf(draft, claims, mode) {
-  // group claims by the answer text they came from; a group shows its worst decision
+function claimSpans(claims) {
+  // the claims grouped by the draft span they came from, in reading order
   const groups = new Map();
   for (const o of claims) {
     const k = o.claim.start + ":" + o.claim.end;
     if (!groups.has(k)) groups.set(k, { start: o.claim.start, end: o.claim.end, outcomes: [] });
     groups.get(k).outcomes.push(o);
   }
-  const spans = [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
+  return [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
+}
+
+function segmentsOf(draft, claims, mode) {
+  // group claims by the answer text they came from; a group shows its worst decision
+  const spans = claimSpans(claims);
   const out = [];
   let pos = 0;
   for (const s of spans) {
@@ -107,14 +112,7 @@ function strictSegments(r) {
   // strict mode shows exactly the guarded answer (r.answer): its verified claims are marked,
   // and nothing of a withheld sentence appears, not even as a clickable claim
   const answer = r.answer || "";
-  const groups = new Map();
-  for (const o of r.claims) {
-    if (o.decision !== "verified") continue;
-    const k = o.claim.start + ":" + o.claim.end;
-    if (!groups.has(k)) groups.set(k, { start: o.claim.start, end: o.claim.end, outcomes: [] });
-    groups.get(k).outcomes.push(o);
-  }
-  const spans = [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
+  const spans = claimSpans(r.claims.filter((o) => o.decision === "verified"));
   const out = [];
   let pos = 0;
   for (const s of spans) {
