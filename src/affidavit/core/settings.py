@@ -280,6 +280,15 @@ class VerifySettings(Section):
         "affidavit.verify.calibration); None: the model's temperature only.",
     )
 
+    @field_validator("accurate_band", mode="before")
+    @classmethod
+    def _band_from_text(cls, v: Any) -> Any:
+        # the environment gives text: "0.15,0.85" or "[0.15, 0.85]"
+        if isinstance(v, str):
+            parts = [x for x in v.strip().strip("[]()").replace(" ", "").split(",") if x]
+            return tuple(parts)
+        return v
+
     @field_validator("accurate_band")
     @classmethod
     def _band_in_order(cls, v: tuple[float, float]) -> tuple[float, float]:

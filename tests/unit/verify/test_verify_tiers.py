@@ -133,3 +133,16 @@ def test_describe_and_identities_name_the_accurate_stage() -> None:
     acc = ScriptedScorer(default=(0.5, 0.4, 0.1), name="accurate")
     desc = tiered(fast, acc).describe()
     assert "accurate:cross_encoder" in desc["stages"]
+
+
+def test_the_band_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from affidavit.core.errors import ConfigError
+    from affidavit.core.settings import load_settings
+
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__ACCURATE_BAND", "0.1,0.9")
+    assert load_settings().verify.accurate_band == (0.1, 0.9)
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__ACCURATE_BAND", "[0.2, 0.8]")
+    assert load_settings().verify.accurate_band == (0.2, 0.8)
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__ACCURATE_BAND", "0.9,0.1")
+    with pytest.raises(ConfigError, match="accurate_band"):
+        load_settings()
