@@ -28,6 +28,7 @@ from typing import Protocol
 
 from affidavit.core.errors import VerificationError
 from affidavit.core.types import Chunk, EvidenceSpan
+from affidavit.verify.lexical import sentence_spans as _lexical_sentence_spans
 
 # fewest evidence tokens worth checking: a claim longer than max_len minus this cannot be checked
 MIN_EVIDENCE_TOKENS = 24
@@ -35,12 +36,6 @@ MIN_EVIDENCE_TOKENS = 24
 SPECIAL_TOKENS = 3
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
-# a sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace and
-# an upper-case letter, digit or opening quote; also at blank lines
-_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
-# text without a single capital letter (lower-cased corpora, transcripts, chat): any letter or
-# digit may open a sentence
-_SENT_END_CASELESS_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[^\W_])|\n\s*\n")
 _STOP_TEXT = (
     "a an the of to in on at for by with and or but is are was were be been being it its "
     "this that these those as from he she they we you i his her their our your do does did "
@@ -74,29 +69,19 @@ def content_words(text: str) -> list[str]:
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text`` (deterministic regex, no model).
 
+    The one splitter of the verifier (:func:`affidavit.verify.lexical.sentence_spans`): it keeps
+    abbreviations and initials together, splits sentences glued without a space after a
+    lower-case word (concatenated paragraphs), and splits caseless text at any word.
+
     Example:
         >>> sentence_spans("One. Two!")
         [(0, 4), (5, 9)]
+        >>> sentence_spans("Formed by Hanson.The U.S. band split.")  # glued; an abbreviation
+        [(0, 17), (17, 37)]
         >>> sentence_spans("lower-cased text . no capitals here .")  # caseless: any word opens
         [(0, 18), (19, 37)]
     """
-    spans: list[tuple[int, int]] = []
-    start = 0
-    pattern = _SENT_END_RE if any(c.isupper() for c in text) else _SENT_END_CASELESS_RE
-    for m in pattern.finditer(text):
-        spans.append((start, m.start()))
-        start = m.end()
-    spans.append((start, len(text)))
-    out = []
-    for s, e in spans:
-        # strip surrounding whitespace while keeping exact offsets
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            out.append((s, e))
-    return out
+    return _lexical_sentence_spans(text)
 
 
 def overlap(claim: str, text: str) -> float:

@@ -110,6 +110,19 @@ def test_sentence_spans_offsets() -> None:
     assert all(text[s:e].strip() == text[s:e] for s, e in spans)
 
 
+def test_sentence_spans_split_glued_sentences() -> None:
+    # concatenated paragraphs (HaluEval knowledge, PDF extraction) glue sentences without a space;
+    # the evidence quoted for a claim must be the sentence that supports it, not both
+    text = (
+        "Hinder is a rock band that was formed in 2001 by Cody Hanson.The Fatima Mansions "
+        "were an art rock group formed in 1988. The U.S. Army is big."
+    )
+    got = [text[s:e] for s, e in sentence_spans(text)]
+    assert got[0].endswith("Cody Hanson.")
+    assert got[1] == "The Fatima Mansions were an art rock group formed in 1988."
+    assert got[2] == "The U.S. Army is big."
+
+
 def test_combinations_in_document_order_and_fit() -> None:
     chunk = Chunk(
         text="Alice was born in Paris in the spring of the year 1960 to two teachers. "
