@@ -4,10 +4,13 @@ Layout of the folder (default ``.affidavit``)::
 
     store.sqlite        documents, chunks (text, offsets, metadata, terms, float32 vector blob)
     index/gen-<G>/      derived from generation G: rowids.npy, vectors.npy, bm25/ (bm25s), READY
+                        (READY: row counts and the size and sha256 of every file beside it)
     writer.lock         held (flock) by the one process that writes
 
 SQLite is the source of truth. Every write is one transaction that also bumps ``generation``;
-derived indexes are stamped with the generation they were built from and rebuilt when stale. So a
+derived indexes are stamped with the generation they were built from and rebuilt when stale, and
+checked against READY (counts, sizes, checksums) when opened: a damaged file is never searched, the
+index is rebuilt from the tables instead. A generation is fsynced before it is published. So a
 ``kill -9`` mid-ingest leaves the documents committed so far, whole; the next reader rebuilds the
 index and the next ingest skips what is already there. Readers take a WAL snapshot per search and
 never block the writer.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -56,7 +60,7 @@ def _bm25s() -> Any:
 
 
 SCHEMA_VERSION = "1"
-INDEX_LAYOUT = 2  # bump when the files under index/gen-<G>/ change
+INDEX_LAYOUT = 3  # bump when the files under index/gen-<G>/ change (3: READY holds checksums)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -116,6 +120,68 @@ def _rrf_scores(rankings: list[tuple[np.ndarray, bool]], n: int, k: int) -> np.n
         top = valid[np.argsort(-scores[valid], kind="stable")]
         out[top] += 1.0 / (k + np.arange(1, top.size + 1))
     return out
+
+
+def _sha256(fh: Any) -> str:
+    h = hashlib.sha256()
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _seal(folder: Path) -> dict[str, dict[str, Any]]:
+    """fsync every file and folder under ``folder``; the size and sha256 of each file.
+
+    Reading the files back after writing them means READY describes exactly what is on disk.
+    """
+    files: dict[str, dict[str, Any]] = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_dir():
+            _fsync_dir(p)
+            continue
+        with p.open("rb") as fh:
+            digest = _sha256(fh)
+            os.fsync(fh.fileno())
+        files[p.relative_to(folder).as_posix()] = {"bytes": p.stat().st_size, "sha256": digest}
+    _fsync_dir(folder)
+    return files
+
+
+def _file_problems(folder: Path, files: Any, need_bm25: bool) -> list[str]:
+    """What disagrees between the files under ``folder`` and READY's list of them."""
+    if not isinstance(files, dict):
+        return ["READY lists no files"]
+    need = ["rowids.npy", "vectors.npy", "chunk_doc.npy", "doc_vectors.npy", "doc_ids.json"]
+    problems = [f"{name} is not listed in READY" for name in need if name not in files]
+    for prefix in ("bm25/", "doc_bm25/") if need_bm25 else ():
+        if not any(isinstance(k, str) and k.startswith(prefix) for k in files):
+            problems.append(f"{prefix} is not listed in READY")
+    for name, want in sorted(files.items()):
+        p = folder / str(name)
+        if not isinstance(want, dict) or ".." in Path(str(name)).parts:
+            problems.append(f"READY entry {name!r} is malformed")
+            continue
+        try:
+            size = p.stat().st_size
+            if size != want.get("bytes"):
+                problems.append(f"{name}: {size} bytes, READY says {want.get('bytes')}")
+                continue
+            with p.open("rb") as fh:
+                digest = _sha256(fh)
+        except OSError as exc:
+            problems.append(f"{name}: {exc.strerror or exc}")
+            continue
+        if digest != want.get("sha256"):
+            problems.append(f"{name}: checksum differs from READY")
+    return problems
 
 
 @dataclass
@@ -474,42 +540,125 @@ class LocalStore:
         """Build (and persist, when writable) the indexes of the current generation."""
         self._current_index()
 
-    def _current_index(self) -> _Index:
-        gen = self.generation()
-        if self._index is not None and self._index.generation == gen:
-            return self._index
-        loaded = self._load_index(gen)
-        if loaded is None:
-            loaded = self._build_index(gen)
-            if not self.read_only:
-                self._persist_index(loaded)
-        self._index = loaded
-        return loaded
+    def rebuild_index(self) -> int:
+        """Rebuild the derived index files of the current generation from the tables.
 
-    def _load_index(self, gen: int) -> _Index | None:
+        Every persisted generation is replaced; nothing in the database changes. Returns the
+        number of chunks indexed.
+
+        Raises:
+            StoreError: the store is open read-only, or the index cannot be written.
+        """
+        if self.read_only:
+            raise StoreError("store is open read-only", source=str(self.path))
+        with self._snapshot():
+            index = self._build_index(self.generation())
+        if not self._persist_index(index):
+            raise StoreError(
+                f"cannot write the index under {self.path / 'index'}", source=str(self.path)
+            )
+        self._index = index
+        return len(index.rowids)
+
+    def _current_index(self) -> _Index:
+        # one snapshot: the generation, the counts READY is checked against and the rows built
+        with self._snapshot():
+            gen = self.generation()
+            if self._index is not None and self._index.generation == gen:
+                return self._index
+            loaded, problems = self._open_index(gen)
+            if problems:
+                logger.warning(
+                    "index %s is damaged, rebuilding it from the tables: %s",
+                    self._gen_dir(gen),
+                    "; ".join(problems[:5]),
+                )
+            if loaded is None:
+                loaded = self._build_index(gen)
+                if not self.read_only:
+                    self._persist_index(loaded)
+            self._index = loaded
+            return loaded
+
+    def _stored_counts(self) -> tuple[int, int, int]:
+        docs, chunks = self.count()
+        return docs, chunks, int(self._meta("dim") or 0)
+
+    def _open_index(self, gen: int) -> tuple[_Index | None, list[str]]:
+        """The persisted index of ``gen``, checked against READY and the tables.
+
+        Returns ``(None, [])`` when it is absent or was built by another configuration (stale:
+        rebuilt quietly), ``(None, problems)`` when any file disagrees with READY or READY with
+        the tables (damaged: rebuilt, never searched).
+        """
         d = self._gen_dir(gen)
         ready = d / "READY"
         if not ready.is_file():
-            return None
+            return None, []
         try:
-            info = json.loads(ready.read_text())
-            if info.get("analyzer") != self.analyzer.name or info.get("bm25") != self.bm25_params:
-                return None
-            if info.get("layout") != INDEX_LAYOUT:
-                return None
+            info = json.loads(ready.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return None, [f"READY is unreadable: {exc}"]
+        if not isinstance(info, dict):
+            return None, ["READY is not a JSON object"]
+        if (
+            info.get("analyzer") != self.analyzer.name
+            or info.get("bm25") != self.bm25_params
+            or info.get("layout") != INDEX_LAYOUT
+        ):
+            return None, []  # built by another configuration or release: stale, not damaged
+        docs, chunks, dim = self._stored_counts()
+        problems = []
+        if info.get("generation") != gen:
+            problems.append(f"READY says generation {info.get('generation')}, folder says {gen}")
+        if info.get("chunks") != chunks or info.get("documents") != docs:
+            problems.append(
+                f"READY counts {info.get('documents')} documents / {info.get('chunks')} chunks, "
+                f"the database {docs} / {chunks}"
+            )
+        problems += _file_problems(d, info.get("files"), need_bm25=chunks > 0)
+        if problems:
+            return None, problems
+        try:
             rowids = np.load(d / "rowids.npy")
             vectors = np.load(d / "vectors.npy", mmap_mode="r")
             chunk_doc = np.load(d / "chunk_doc.npy")
             doc_vectors = np.load(d / "doc_vectors.npy")
-            doc_ids = json.loads((d / "doc_ids.json").read_text())
+            doc_ids = json.loads((d / "doc_ids.json").read_text(encoding="utf-8"))
             bm25 = doc_bm25 = None
-            if len(rowids):
+            if chunks:
                 bm25 = _bm25s().BM25.load(str(d / "bm25"), show_progress=False)
                 doc_bm25 = _bm25s().BM25.load(str(d / "doc_bm25"), show_progress=False)
-        except (OSError, ValueError, KeyError) as exc:
-            logger.warning("index %s unreadable, rebuilding: %s", d, exc)
-            return None
-        return _Index(gen, rowids, vectors, bm25, chunk_doc, doc_ids, doc_vectors, doc_bm25)
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+            # the checksums matched: READY itself was written over consistently
+            return None, [f"index files unreadable: {exc}"]
+        shapes = {
+            "rowids.npy": (rowids.shape, (chunks,)),
+            "vectors.npy": (vectors.shape, (chunks, dim)),
+            "chunk_doc.npy": (chunk_doc.shape, (chunks,)),
+            "doc_vectors.npy": (doc_vectors.shape, (docs, dim)),
+            "doc_ids.json": ((len(doc_ids),) if isinstance(doc_ids, list) else None, (docs,)),
+        }
+        if bm25 is not None and doc_bm25 is not None:
+            shapes["bm25/"] = ((bm25.scores.get("num_docs"),), (chunks,))
+            shapes["doc_bm25/"] = ((doc_bm25.scores.get("num_docs"),), (docs,))
+        problems = [
+            f"{name}: shape {got}, the database holds {want}"
+            for name, (got, want) in shapes.items()
+            if got != want
+        ]
+        if problems:
+            return None, problems
+        return _Index(gen, rowids, vectors, bm25, chunk_doc, doc_ids, doc_vectors, doc_bm25), []
+
+    def index_problems(self) -> list[str]:
+        """How the persisted index of the current generation disagrees with READY or the tables.
+
+        Empty when it is sound, or absent or stale (then it is built on the next search).
+        """
+        with self._snapshot():
+            _, problems = self._open_index(self.generation())
+        return problems
 
     def _build_index(self, gen: int) -> _Index:
         bm25s = _bm25s()
@@ -567,39 +716,53 @@ class LocalStore:
             doc_bm25,
         )
 
-    def _persist_index(self, index: _Index) -> None:
+    def _persist_index(self, index: _Index) -> bool:
+        """Publish ``index`` as ``gen-<G>`` (replacing a damaged one); False when it cannot."""
         root = self.path / "index"
-        root.mkdir(exist_ok=True)
         final = self._gen_dir(index.generation)
-        if final.exists():
-            return
-        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
+        try:
+            root.mkdir(exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
+        except OSError as exc:
+            logger.debug("index persist skipped: %s", exc)
+            return False
         try:
             np.save(tmp / "rowids.npy", index.rowids)
             np.save(tmp / "vectors.npy", np.asarray(index.vectors))
             np.save(tmp / "chunk_doc.npy", index.chunk_doc)
             np.save(tmp / "doc_vectors.npy", index.doc_vectors)
-            (tmp / "doc_ids.json").write_text(json.dumps(index.doc_ids))
+            (tmp / "doc_ids.json").write_text(json.dumps(index.doc_ids), encoding="utf-8")
             if index.bm25 is not None:
                 index.bm25.save(str(tmp / "bm25"), show_progress=False)
             if index.doc_bm25 is not None:
                 index.doc_bm25.save(str(tmp / "doc_bm25"), show_progress=False)
-            (tmp / "READY").write_text(
-                json.dumps(
+            # every file reaches the disk before READY names it, and READY before the rename
+            files = _seal(tmp)
+            with (tmp / "READY").open("w", encoding="utf-8") as fh:
+                json.dump(
                     {
                         "layout": INDEX_LAYOUT,
                         "generation": index.generation,
                         "analyzer": self.analyzer.name,
                         "bm25": self.bm25_params,
                         "chunks": len(index.rowids),
-                    }
+                        "documents": len(index.doc_ids),
+                        "files": files,
+                    },
+                    fh,
                 )
-            )
+                fh.flush()
+                os.fsync(fh.fileno())
+            _fsync_dir(tmp)
+            if final.exists():
+                # we are here because it could not be used (damaged or stale): set it aside
+                os.rename(final, Path(tempfile.mkdtemp(prefix="tmp-old-", dir=root)) / "x")
             os.rename(tmp, final)  # atomic; fails if another process got there first
+            _fsync_dir(root)
         except OSError as exc:
             logger.debug("index persist skipped: %s", exc)
             shutil.rmtree(tmp, ignore_errors=True)
-            return
+            return False
         for old in root.iterdir():
             if old != final and old.name.startswith(("gen-", "tmp-")):
                 stamp = old.name.split("-", 1)[1]
@@ -607,6 +770,7 @@ class LocalStore:
                     stamp.isdigit() and int(stamp) < index.generation
                 ):
                     shutil.rmtree(old, ignore_errors=True)
+        return True
 
     # -- search -------------------------------------------------------------------------------
 
@@ -784,14 +948,34 @@ class LocalStore:
             return out
 
     def check(self) -> list[str]:
-        """Integrity problems found (empty when the store is consistent)."""
-        problems = [r[0] for r in self._db.execute("PRAGMA integrity_check") if r[0] != "ok"]
-        orphans = self._db.execute(
-            "SELECT COUNT(*) FROM chunks WHERE doc_id NOT IN (SELECT doc_id FROM documents)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} chunks without a document")
-        return problems
+        """Integrity problems found (empty when the store is consistent).
+
+        The database (SQLite's own page check, chunks without a document, vectors of the wrong
+        size) and the persisted index of the current generation (READY against its files and
+        the tables). Writes nothing.
+        """
+        problems: list[str] = []
+        with self._snapshot():
+            try:
+                for (row,) in self._db.execute("PRAGMA integrity_check(100)"):
+                    if row != "ok":
+                        problems.append(f"database: {row}")
+                orphans = self._db.execute(
+                    "SELECT COUNT(*) FROM chunks WHERE doc_id NOT IN (SELECT doc_id FROM documents)"
+                ).fetchone()[0]
+                if orphans:
+                    problems.append(f"database: {orphans} chunks without a document")
+                dim = int(self._meta("dim") or 0)
+                bad = self._db.execute(
+                    "SELECT COUNT(*) FROM chunks WHERE length(vector) != ?", (4 * dim,)
+                ).fetchone()[0]
+                if dim and bad:
+                    problems.append(f"database: {bad} chunks with a vector of the wrong size")
+            except sqlite3.DatabaseError as exc:  # a page too damaged to even be checked
+                problems.append(f"database: {exc}")
+            if problems:
+                return problems  # the index is derived from a damaged database: not checked
+            return [f"index: {p}" for p in self.index_problems()]
 
     def close(self) -> None:
         """Release the database and the writer lock."""
