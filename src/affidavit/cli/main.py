@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 # command modules, each with register(app); imported here, their heavy deps are lazy
-_COMMAND_MODULES = ("audit", "ingest", "verify", "certify", "ask", "serve", "mcp")
+_COMMAND_MODULES = ("audit", "ingest", "store", "verify", "certify", "ask", "serve", "mcp")
 
 
 def _register_all() -> None:
@@ -78,8 +78,9 @@ def main() -> None:
             msg = safe_terminal(str(exc))[:300]
             if any(k in msg for k in ("malformed", "not a database", "corrupt")):
                 advice = (
-                    "the store database is damaged; restore it from a backup, or ingest the "
-                    "documents again into a new store (--store NEW_FOLDER)"
+                    "the store database is damaged; `affidavit store check` lists what is; "
+                    "restore it from a backup, or ingest the documents again into a new store "
+                    "(--store NEW_FOLDER)"
                 )
             else:
                 advice = "the store database could not be used"
