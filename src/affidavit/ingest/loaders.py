@@ -33,6 +33,16 @@ _RATIO_CHECK_MIN_BYTES = 10 * 1024 * 1024
 _INFLATE_PIECE = 1024 * 1024
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # PK\3\4 ... name length, extra length
 
+# PDF amplification guard (issue 26.7: 4.3 KB whose page tree names one page 90,000 times took
+# 182 s and gave 6,923 chunks). A real page costs its own page object and content stream, so a
+# file holds at most about one page per PDF_BYTES_PER_PAGE bytes; its text is capped the same way
+# (compressed text runs at a few characters per byte). Beyond either cap the file is refused.
+MAX_PDF_PAGES = 20_000
+PDF_BYTES_PER_PAGE = 16
+MAX_PDF_TEXT_CHARS = 16_000_000
+PDF_TEXT_CHARS_PER_BYTE = 20
+_PDF_TEXT_FLOOR = 64_000  # a tiny honest PDF may hold a page or two of text
+
 
 def file_doc_id(path: Path) -> str:
     """Document id of a file: stable for its resolved absolute path."""
@@ -112,15 +122,31 @@ def load_text(path: Path, raw: bytes, *, markdown: bool = False) -> list[Documen
     ]
 
 
+def pdf_caps(size: int) -> tuple[int, int]:
+    """(pages, text characters) a PDF of ``size`` bytes may yield before it is refused.
+
+    Example:
+        >>> pdf_caps(4_300)
+        (284, 86000)
+    """
+    pages = min(MAX_PDF_PAGES, 16 + size // PDF_BYTES_PER_PAGE)
+    chars = min(MAX_PDF_TEXT_CHARS, max(_PDF_TEXT_FLOOR, size * PDF_TEXT_CHARS_PER_BYTE))
+    return pages, chars
+
+
 def load_pdf(path: Path, raw: bytes) -> list[Document]:
-    """PDF via pypdf: pages joined by blank lines; ``metadata["pages"]`` maps offsets to pages."""
+    """PDF via pypdf: pages joined by blank lines; ``metadata["pages"]`` maps offsets to pages.
+
+    Refused (``IngestError``) past :func:`pdf_caps`: more pages or more text than a file of its
+    size can honestly hold.
+    """
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import PyPdfError
     except ImportError as exc:
         raise MissingDependencyError("pypdf", "ingest", purpose="reading PDF files") from exc
-    import io
 
+    max_pages, max_chars = pdf_caps(len(raw))
     try:
         reader = PdfReader(io.BytesIO(raw))
         if reader.is_encrypted:
@@ -132,6 +158,13 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
                 ) from exc
             if not ok:
                 raise IngestError("encrypted PDF (a password is required)", source=str(path))
+        n_pages = len(reader.pages)  # pypdf itself stops a page tree past 100,000 entries
+        if n_pages > max_pages:
+            raise IngestError(
+                f"refused: {n_pages} pages in a {len(raw):,} byte PDF (at most {max_pages} "
+                "for its size: a page tree that repeats pages)",
+                source=str(path),
+            )
         parts: list[str] = []
         pages: list[list[int]] = []
         pos = 0
@@ -144,11 +177,26 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
             pages.append([pos, pos + len(page_text), number])
             parts.append(page_text)
             pos += len(page_text)
+            if pos > max_chars:
+                raise IngestError(
+                    f"refused: more than {max_chars:,} characters of text from a "
+                    f"{len(raw):,} byte PDF (stopped at page {number}; more than a file of "
+                    "its size can hold)",
+                    source=str(path),
+                )
         info = reader.metadata
+        title = ((info.title or "").strip() or None) if info is not None else None
+        created = iso_date(info.get("/CreationDate")) if info is not None else None
     except IngestError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise IngestError(f"corrupt or unreadable PDF: {exc}", source=str(path)) from exc
+    except Exception as exc:  # pypdf also leaks builtins (IndexError, AttributeError...) on
+        # hostile files; a reader bug on one file fails that file, with its type for the report
+        logger.debug("pypdf failed on %s", path, exc_info=True)
+        raise IngestError(
+            f"corrupt or unreadable PDF: {type(exc).__name__}: {exc}", source=str(path)
+        ) from exc
     if not parts:
         raise IngestError(
             "PDF has no extractable text (empty, or scanned images: run OCR first)",
@@ -156,13 +204,9 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
         )
     meta = _base_metadata(path)
     meta["pages"] = pages
-    meta["page_count"] = len(reader.pages)
-    title = None
-    if info is not None:
-        title = (info.title or "").strip() or None
-        created = iso_date(info.get("/CreationDate"))
-        if created:
-            meta["date"] = created
+    meta["page_count"] = n_pages
+    if created:
+        meta["date"] = created
     return [
         Document(
             id=file_doc_id(path),
