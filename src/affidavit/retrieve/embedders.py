@@ -1,5 +1,6 @@
-"""Embedders: the packaged MiniLM int8 ONNX model (default), a sentence-transformers folder, and
-any OpenAI-compatible ``/v1/embeddings`` endpoint.
+"""Embedders: the packaged MiniLM int8 ONNX model (default), a sentence-transformers folder, any
+OpenAI-compatible ``/v1/embeddings`` endpoint, and a model-free hashed bag of words (the ``fake``
+backend, for tests: :class:`affidavit.testing.embedder.FakeEmbedder` is this class).
 
 Example:
     >>> emb = MiniLMEmbedder(threads=1)  # doctest: +SKIP
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,47 @@ def l2_normalise(x: np.ndarray) -> Vectors:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.asarray(x / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashEmbedder:
+    """Deterministic hashed bag of words: no model, no network (the ``fake`` backend).
+
+    Each lower-cased word hashes to a random-sign direction; a text is the normalised sum of its
+    words, so texts that share words get similar vectors and dense retrieval behaves sensibly in
+    tests. It lives here, not in :mod:`affidavit.testing`, so that production code never imports
+    the testing package.
+
+    Example:
+        >>> emb = HashEmbedder(dim=64)
+        >>> v = emb.embed(["red apple", "red apple"])
+        >>> bool((v[0] == v[1]).all())
+        True
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.name = f"fake-hash-{dim}"
+        self.calls = 0
+
+    def config(self) -> dict[str, Any]:
+        """The effective configuration."""
+        return {"kind": "fake", "dim": self.dim}
+
+    def _word(self, word: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+        return np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One normalised vector per text."""
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in _WORD.findall(t.lower()):
+                out[i] += self._word(w)
+        return l2_normalise(out)
 
 
 def _sha256_file(path: Path) -> str:
@@ -270,9 +313,7 @@ def make_embedder(settings: EmbedSettings) -> Embedder:
             settings.model_path, threads=settings.threads, batch_size=settings.batch_size
         )
     if settings.backend == "fake":
-        from affidavit.testing.embedder import FakeEmbedder
-
-        return FakeEmbedder()
+        return HashEmbedder()
     if settings.base_url is None:
         raise ConfigError("embed.base_url is required for the openai backend")
     key = settings.api_key.get_secret_value() if settings.api_key else None
