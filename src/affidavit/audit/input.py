@@ -21,17 +21,16 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
         ''
     """
     from affidavit.core.errors import InputError
+    from affidavit.core.limits import loads_json
     from affidavit.core.text import find_lone_surrogate
 
     try:
-        data = json.loads(text)
+        data = loads_json(text, source)  # InputError when nested too deeply
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
             source=source,
         ) from None
-    except RecursionError:
-        raise InputError(f"{source}: JSON nested too deeply", source=source) from None
     if not isinstance(data, dict):
         raise InputError(
             f"{source}: expected a JSON object with query, chunks, response; got "

@@ -54,12 +54,14 @@ def check_row(lineno: int, raw: str, verifier: Any) -> tuple[dict[str, Any], str
     """
     from pydantic import ValidationError
 
+    from affidavit.core.errors import InputError
+    from affidavit.core.limits import loads_json
     from affidavit.core.text import find_lone_surrogate
     from affidavit.core.verification import CheckInput
 
     line_id: Any = None
     try:
-        data = json.loads(raw)
+        data = loads_json(raw, f"line {lineno}")
         bad = find_lone_surrogate(data)
         if isinstance(data, dict) and bad is None:
             line_id = data.get("id") if isinstance(data.get("id"), str | int) else None
@@ -72,6 +74,8 @@ def check_row(lineno: int, raw: str, verifier: Any) -> tuple[dict[str, Any], str
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "line"
         return error_line(line_id, f"line {lineno}: {where}: {first['msg']}"), "malformed"
+    except InputError as exc:  # nested too deeply
+        return error_line(line_id, exc.message), "malformed"
     except (ValueError, RecursionError) as exc:
         return error_line(line_id, f"line {lineno}: {exc}"), "malformed"
     checked, complete = check_one(item, verifier)

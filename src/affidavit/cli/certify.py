@@ -8,8 +8,10 @@ Commands:
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
 
-``--store DIR`` compares each evidence span's sha256 with the text the store holds for it;
-``--replay`` also re-runs the verifier on that evidence and compares the decisions.
+``--store DIR`` compares each evidence span's sha256 with the text the store holds for it
+(rebuilding passages that corrective retrieval trimmed); ``--replay`` also re-runs the verifier
+on that evidence and compares the decisions. A claim whose evidence came from the web cannot be
+replayed from a store: it is listed as "not replayed" (exit 0 when nothing else fails).
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
 (including ``--replay`` when the store or the verifier cannot run here, and a certificate over
@@ -33,6 +35,7 @@ from affidavit.cli.common import (
     safe,
     usage_errors,
 )
+from affidavit.core.errors import AffidavitError
 from affidavit.core.text import safe_terminal
 
 ConfigOpt = Annotated[
@@ -104,7 +107,7 @@ def keys_show(config: ConfigOpt = None) -> None:
     typer.echo(f"key id:      {key_id(key.public_key())}")
 
 
-def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str]]:
+def _replay(cert_path: Path, store: Path, settings: Any) -> Any:
     """Run the replay; raises typer.Exit(2) when the store or verifier cannot run here."""
     from pydantic import ValidationError
 
@@ -141,16 +144,15 @@ def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str
     except AffidavitError as exc:
         raise fail_usage(f"--replay: {exc.message}") from None
     try:
-        result = replay_certificate(cert, verifier, source)
+        return replay_certificate(cert, verifier, source)
     finally:
         source.close()
-    return result.agree, list(result.mismatches)
 
 
 def _verify_with_store(cert: Path, trusted: Any, store: Path) -> Any:
     """Verify, comparing every evidence span with the text the store holds for it."""
+    from affidavit.certify.replay import store_lookup
     from affidavit.certify.verify import verify_certificate
-    from affidavit.core.certificate import EvidenceRecord
 
     try:
         from affidavit.store.local import LocalStore
@@ -163,16 +165,27 @@ def _verify_with_store(cert: Path, trusted: Any, store: Path) -> Any:
     except AffidavitError as exc:
         raise fail_usage(f"--store: {exc.message}") from None
 
-    def lookup(ev: EvidenceRecord) -> str | None:
-        found = source.get_chunks([ev.chunk_id])
-        if not found or ev.end > len(found[0].text):
-            return None
-        return found[0].text[ev.start : ev.end]
-
     try:
-        return verify_certificate(cert, trusted, lookup)
+        return verify_certificate(cert, trusted, store_lookup(source))
     finally:
         source.close()
+
+
+def _refuse_deep_json(cert: Path) -> None:
+    """Exit 2 for a certificate nested too deeply, before the certify stage parses it.
+
+    The stage's own parser (and the validators and encoders after it) recurse, so a hostile
+    nesting ended in exit 3; the depth is measured here without parsing (issue 26.6). A file
+    that cannot be read is left to the stage, which reports it in its own words.
+    """
+    from affidavit.core.limits import MAX_CERTIFICATE_BYTES, check_json_depth, read_file_bounded
+
+    with usage_errors():
+        try:
+            raw = read_file_bounded(cert, MAX_CERTIFICATE_BYTES, "certificate")
+        except AffidavitError:
+            return
+        check_json_depth(raw, str(cert))
 
 
 @certificate_app.command("verify")
@@ -207,6 +220,7 @@ def certificate_verify(
     if replay and store is None:
         raise fail_usage("--replay needs --store DIR")
     settings = cli_settings(config)
+    _refuse_deep_json(cert)
     try:
         trusted = trusted_keys(settings, public_key or [])
     except AffidavitError as exc:
@@ -217,25 +231,40 @@ def certificate_verify(
         else:
             result = verify_certificate(cert, trusted)
     reasons = list(result.reasons)
-    replay_problems: list[str] = []
+    replayed = None
     if replay and store is not None and result.valid:
         with usage_errors():
-            _, replay_problems = _replay(cert, store, settings)
-        reasons.extend(f"replay disagreement: {m}" for m in replay_problems)
+            replayed = _replay(cert, store, settings)
+        reasons.extend(f"replay disagreement: {m}" for m in replayed.mismatches)
+    # claims on web evidence cannot be replayed: neither a disagreement (exit 1) nor hidden
+    not_replayed = list(replayed.not_replayed) if replayed is not None else []
     valid = not reasons
     if as_json:
         out = result.model_dump(mode="json")
         out["valid"] = valid
         out["reasons"] = reasons
         if replay:
-            out["replay"] = {"ran": result.valid, "mismatches": replay_problems}
+            out["replay"] = {
+                "ran": replayed is not None,
+                "mismatches": list(replayed.mismatches) if replayed is not None else [],
+                "not_replayed": not_replayed,
+                "decisions": dict(replayed.decisions) if replayed is not None else {},
+            }
         typer.echo(dump_json(out))
     elif valid:
+        if not replay:
+            done = ""
+        elif not_replayed:
+            done = f"; replay agrees on {len(replayed.decisions) if replayed else 0} claims, "
+            done += f"{len(not_replayed)} not replayable (listed below)"
+        else:
+            done = "; replay agrees"
         typer.echo(
             f"valid: signed by trusted key {result.key_id}; "
-            f"{result.evidence_checked} evidence hashes checked"
-            + ("; replay agrees" if replay else "")
+            f"{result.evidence_checked} evidence hashes checked" + done
         )
+        for n in not_replayed:
+            typer.echo(f"not replayed: {safe_terminal(n)}")
         for w in result.warnings:
             typer.echo(f"warning: {safe_terminal(w)}", err=True)
     else:
@@ -255,6 +284,7 @@ def certificate_show(
 
     from affidavit.certify.certificate import load_certificate
 
+    _refuse_deep_json(cert)
     with usage_errors():
         c = load_certificate(cert)
     # nothing here is checked (no signature check): every string is printed escaped
@@ -313,10 +343,11 @@ def validate_cmd(
     """Validate a JSON file against a contract's schema (exit 0 valid, 1 invalid)."""
     from affidavit.certify.canonical import loads_strict
     from affidavit.certify.schemas import validate_json
-    from affidavit.core.limits import MAX_CERTIFICATE_BYTES
+    from affidavit.core.limits import MAX_CERTIFICATE_BYTES, check_json_depth
 
     with usage_errors():
         text = read_text_arg(file, MAX_CERTIFICATE_BYTES)
+        check_json_depth(text, file)  # before any parser recurses into it (issue 26.6)
         loads_strict(text, source=file)  # not JSON at all is a usage error, not a schema failure
         errors = validate_json(text, schema)
     if errors:

@@ -215,7 +215,7 @@ def _hit_json(hit: Hit, full: bool) -> dict[str, Any]:
 
 def _read_queries(path: Path) -> list[tuple[Any, str]]:
     from affidavit.core.errors import InputError
-    from affidavit.core.limits import MAX_QUERIES_BYTES, read_file_bounded
+    from affidavit.core.limits import MAX_QUERIES_BYTES, loads_json, read_file_bounded
     from affidavit.core.text import jsonl_lines
 
     out: list[tuple[Any, str]] = []
@@ -229,8 +229,10 @@ def _read_queries(path: Path) -> list[tuple[Any, str]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError) as exc:
+            obj = loads_json(line, f"{path}:{n}")
+        except InputError as exc:
+            raise fail_usage(exc.message) from None
+        except ValueError as exc:
             raise fail_usage(f"{path}:{n}: invalid JSON ({exc})") from None
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("query"), str):
             raise fail_usage(f'{path}:{n}: each line needs "id" and a string "query"')

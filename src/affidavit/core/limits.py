@@ -14,8 +14,10 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from affidavit.core.errors import InputError
 
@@ -31,6 +33,8 @@ MAX_KEY_BYTES = 64 * 1024
 """A PEM key file (private or public)."""
 MAX_QUERIES_BYTES = 64 * MIB
 """``affidavit search --queries``: the JSONL of queries."""
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects in any JSON input (every affidavit format needs < 10)."""
 
 _CHUNK = 1024 * 1024
 
@@ -79,3 +83,65 @@ def read_file_bounded(path: Path | str, limit: int, what: str = "") -> bytes:
             return read_bounded(fh, limit, name)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}", source=str(path)) from exc
+
+
+# a string (unrolled, so a long one costs no backtracking) or one bracket; found by the regex
+# engine, so the scan is linear and recursion-free whatever the nesting
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_JSON_TOKEN_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_OPEN = frozenset("[{") | frozenset(b"[{")
+
+
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text, found without parsing it.
+
+    Example:
+        >>> json_depth('{"a": [1, {"b": "[[["}]}')
+        3
+    """
+    pattern = _JSON_TOKEN_BYTES if isinstance(text, bytes) else _JSON_TOKEN
+    depth = deepest = 0
+    for m in pattern.finditer(text):  # type: ignore[arg-type]
+        first = m.group()[0]
+        if first in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif first not in ('"', 34):
+            depth -= 1
+    return deepest
+
+
+def check_json_depth(text: str | bytes, source: str, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a JSON text nested deeper than ``max_depth`` (InputError naming the limit)."""
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise InputError(
+            f"{source}: JSON nested too deeply ({depth} levels; at most {max_depth})",
+            source=source,
+        )
+
+
+def loads_json(
+    text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPTH, **kwargs: Any
+) -> Any:
+    """``json.loads`` for untrusted input: the one bounded JSON reader of every door.
+
+    The depth is measured first, so a hostile nesting never reaches the parser, the validators
+    or the encoders (each of which recurses). ``kwargs`` go to ``json.loads``; its
+    ``ValueError`` for malformed JSON is left to the caller, which knows how to report it.
+
+    Raises:
+        InputError: nested deeper than ``max_depth``.
+        ValueError: not JSON (``json.JSONDecodeError``, or whatever a hook raises).
+
+    Example:
+        >>> loads_json("[" * 101 + "]" * 101, "x.json")
+        Traceback (most recent call last):
+        ...
+        affidavit.core.errors.InputError: x.json: JSON nested too deeply (101 levels; at most 100) (stage=input, source=x.json)
+    """  # noqa: E501
+    check_json_depth(text, source, max_depth)
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:  # a caller's own stack was already deep: the same answer
+        raise InputError(f"{source}: JSON nested too deeply", source=source) from None

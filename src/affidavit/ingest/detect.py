@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Literal
@@ -86,9 +85,14 @@ def detect(path: Path, head: bytes) -> Kind:
 def _looks_like_jsonl(head: bytes) -> bool:
     if not head.startswith(b"{"):
         return False
+    from affidavit.core.errors import InputError
+    from affidavit.core.limits import loads_json
+
     first = head.split(b"\n", 1)[0]
     try:
-        obj = json.loads(first)
+        obj = loads_json(first, "first line")
+    except InputError:  # a record nested too deeply: JSONL, whose loader fails that line alone
+        return True
     except ValueError:
         return False
     return isinstance(obj, dict) and "text" in obj

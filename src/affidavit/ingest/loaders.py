@@ -7,7 +7,6 @@ the ingest run records it as a failure and continues.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 import struct
@@ -19,7 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from affidavit.core.errors import IngestError, MissingDependencyError
+from affidavit.core.errors import IngestError, InputError, MissingDependencyError
+from affidavit.core.limits import loads_json
 from affidavit.core.text import jsonl_lines
 from affidavit.core.types import Document, sha256_text
 
@@ -395,7 +395,10 @@ def iter_jsonl(path: Path, raw: bytes) -> Iterator[tuple[int, Document | IngestE
             continue
         where = f"{path}#L{lineno}"
         try:
-            obj = json.loads(line)
+            obj = loads_json(line, where)
+        except InputError:  # nested too deeply: this record fails, the file goes on
+            yield lineno, IngestError("JSON nested too deeply", source=where)
+            continue
         except ValueError as exc:
             yield lineno, IngestError(f"invalid JSON: {exc}", source=where)
             continue
