@@ -164,7 +164,7 @@ def test_cancelling_aask_stops_generation_and_writes_no_certificate(tmp_path: Pa
 
     written: list[Path] = []
 
-    def writer(*args: object) -> None:
+    def writer(*args: object, **kwargs: object) -> None:
         written.append(Path(str(args[-1])))
 
     gen = _SlowGenerator()

@@ -28,7 +28,7 @@ from affidavit.certify.keys import (
     load_signing_key,
     trusted_keys,
 )
-from affidavit.certify.replay import EvidenceSource, replay_certificate
+from affidavit.certify.replay import EvidenceSource, replay_certificate, store_lookup
 from affidavit.certify.schemas import contracts, export_schemas, schema_of, validate_json
 from affidavit.certify.verify import verify_certificate
 
@@ -50,6 +50,7 @@ __all__ = [
     "schema_of",
     "sign_certificate",
     "signed_payload",
+    "store_lookup",
     "trusted_keys",
     "validate_json",
     "verify_certificate",

@@ -31,10 +31,12 @@ from affidavit.certify.keys import key_id, load_signing_key, raw_public_key
 from affidavit.core.certificate import (
     Certificate,
     ClaimRecord,
+    EvidenceOrigin,
     EvidenceRecord,
     ModelIdentity,
     PolicyRecord,
 )
+from affidavit.core.correction import RefinedContext
 from affidavit.core.errors import CertificateError, InputError
 from affidavit.core.limits import MAX_CERTIFICATE_BYTES, read_file_bounded
 from affidavit.core.policy import ClaimDecision
@@ -76,11 +78,24 @@ def _models(models: Iterable[ModelIdentity | Mapping[str, str]]) -> tuple[ModelI
     return tuple(out)
 
 
+def _origins(context: Iterable[RefinedContext]) -> dict[str, EvidenceOrigin]:
+    """The origin of each refined passage, by the id the verifier saw it under."""
+    return {
+        rc.chunk.id: EvidenceOrigin(
+            kind="web" if rc.origin == "web" else "store",
+            chunk_id=rc.source_chunk_id,
+            kept=rc.kept_spans,
+        )
+        for rc in context
+    }
+
+
 def _claim_record(
     claim: Claim,
     verdict: Verdict | None,
     decision: ClaimDecision,
     include_text: bool,
+    origins: Mapping[str, EvidenceOrigin],
 ) -> ClaimRecord:
     if verdict is None:
         return ClaimRecord(claim=claim, decision=decision.decision, reason=decision.reason)
@@ -102,6 +117,7 @@ def _claim_record(
                 sha256=e.sha256,
                 text=e.text if include_text else None,
                 checked_whole=e.checked_whole,
+                origin=origins.get(e.chunk_id),
             )
             for e in verdict.evidence
         ),
@@ -121,6 +137,7 @@ def build_certificate(
     settings: Settings,
     models: Iterable[ModelIdentity | Mapping[str, str]],
     *,
+    context: Iterable[RefinedContext] = (),
     include_evidence_text: bool = True,
     created_at: datetime | None = None,
 ) -> Certificate:
@@ -136,6 +153,10 @@ def build_certificate(
             A decision may be stricter than the policy's, never laxer.
         settings: the effective settings (recorded whole, secrets masked; policy from here).
         models: the models that ran, as ``ModelIdentity`` or ``{"name", "sha256"}``.
+        context: the refined passages the claims were verified against (corrective retrieval);
+            evidence in one of them records the stored chunk and kept sentences it was refined
+            from, so the passage can be rebuilt from the store. Evidence in any other chunk
+            names that chunk itself.
         include_evidence_text: carry each evidence span's text (lets anyone check its hash).
         created_at: the timestamp (default: now, UTC).
 
@@ -144,6 +165,7 @@ def build_certificate(
             canonical JSON form.
     """
     policy = resolve_policy(settings.policy)
+    origins = _origins(context)
     by_verdict: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_verdict.setdefault(v.claim_id, []).append(v)
@@ -169,7 +191,7 @@ def build_certificate(
                 f"{own.decision}: {own.reason}",
                 claim_id=claim.id,
             )
-        records.append(_claim_record(claim, verdict, decision, include_evidence_text))
+        records.append(_claim_record(claim, verdict, decision, include_evidence_text, origins))
     when = (created_at or datetime.now(UTC)).astimezone(UTC)
     cert = Certificate(
         question=question,
@@ -262,17 +284,22 @@ def certify_answer(
     *,
     decisions: Sequence[ClaimDecision] | Mapping[str, ClaimDecision] | None = None,
     models: Iterable[ModelIdentity | Mapping[str, str]] = (),
+    context: Iterable[RefinedContext] = (),
     path: Path | str | None = None,
     key: Ed25519PrivateKey | None = None,
 ) -> Certificate:
     """Build, sign with the configured key, and optionally write a certificate in one call.
+
+    ``context``: the refined passages verified against (see :func:`build_certificate`).
 
     Raises:
         SigningKeyError: no key given and none configured (never writes an unsigned file).
         CertificateError: see :func:`build_certificate` and :func:`write_certificate`.
     """
     signing_key = key if key is not None else load_signing_key(settings)
-    cert = build_certificate(question, answer, claims, verdicts, decisions, settings, models)
+    cert = build_certificate(
+        question, answer, claims, verdicts, decisions, settings, models, context=context
+    )
     signed = sign_certificate(cert, signing_key)
     if path is not None:
         write_certificate(signed, path)

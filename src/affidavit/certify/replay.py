@@ -1,10 +1,13 @@
 """Replay: re-run verification on a certificate's stored evidence and compare the decisions.
 
 For each claim the replay fetches the chunks its evidence came from (any object with the store's
-``get_chunks``), checks that each recorded span still hashes to its recorded sha256, runs the
-given :class:`~affidavit.verify.base.ClaimVerifier` on the claim and those chunks, decides under
-the certificate's own policy, and compares with the recorded decision. Missing evidence or a
-hash mismatch is a disagreement: a replay never agrees by default.
+``get_chunks``), rebuilds the passage the claim was checked against (for evidence that corrective
+retrieval trimmed, from the stored chunk and the recorded kept sentences, format 2), checks that
+each recorded span still hashes to its recorded sha256, runs the given
+:class:`~affidavit.verify.base.ClaimVerifier` on the claim and those passages, decides under the
+certificate's own policy, and compares with the recorded decision. Missing evidence or a hash
+mismatch is a disagreement: a replay never agrees by default. A claim whose evidence came from the
+web is not replayed (no store holds it) and is listed as such, neither agreeing nor disagreeing.
 
 Example:
     >>> class NoChunks:
@@ -23,11 +26,13 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from affidavit.certify.certificate import policy_of
-from affidavit.core.certificate import Certificate, ReplayResult
+from affidavit.certify.verify import EvidenceLookup
+from affidavit.core.certificate import Certificate, EvidenceRecord, ReplayResult
+from affidavit.core.correction import refined_chunk
 from affidavit.core.errors import AffidavitError
 from affidavit.core.types import Chunk, Decision, sha256_text
 from affidavit.policy.render import decide
@@ -35,7 +40,7 @@ from affidavit.verify.base import ClaimVerifier
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvidenceSource", "replay_certificate"]
+__all__ = ["EvidenceSource", "evidence_chunk", "replay_certificate", "store_lookup"]
 
 
 @runtime_checkable
@@ -45,6 +50,55 @@ class EvidenceSource(Protocol):
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """The stored chunks with these ids (unknown ids are left out)."""
         ...
+
+
+def _stored_id(ev: EvidenceRecord) -> str:
+    """The id of the stored chunk an evidence span's passage is (or was refined from)."""
+    return ev.origin.chunk_id if ev.origin is not None else ev.chunk_id
+
+
+def evidence_chunk(ev: EvidenceRecord, stored: Chunk) -> Chunk | None:
+    """The passage an evidence span was checked in, rebuilt from its stored chunk.
+
+    Returns ``stored`` itself for evidence without an origin (format 1, or a chunk used as it
+    was), the refined passage for evidence with one, and None when the recorded kept sentences
+    do not fit the stored text or the rebuilt passage is not the one recorded (its id, derived
+    from text and url, differs): the store no longer holds what the claim was checked against.
+    """
+    if ev.origin is None:
+        return stored
+    try:
+        rebuilt = refined_chunk(stored, ev.origin.kept)
+    except ValueError:
+        return None
+    return rebuilt if rebuilt.id == ev.chunk_id else None
+
+
+def store_lookup(source: EvidenceSource) -> EvidenceLookup:
+    """An evidence lookup for :func:`~affidavit.certify.verify.verify_certificate` that reads
+    each span's text from the store (rebuilding trimmed passages first).
+
+    Web evidence is never looked up here: ``verify_certificate`` reports it as not in the store.
+    """
+
+    def lookup(ev: EvidenceRecord) -> str | None:
+        found = source.get_chunks([_stored_id(ev)])
+        if not found:
+            return None
+        passage = evidence_chunk(ev, found[0])
+        if passage is None or ev.end > len(passage.text):
+            return None
+        return passage.text[ev.start : ev.end]
+
+    return lookup
+
+
+def _web_evidence(record_evidence: Sequence[EvidenceRecord]) -> list[str]:
+    return [
+        ev.url or ev.chunk_id
+        for ev in record_evidence
+        if ev.origin is not None and ev.origin.kind == "web"
+    ]
 
 
 def replay_certificate(
@@ -58,15 +112,24 @@ def replay_certificate(
         evidence: the store the evidence chunks are read from.
 
     Returns:
-        ``agree`` only if every claim's replayed decision equals the recorded one and every
-        recorded evidence span was found with the same sha256.
+        ``agree`` only if every claim was replayed, its replayed decision equals the recorded
+        one and every recorded evidence span was found with the same sha256. Claims resting on
+        web evidence are listed in ``not_replayed``.
     """
     policy = policy_of(cert.policy)
     mismatches: list[str] = []
+    not_replayed: list[str] = []
     decisions: dict[str, Decision] = {}
     for record in cert.claims:
         claim = record.claim
-        wanted = list(dict.fromkeys(e.chunk_id for e in record.evidence))
+        web = _web_evidence(record.evidence)
+        if web:
+            not_replayed.append(
+                f"claim {claim.id}: its evidence came from the web ({', '.join(web)}), which the "
+                "store does not hold; only the certificate's own evidence text was checked"
+            )
+            continue
+        wanted = list(dict.fromkeys(_stored_id(e) for e in record.evidence))
         try:
             chunks = {c.id: c for c in evidence.get_chunks(wanted)} if wanted else {}
         except AffidavitError as exc:
@@ -77,22 +140,9 @@ def replay_certificate(
             mismatches.append(
                 f"claim {claim.id}: evidence chunk(s) {', '.join(missing)} not in the store"
             )
-        for i, ev in enumerate(record.evidence):
-            chunk = chunks.get(ev.chunk_id)
-            if chunk is None:
-                continue
-            if not 0 <= ev.start <= ev.end <= len(chunk.text):
-                mismatches.append(
-                    f"claim {claim.id} evidence {i}: offsets {ev.start}-{ev.end} are outside "
-                    f"stored chunk {ev.chunk_id}"
-                )
-            elif sha256_text(chunk.text[ev.start : ev.end]) != ev.sha256:
-                mismatches.append(
-                    f"claim {claim.id} evidence {i}: stored text of chunk {ev.chunk_id} "
-                    f"[{ev.start}:{ev.end}] does not hash to the recorded sha256"
-                )
+        passages = _passages(claim.id, record.evidence, chunks, mismatches)
         try:
-            verdict = verifier.verify(claim, [chunks[c] for c in wanted if c in chunks])
+            verdict = verifier.verify(claim, list(passages.values()))
         except AffidavitError as exc:
             # fail closed: a replay that cannot run does not agree
             mismatches.append(f"claim {claim.id}: the verifier failed ({exc.message})")
@@ -103,5 +153,49 @@ def replay_certificate(
             mismatches.append(
                 f"claim {claim.id}: recorded {record.decision}, replay gives {decision} ({reason})"
             )
-    logger.info("replayed %d claims, %d mismatches", len(cert.claims), len(mismatches))
-    return ReplayResult(agree=not mismatches, mismatches=tuple(mismatches), decisions=decisions)
+    logger.info(
+        "replayed %d claims, %d mismatches, %d not replayable",
+        len(cert.claims) - len(not_replayed),
+        len(mismatches),
+        len(not_replayed),
+    )
+    return ReplayResult(
+        agree=not mismatches and not not_replayed,
+        mismatches=tuple(mismatches),
+        not_replayed=tuple(not_replayed),
+        decisions=decisions,
+    )
+
+
+def _passages(
+    claim_id: str,
+    records: Sequence[EvidenceRecord],
+    stored: Mapping[str, Chunk],
+    mismatches: list[str],
+) -> dict[str, Chunk]:
+    """The passages the claim was checked in, rebuilt from the store, by their recorded id;
+    every span that is not found whole with its recorded hash is added to ``mismatches``."""
+    passages: dict[str, Chunk] = {}
+    for i, ev in enumerate(records):
+        chunk = stored.get(_stored_id(ev))
+        if chunk is None:
+            continue
+        passage = evidence_chunk(ev, chunk)
+        if passage is None:
+            mismatches.append(
+                f"claim {claim_id} evidence {i}: stored chunk {_stored_id(ev)} no longer gives "
+                f"the passage {ev.chunk_id} the claim was checked in"
+            )
+            continue
+        passages.setdefault(ev.chunk_id, passage)
+        if not 0 <= ev.start <= ev.end <= len(passage.text):
+            mismatches.append(
+                f"claim {claim_id} evidence {i}: offsets {ev.start}-{ev.end} are outside "
+                f"stored chunk {ev.chunk_id}"
+            )
+        elif sha256_text(passage.text[ev.start : ev.end]) != ev.sha256:
+            mismatches.append(
+                f"claim {claim_id} evidence {i}: stored text of chunk {ev.chunk_id} "
+                f"[{ev.start}:{ev.end}] does not hash to the recorded sha256"
+            )
+    return passages

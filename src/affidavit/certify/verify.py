@@ -136,8 +136,10 @@ def verify_certificate(
         trusted_public_keys: keys to trust (objects, raw bytes, PEM text or PEM file paths, or a
             ``{key_id: key}`` mapping as :func:`affidavit.certify.keys.trusted_keys` returns).
             None trusts no key, so the certificate is reported as signed by an unknown key.
-        evidence_lookup: fetches an evidence span's text (e.g. from the store) to compare its
-            sha256 with the recorded one; spans that carry their text are always compared.
+        evidence_lookup: fetches an evidence span's text (e.g. from the store, with
+            :func:`affidavit.certify.replay.store_lookup`, which rebuilds trimmed passages) to
+            compare its sha256 with the recorded one; spans that carry their text are always
+            compared. Web evidence (format 2) is not looked up: a warning says so.
 
     Returns:
         ``valid`` is True only when the schema, signature, trust, evidence hashes and decision
@@ -214,7 +216,13 @@ def verify_certificate(
                 )
             if ev.text is not None:
                 texts.append(("recorded", ev.text))
-            if evidence_lookup is not None:
+            if evidence_lookup is not None and ev.origin is not None and ev.origin.kind == "web":
+                # no store holds a web page: say so, rather than "not found" or a silent pass
+                warnings.append(
+                    f"claim {cid} evidence {i}: from the web ({ev.url or ev.origin.chunk_id}), "
+                    "not in the store; checked against the certificate's own text only"
+                )
+            elif evidence_lookup is not None:
                 looked = evidence_lookup(ev)
                 if looked is None:
                     warnings.append(f"claim {cid} evidence {i}: not found in the evidence source")

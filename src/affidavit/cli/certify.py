@@ -8,8 +8,10 @@ Commands:
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
 
-``--store DIR`` compares each evidence span's sha256 with the text the store holds for it;
-``--replay`` also re-runs the verifier on that evidence and compares the decisions.
+``--store DIR`` compares each evidence span's sha256 with the text the store holds for it
+(rebuilding passages that corrective retrieval trimmed); ``--replay`` also re-runs the verifier
+on that evidence and compares the decisions. A claim whose evidence came from the web cannot be
+replayed from a store: it is listed as "not replayed" (exit 0 when nothing else fails).
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
 (including ``--replay`` when the store or the verifier cannot run here, and a certificate over
@@ -105,7 +107,7 @@ def keys_show(config: ConfigOpt = None) -> None:
     typer.echo(f"key id:      {key_id(key.public_key())}")
 
 
-def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str]]:
+def _replay(cert_path: Path, store: Path, settings: Any) -> Any:
     """Run the replay; raises typer.Exit(2) when the store or verifier cannot run here."""
     from pydantic import ValidationError
 
@@ -142,16 +144,15 @@ def _replay(cert_path: Path, store: Path, settings: Any) -> tuple[bool, list[str
     except AffidavitError as exc:
         raise fail_usage(f"--replay: {exc.message}") from None
     try:
-        result = replay_certificate(cert, verifier, source)
+        return replay_certificate(cert, verifier, source)
     finally:
         source.close()
-    return result.agree, list(result.mismatches)
 
 
 def _verify_with_store(cert: Path, trusted: Any, store: Path) -> Any:
     """Verify, comparing every evidence span with the text the store holds for it."""
+    from affidavit.certify.replay import store_lookup
     from affidavit.certify.verify import verify_certificate
-    from affidavit.core.certificate import EvidenceRecord
 
     try:
         from affidavit.store.local import LocalStore
@@ -164,14 +165,8 @@ def _verify_with_store(cert: Path, trusted: Any, store: Path) -> Any:
     except AffidavitError as exc:
         raise fail_usage(f"--store: {exc.message}") from None
 
-    def lookup(ev: EvidenceRecord) -> str | None:
-        found = source.get_chunks([ev.chunk_id])
-        if not found or ev.end > len(found[0].text):
-            return None
-        return found[0].text[ev.start : ev.end]
-
     try:
-        return verify_certificate(cert, trusted, lookup)
+        return verify_certificate(cert, trusted, store_lookup(source))
     finally:
         source.close()
 
@@ -236,25 +231,40 @@ def certificate_verify(
         else:
             result = verify_certificate(cert, trusted)
     reasons = list(result.reasons)
-    replay_problems: list[str] = []
+    replayed = None
     if replay and store is not None and result.valid:
         with usage_errors():
-            _, replay_problems = _replay(cert, store, settings)
-        reasons.extend(f"replay disagreement: {m}" for m in replay_problems)
+            replayed = _replay(cert, store, settings)
+        reasons.extend(f"replay disagreement: {m}" for m in replayed.mismatches)
+    # claims on web evidence cannot be replayed: neither a disagreement (exit 1) nor hidden
+    not_replayed = list(replayed.not_replayed) if replayed is not None else []
     valid = not reasons
     if as_json:
         out = result.model_dump(mode="json")
         out["valid"] = valid
         out["reasons"] = reasons
         if replay:
-            out["replay"] = {"ran": result.valid, "mismatches": replay_problems}
+            out["replay"] = {
+                "ran": replayed is not None,
+                "mismatches": list(replayed.mismatches) if replayed is not None else [],
+                "not_replayed": not_replayed,
+                "decisions": dict(replayed.decisions) if replayed is not None else {},
+            }
         typer.echo(dump_json(out))
     elif valid:
+        if not replay:
+            done = ""
+        elif not_replayed:
+            done = f"; replay agrees on {len(replayed.decisions) if replayed else 0} claims, "
+            done += f"{len(not_replayed)} not replayable (listed below)"
+        else:
+            done = "; replay agrees"
         typer.echo(
             f"valid: signed by trusted key {result.key_id}; "
-            f"{result.evidence_checked} evidence hashes checked"
-            + ("; replay agrees" if replay else "")
+            f"{result.evidence_checked} evidence hashes checked" + done
         )
+        for n in not_replayed:
+            typer.echo(f"not replayed: {safe_terminal(n)}")
         for w in result.warnings:
             typer.echo(f"warning: {safe_terminal(w)}", err=True)
     else:

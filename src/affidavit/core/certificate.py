@@ -6,13 +6,18 @@ the effective configuration, the models that ran (name and sha256), the library 
 timestamp, and is signed with Ed25519 over its canonical JSON (RFC 8785) without the
 ``signature`` field. The signer's public key and key id travel inside, but the embedded key alone
 is never trusted: a verifier must name the keys it trusts (see ``affidavit.certify``).
+
+Format versions: ``affidavit-certificate/2`` adds, to each evidence span taken from a passage
+that corrective retrieval trimmed, its :class:`EvidenceOrigin` (the stored chunk and the kept
+sentences' offsets), so that the passage the claim was checked against can be rebuilt from the
+store. ``affidavit-certificate/1`` certificates (no origins) still verify as they were signed.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from affidavit.core.types import (
     CheckResult,
@@ -24,9 +29,43 @@ from affidavit.core.types import (
     StageScore,
 )
 
-CERTIFICATE_FORMAT: Literal["affidavit-certificate/1"] = "affidavit-certificate/1"
+CertificateFormat = Literal["affidavit-certificate/1", "affidavit-certificate/2"]
+CERTIFICATE_FORMAT: CertificateFormat = "affidavit-certificate/2"
+"""The format new certificates are written in."""
 
 _SHA256 = r"^[0-9a-f]{64}$"
+
+
+class EvidenceOrigin(Frozen):
+    """The passage an evidence chunk was refined from (format 2).
+
+    Corrective retrieval hands the verifier a trimmed passage: the kept sentences of a retrieved
+    chunk joined by one space (:func:`affidavit.core.correction.refined_chunk`). That passage is
+    in no store; this record says how to rebuild it from the chunk that is.
+    """
+
+    kind: Literal["store", "web"] = Field(
+        description="store: a chunk of the store that answered (a replay rebuilds the passage "
+        "from it); web: a page from the web fallback, which no store holds (not replayable)."
+    )
+    chunk_id: str = Field(
+        description="Id of the chunk the passage was refined from (the stored chunk's id, or the "
+        "id of the fetched web page's text)."
+    )
+    kept: tuple[tuple[int, int], ...] | None = Field(
+        default=None,
+        description="(start, end) offsets in that chunk's text of the sentences kept, in order; "
+        "the evidence chunk's text is them joined by one space. None: the chunk was kept whole.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> EvidenceOrigin:
+        previous = 0
+        for start, end in self.kept or ():
+            if not previous <= start <= end:
+                raise ValueError(f"kept span {start}-{end} is reversed, negative or out of order")
+            previous = end
+        return self
 
 
 class EvidenceRecord(Frozen):
@@ -44,6 +83,19 @@ class EvidenceRecord(Frozen):
     checked_whole: bool = Field(
         default=True, description="False if the span could not be checked whole by the model."
     )
+    origin: EvidenceOrigin | None = Field(
+        default=None,
+        description="Format 2: the stored (or web) chunk that ``chunk_id``'s passage was refined "
+        "from, and how; absent when ``chunk_id`` names the chunk itself (as in format 1).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_origin(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a format-1 certificate has no "origin" key: it must dump (and so verify) as signed
+        data: dict[str, Any] = handler(self)
+        if self.origin is None:
+            data.pop("origin", None)
+        return data
 
 
 class ClaimRecord(Frozen):
@@ -99,8 +151,9 @@ class Certificate(Frozen):
     The signature covers the RFC 8785 canonical JSON of every other field.
     """
 
-    format: Literal["affidavit-certificate/1"] = Field(
-        default="affidavit-certificate/1", description="Certificate format and version."
+    format: CertificateFormat = Field(
+        default=CERTIFICATE_FORMAT,
+        description="Certificate format and version (2 adds evidence origins).",
     )
     question: str = Field(description="The question asked (empty for an audit of a response).")
     answer: str = Field(description="The answer as generated; claim offsets refer to it.")
@@ -128,6 +181,14 @@ class Certificate(Frozen):
         "None for an unsigned certificate, which never verifies.",
     )
 
+    @model_validator(mode="after")
+    def _origins_need_format_2(self) -> Certificate:
+        if self.format == "affidavit-certificate/1" and any(
+            e.origin is not None for r in self.claims for e in r.evidence
+        ):
+            raise ValueError("evidence origins need format affidavit-certificate/2")
+        return self
+
 
 class CertificateVerification(Frozen):
     """The outcome of checking a certificate."""
@@ -148,9 +209,17 @@ class CertificateVerification(Frozen):
 class ReplayResult(Frozen):
     """The outcome of re-running verification on a certificate's stored evidence."""
 
-    agree: bool = Field(description="True only if every claim's decision was reproduced.")
+    agree: bool = Field(
+        description="True only if every claim was replayed and its decision reproduced "
+        "(False when a claim is in ``not_replayed``, even with no mismatch)."
+    )
     mismatches: tuple[str, ...] = Field(
         default=(), description="Each disagreement or missing evidence, in plain words."
+    )
+    not_replayed: tuple[str, ...] = Field(
+        default=(),
+        description="Each claim that cannot be replayed from the store, and why (its evidence "
+        "came from the web): neither a disagreement nor an agreement.",
     )
     decisions: dict[str, Decision] = Field(
         default_factory=dict, description="The replayed decision per claim id."

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -124,6 +125,70 @@ class RefinedContext(Frozen):
     )
     strips: tuple[SentenceStrip, ...] = Field(
         default=(), description="Every sentence of the source and whether it was kept."
+    )
+
+    @property
+    def kept_spans(self) -> tuple[tuple[int, int], ...] | None:
+        """Offsets of the kept sentences in the source passage; None when it was kept whole."""
+        if self.kept_whole:
+            return None
+        return tuple((s.start, s.end) for s in self.strips if s.kept)
+
+
+def refined_chunk(
+    source: Chunk,
+    kept: Sequence[tuple[int, int]] | None,
+    *,
+    origin: Literal["local", "web"] = "local",
+) -> Chunk:
+    """The passage refinement hands on: ``source``'s kept sentences joined by one space.
+
+    The one definition of a refined passage, used by refinement and by certificate replay,
+    which rebuilds the passage a claim was checked against from the stored chunk and the
+    recorded offsets (the id follows from the text and url, so a rebuilt passage has the
+    original's id exactly when it has its text).
+
+    Args:
+        source: the retrieved (or web) passage.
+        kept: ``(start, end)`` offsets of the kept sentences in ``source.text``, in order;
+            None keeps the whole passage.
+        origin: ``"local"`` or ``"web"`` (recorded in the metadata).
+
+    Raises:
+        ValueError: an offset pair is outside the text, reversed or out of order.
+
+    Example:
+        >>> c = Chunk(text="Paris is big. It rains. It is in France.", url="u")
+        >>> refined_chunk(c, [(0, 13), (24, 40)]).text
+        'Paris is big. It is in France.'
+    """
+    if kept is not None:
+        previous = 0
+        for start, end in kept:
+            if not previous <= start <= end <= len(source.text):
+                raise ValueError(
+                    f"kept span {start}-{end} is out of order or outside the passage "
+                    f"({len(source.text)} characters)"
+                )
+            previous = end
+    text = source.text if kept is None else " ".join(source.text[s:e] for s, e in kept)
+    metadata = dict(source.metadata)
+    metadata.update(
+        {
+            "refined_from": source.id,
+            "origin": origin,
+            "kept_spans": [[s, e] for s, e in kept] if kept is not None else "whole",
+        }
+    )
+    return Chunk(
+        text=text,
+        url=source.url,
+        metadata=metadata,
+        doc_id=source.doc_id,
+        title=source.title,
+        # offsets in the document stay meaningful only when the chunk is kept whole
+        start=source.start if kept is None else None,
+        end=source.end if kept is None else None,
     )
 
 

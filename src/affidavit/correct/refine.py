@@ -17,7 +17,12 @@ import logging
 import re
 from collections.abc import Sequence
 
-from affidavit.core.correction import RefinedContext, RelevanceScore, SentenceStrip
+from affidavit.core.correction import (
+    RefinedContext,
+    RelevanceScore,
+    SentenceStrip,
+    refined_chunk,
+)
 from affidavit.core.types import Chunk
 from affidavit.correct.base import RelevanceEvaluator
 
@@ -152,24 +157,8 @@ def refine_chunk(
         )
         for i, ((s, e), sc) in enumerate(zip(spans, scores, strict=True))
     )
-    text = chunk.text if kept_whole else " ".join(chunk.text[s:e] for s, e in kept_spans)
-    metadata = dict(chunk.metadata)
-    metadata.update(
-        {
-            "refined_from": chunk.id,
-            "origin": origin,
-            "kept_spans": [[s, e] for s, e in kept_spans] if not kept_whole else "whole",
-        }
-    )
-    refined = Chunk(
-        text=text,
-        url=chunk.url,
-        metadata=metadata,
-        doc_id=chunk.doc_id,
-        title=chunk.title,
-        # offsets in the document stay meaningful only when the chunk is kept whole
-        start=chunk.start if kept_whole else None,
-        end=chunk.end if kept_whole else None,
+    refined = refined_chunk(
+        chunk, None if kept_whole else kept_spans, origin="web" if origin == "web" else "local"
     )
     return RefinedContext(
         chunk=refined,

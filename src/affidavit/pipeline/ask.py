@@ -65,7 +65,7 @@ from affidavit.core.answer import (
     VerificationTrace,
     WebResultTrace,
 )
-from affidavit.core.correction import CorrectionResult
+from affidavit.core.correction import CorrectionResult, RefinedContext
 from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.service import GradingEvent, PipelineEvent, RefinementEvent, RetrievalEvent
@@ -111,8 +111,15 @@ class CertificateWriter(Protocol):
         verdicts: Sequence[Verdict],
         decisions: Sequence[ClaimDecision],
         path: Path,
+        *,
+        context: Sequence[RefinedContext] = (),
     ) -> None:
-        """Write the signed certificate to ``path``; raise ``CertificateError`` on failure."""
+        """Write the signed certificate to ``path``; raise ``CertificateError`` on failure.
+
+        ``context`` holds the refined passages the claims were verified against (empty when
+        the retrieved chunks were used as they are), so that the certificate can name the
+        stored chunks the evidence came from.
+        """
         ...
 
 
@@ -301,6 +308,8 @@ class AskPipeline:
             if prompt.dropped:
                 skipped.append(f"prompt: {prompt.dropped} passages left out (context budget)")
             context, origins = context[: prompt.used], origins[: prompt.used]
+            # the passages verified against, with where each came from (for the certificate)
+            refined = correction.context[: prompt.used] if correction is not None else ()
         chunk_ids = [c.id for c in context]
         if on_event is not None:
             on_event(_grading_event(correction, skipped))
@@ -390,7 +399,9 @@ class AskPipeline:
             check_cancel()
             with clock.stage("certify"):
                 path = Path(certify)
-                self.certificate_writer(question, draft, claims, verdicts, decisions, path)
+                self.certificate_writer(
+                    question, draft, claims, verdicts, decisions, path, context=refined
+                )
                 certificate_path = str(path)
         else:
             clock.skipped("certify", "not requested")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from affidavit.core.answer import AskResult
+from affidavit.core.correction import RefinedContext
 from affidavit.core.errors import ConfigError
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.settings import Settings
@@ -75,6 +76,8 @@ class SignedCertificateWriter:
         verdicts: Sequence[Verdict],
         decisions: Sequence[ClaimDecision],
         path: Path,
+        *,
+        context: Sequence[RefinedContext] = (),
     ) -> None:
         """Build, sign and write the certificate."""
         from affidavit.certify.certificate import certify_answer
@@ -87,6 +90,7 @@ class SignedCertificateWriter:
             self.settings,
             decisions=decisions,
             models=self.models,
+            context=context,
             path=path,
             key=self._key,
         )

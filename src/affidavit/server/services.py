@@ -250,6 +250,7 @@ class Services:
     def verify_certificate(self, tree: dict[str, Any]) -> CertificateVerification:
         """``affidavit certificate verify --store``: schema, signature, trust, evidence hashes."""
         from affidavit.certify.keys import trusted_keys
+        from affidavit.certify.replay import store_lookup
         from affidavit.certify.verify import verify_certificate
 
         trusted = trusted_keys(self.settings, [])
@@ -261,13 +262,10 @@ class Services:
                 key_id(self.signing_key.public_key()): self.signing_key.public_key(),
             }
 
-        def lookup(ev: EvidenceRecord) -> str | None:
-            found = self.store.get_chunks([ev.chunk_id]) if self.store is not None else []
-            if not found or ev.end > len(found[0].text):
-                return None
-            text: str = found[0].text[ev.start : ev.end]
-            return text
+        def nowhere(ev: EvidenceRecord) -> str | None:
+            return None  # no store: every span is reported as not found, never passed
 
+        lookup = store_lookup(self.store) if self.store is not None else nowhere
         return verify_certificate(tree, trusted, lookup)
 
     def public_key(self) -> PublicKeyInfo | None:

@@ -12,9 +12,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from affidavit.certify.certificate import write_certificate
 from affidavit.cli.main import app
 from affidavit.core.report import AuditReport
 from affidavit.core.service import AskResponse, IngestJob
+from affidavit.demo import SAMPLE_QUESTIONS
 from affidavit.testing.server import ServedApi as Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -199,6 +201,37 @@ def test_ask_json_is_the_library_result_with_a_certificate(served: Server) -> No
         served.url + "/v1/certificates/verify", json={"not": "a certificate"}, headers=served.auth()
     )
     assert garbage.status_code == 200 and garbage.json()["valid"] is False
+
+
+@pytest.mark.parametrize("question", SAMPLE_QUESTIONS)
+def test_ask_certificate_verifies_without_warnings_and_replays_on_the_store(
+    served: Server, question: str, tmp_path: Path
+) -> None:
+    """Issue 25 item 4: the certificate names the stored chunks its trimmed evidence came from."""
+    r = httpx.post(
+        served.url + "/v1/ask", json={"question": question}, headers=served.auth(), timeout=60
+    )
+    assert r.status_code == 200, r.text
+    cert = AskResponse.model_validate(r.json()).certificate
+    assert cert is not None
+    check = httpx.post(
+        served.url + "/v1/certificates/verify",
+        json=cert.model_dump(mode="json"),
+        headers=served.auth(),
+    ).json()
+    assert check["valid"] is True, check
+    assert check["warnings"] == []
+    path = tmp_path / "answer.cert.json"
+    write_certificate(cert, path)
+    result = CliRunner().invoke(
+        app,
+        ["certificate", "verify", str(path), "--store", str(served.store), "--replay", "--json"],
+        env={"AFFIDAVIT_HOME": str(served.home)},
+    )
+    out = json.loads(result.stdout)
+    assert result.exit_code == 0, out
+    assert out["warnings"] == [] and out["replay"]["mismatches"] == []
+    assert out["replay"]["decisions"] == {c.claim.id: c.decision for c in cert.claims}
 
 
 def test_ask_streams_events_in_order(served: Server) -> None:

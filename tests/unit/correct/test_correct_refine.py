@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from affidavit.core.correction import refined_chunk
 from affidavit.core.types import Chunk
 from affidavit.correct.fakes import KeywordEvaluator
 from affidavit.correct.refine import refine_chunk, refine_many, split_sentences
@@ -203,3 +205,22 @@ def test_window_never_lowers_a_sentence() -> None:
     )
     assert r is not None and r.chunk.text == "Beta is key too."
     assert r.strips[1].score == 9.0
+
+
+def test_a_refined_passage_is_rebuilt_from_its_source_and_kept_spans() -> None:
+    """Certificates record (source chunk, kept spans); replay rebuilds the very same passage."""
+    ev = _fixed({"The tower is 330 metres tall.": 6.0, "It was built in 1889.": 1.0})
+    text = "The tower is 330 metres tall. It was built in 1889. Cats sleep all day."
+    chunk = Chunk(id="stored-1", text=text, url="https://example.org/t", doc_id="d", start=0)
+    kw = {"evaluator": ev, "strip_threshold": 5.0, "keep_whole_threshold": 8.0}
+    for grade, whole in ((6.0, None), (9.0, 8.0)):
+        r = refine_chunk("q", chunk, grade=grade, whole_threshold=whole, **kw)  # type: ignore[arg-type]
+        assert r is not None
+        assert refined_chunk(chunk, r.kept_spans) == r.chunk
+        # a refined passage is not the stored chunk: it has its own id, derived from its text
+        assert r.chunk.id != chunk.id
+    assert r.kept_spans is None and r.kept_whole
+    with pytest.raises(ValueError, match="out of order or outside"):
+        refined_chunk(chunk, [(30, 40), (0, 10)])
+    with pytest.raises(ValueError, match="out of order or outside"):
+        refined_chunk(chunk, [(0, len(text) + 1)])

@@ -282,6 +282,8 @@ def test_certify_calls_the_writer_with_the_final_answer(tmp_path: Path) -> None:
         verdicts: Sequence[Verdict],
         decisions: Sequence[ClaimDecision],
         path: Path,
+        *,
+        context: Sequence[RefinedContext] = (),
     ) -> None:
         seen.append((question, answer, len(claims), path))
 
