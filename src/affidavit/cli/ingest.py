@@ -307,12 +307,7 @@ def search(
     try:
         embedder = _embedder(settings) if mode != "bm25" else None
         try:
-            retriever = StoreRetriever(
-                st,
-                embedder,
-                rrf_k=settings.retrieve.rrf_k,
-                candidates=settings.retrieve.candidates,
-            )
+            retriever = StoreRetriever.from_settings(st, embedder, settings.retrieve)
             results = retriever.search_many(
                 [q for _, q in batch],
                 k=k,

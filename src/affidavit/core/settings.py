@@ -45,6 +45,8 @@ PROCESS_ENV = frozenset({"SERVE_CONFIG", "MODEL_CACHE"})
 MAX_CONFIG_BYTES = 1024 * 1024
 
 CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm_judge"]
+#: Where hybrid search fuses its BM25 and dense rankings (see affidavit.retrieve.retriever).
+Granularity = Literal["passage", "document", "chunk"]
 
 
 class Section(BaseModel):
@@ -190,6 +192,22 @@ class RetrieveSettings(Section):
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     rerank: bool = Field(default=False, description="Apply the rerank stage.")
+    granularity: Granularity = Field(
+        default="passage",
+        description="Hybrid fusion: 'passage' fuses chunk rankings and keeps at most "
+        "per_document chunks of a document (a question needing two passages of one document "
+        "gets both); 'document' ranks whole documents and shows each by its best chunk first; "
+        "'chunk' fuses chunk rankings uncapped.",
+    )
+    per_document: int = Field(
+        default=3, ge=1, description="passage granularity: most chunks of one document in a result."
+    )
+    merge_neighbours: bool = Field(
+        default=False,
+        description="passage granularity: neighbouring hit chunks of one document become one "
+        "passage (its text spans both; a passage the store does not hold, so a certificate that "
+        "cites it cannot be replayed from the store).",
+    )
 
 
 class VerifySettings(Section):

@@ -1,5 +1,17 @@
 """The store-backed retriever: BM25, dense, or hybrid by reciprocal rank fusion.
 
+Hybrid search fuses at one of three granularities (``retrieve.granularity``):
+
+* ``passage`` (default): chunk-level RRF of the BM25 and dense chunk rankings, at most
+  ``per_document`` chunks of any one document, so a question that needs two passages of one
+  document gets both while the list still reaches other documents; optionally neighbouring hits
+  of a document merged into one passage (``merge_neighbours``).
+* ``document``: parent-document fusion (documents ranked by whole-document BM25 and document
+  vectors, each shown by its best chunk before any document's second chunk).
+* ``chunk``: chunk-level RRF with no cap.
+
+``benchmarks/passage_retrieval.py`` measures the three side by side with bm25s.
+
 Example:
     >>> from affidavit.store.local import LocalStore
     >>> from affidavit.testing.embedder import FakeEmbedder
@@ -11,11 +23,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, get_args
 
 from affidavit.core.errors import ConfigError, RetrievalError
 from affidavit.core.retrieval import SearchFilters
-from affidavit.core.settings import RetrieveSettings
+from affidavit.core.settings import Granularity, RetrieveSettings
 from affidavit.core.types import Chunk, Hit
 from affidavit.retrieve.base import SEARCH_MODES, Embedder, Reranker, SearchMode
 from affidavit.retrieve.fusion import rrf
@@ -37,10 +49,17 @@ class StoreRetriever:
         weights: (bm25, dense) weights in the fusion.
         reranker: applied after retrieval (identity by default).
         native_hybrid: let a store that fuses itself (Qdrant) do the hybrid ranking.
-        granularity: ``"document"`` (default) fuses at the document level where the store
-            supports it (parent-document hybrid: documents ranked by RRF of whole-document BM25
-            and document vectors, each represented by its best chunks); ``"chunk"`` fuses the
-            chunk rankings directly. Stores without document support use chunk fusion.
+        granularity: ``"passage"`` (default) fuses the chunk rankings and keeps at most
+            ``per_document`` chunks of a document; ``"document"`` fuses at the document level
+            where the store supports it (parent-document hybrid: documents ranked by RRF of
+            whole-document BM25 and document vectors, each represented by its best chunks;
+            stores without document support use chunk fusion); ``"chunk"`` fuses the chunk
+            rankings directly, uncapped.
+        per_document: ``passage`` granularity: most chunks of one document in a result.
+        merge_neighbours: ``passage`` granularity: two hits that are neighbouring chunks of one
+            document (overlapping or separated only by whitespace) become one hit whose chunk is
+            the document text spanning both (a chunk the store does not hold: its id is derived
+            from that text, and ``metadata["merged_from"]`` names the stored chunks).
     """
 
     def __init__(
@@ -53,7 +72,9 @@ class StoreRetriever:
         weights: tuple[float, float] = (1.0, 1.0),
         reranker: Reranker | None = None,
         native_hybrid: bool = True,
-        granularity: Literal["document", "chunk"] = "document",
+        granularity: Granularity = "passage",
+        per_document: int = 3,
+        merge_neighbours: bool = False,
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")
@@ -64,9 +85,14 @@ class StoreRetriever:
         self.weights = weights
         self.reranker = reranker or IdentityReranker()
         self.native_hybrid = native_hybrid
-        if granularity not in ("document", "chunk"):
-            raise ConfigError(f"granularity must be 'document' or 'chunk', got {granularity!r}")
+        if granularity not in get_args(Granularity):
+            valid = ", ".join(get_args(Granularity))
+            raise ConfigError(f"granularity must be one of {valid}; got {granularity!r}")
+        if per_document < 1:
+            raise ConfigError(f"per_document must be >= 1 (got {per_document})")
         self.granularity = granularity
+        self.per_document = per_document
+        self.merge_neighbours = merge_neighbours
         stored = store.embedder()
         if embedder is not None and stored is not None and stored != embedder.name:
             raise RetrievalError(
@@ -78,7 +104,15 @@ class StoreRetriever:
         cls, store: Store, embedder: Embedder | None, settings: RetrieveSettings
     ) -> StoreRetriever:
         """Build from the ``retrieve`` settings section."""
-        return cls(store, embedder, rrf_k=settings.rrf_k, candidates=settings.candidates)
+        return cls(
+            store,
+            embedder,
+            rrf_k=settings.rrf_k,
+            candidates=settings.candidates,
+            granularity=settings.granularity,
+            per_document=settings.per_document,
+            merge_neighbours=settings.merge_neighbours,
+        )
 
     def config(self) -> dict[str, Any]:
         """The effective configuration."""
@@ -89,6 +123,8 @@ class StoreRetriever:
             "reranker": self.reranker.name,
             "embedder": self.embedder.name if self.embedder else None,
             "granularity": self.granularity,
+            "per_document": self.per_document,
+            "merge_neighbours": self.merge_neighbours,
         }
 
     def search(
@@ -169,6 +205,16 @@ class StoreRetriever:
                 query, vector, k, filters, candidates=n, rrf_k=self.rrf_k
             )
             return self._hits(fused, "hybrid", "hybrid")
+        if self.granularity != "passage":
+            return self._chunk_fusion(query, vector, k, n, filters)
+        # every fused candidate, so that the cap still leaves k hits where the store has them
+        ranked = self._chunk_fusion(query, vector, n, n, filters)
+        return self._passages(ranked, k)
+
+    def _chunk_fusion(
+        self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
+    ) -> list[Hit]:
+        """The top ``k`` of the RRF of the chunk-level BM25 and dense rankings (each ``n`` long)."""
         if (
             self.native_hybrid
             and self.weights == (1.0, 1.0)
@@ -202,3 +248,76 @@ class StoreRetriever:
             )
             for i, (cid, score) in enumerate(fused_ids[:k], start=1)
         ]
+
+    def _passages(self, ranked: list[Hit], k: int) -> list[Hit]:
+        """At most ``per_document`` chunks of a document, best first; neighbours merged if set.
+
+        A merged passage takes the rank of its better chunk and counts once towards ``k`` and
+        the cap, so merging frees a slot for the next candidate.
+        """
+        groups: list[list[Hit]] = []
+        per_doc: dict[str | None, int] = {}
+        for hit in ranked:
+            if len(groups) >= k and not self.merge_neighbours:
+                break
+            doc = hit.chunk.doc_id
+            if self.merge_neighbours and doc is not None:
+                home = next(
+                    (g for g in groups if g[0].chunk.doc_id == doc and _touches(g, hit)), None
+                )
+                if home is not None:
+                    home.append(hit)
+                    continue
+            if len(groups) >= k:
+                continue  # only a neighbour of a kept passage can still join
+            if doc is not None and per_doc.get(doc, 0) >= self.per_document:
+                continue
+            per_doc[doc] = per_doc.get(doc, 0) + 1
+            groups.append([hit])
+        out = [self._merge(g) if len(g) > 1 else g[0] for g in groups]
+        return [h.model_copy(update={"rank": i}) for i, h in enumerate(out, start=1)]
+
+    def _merge(self, group: list[Hit]) -> Hit:
+        """One hit whose chunk is the document text spanning the group's chunks."""
+        best = group[0]
+        doc_id = best.chunk.doc_id
+        document = self.store.get_document(doc_id) if doc_id is not None else None
+        spans = sorted((h.chunk.start or 0, h.chunk.end or 0) for h in group)
+        start, end = spans[0][0], max(e for _, e in spans)
+        if document is None or end > len(document.text):
+            return best  # the document changed under us: the best chunk alone, as stored
+        ordered = sorted(group, key=lambda h: h.chunk.start or 0)
+        chunk = Chunk(
+            text=document.text[start:end],
+            url=best.chunk.url,
+            metadata={**best.chunk.metadata, "merged_from": [h.chunk.id for h in ordered]},
+            doc_id=doc_id,
+            title=best.chunk.title,
+            start=start,
+            end=end,
+        )
+        return best.model_copy(
+            update={"chunk": chunk, "scores": {**best.scores, "merged": float(len(group))}}
+        )
+
+
+def _touches(group: list[Hit], hit: Hit) -> bool:
+    """Whether ``hit`` overlaps or directly follows/precedes a chunk of ``group`` (offsets known).
+
+    Chunks of one document separated by more than a line break are not neighbours; a gap made of
+    whitespace is at most a few characters in the chunker's output.
+    """
+    a, b = hit.chunk.start, hit.chunk.end
+    if a is None or b is None:
+        return False
+    for g in group:
+        s, e = g.chunk.start, g.chunk.end
+        if s is None or e is None:
+            continue
+        if a <= e + _GAP and s <= b + _GAP:
+            return True
+    return False
+
+
+# characters of whitespace between two consecutive chunks that still make them neighbours
+_GAP = 4

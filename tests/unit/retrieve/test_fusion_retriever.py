@@ -136,7 +136,7 @@ def test_document_hybrid_ranks_documents_then_chunks(tmp_path: Path) -> None:
         )
     store = LocalStore(tmp_path / "s")
     store.upsert(items, embedder=emb.name)
-    r = StoreRetriever(store, emb)  # granularity="document" by default
+    r = StoreRetriever(store, emb, granularity="document")
     hits = r.search("radium", k=3, mode="hybrid")
     # one chunk per document first (diversity), then the leader's second chunk
     assert [h.chunk.doc_id for h in hits][:2] in (["long", "short"], ["short", "long"])
@@ -158,3 +158,97 @@ def test_document_hybrid_ranks_documents_then_chunks(tmp_path: Path) -> None:
     assert "rrf" in chunk_level[0].scores
     with pytest.raises(ConfigError):
         StoreRetriever(store, emb, granularity="page")  # type: ignore[arg-type]
+
+
+def _passage_store(tmp_path: Path, emb: FakeEmbedder) -> LocalStore:
+    """One long document about radium in four chunks, and two short ones."""
+    from affidavit.core.types import Document
+    from affidavit.ingest.chunking import SentenceChunker
+    from affidavit.store.base import DocumentBatchItem
+
+    docs = [
+        Document(
+            id="long",
+            source="l",
+            text=(
+                "Radium glows in the dark. Radium was found in 1898. "
+                "Radium is radioactive. Radium paint glows."
+            ),
+        ),
+        Document(id="short", source="s", text="Radium paint was used on watch dials."),
+        Document(id="other", source="o", text="Radium is rare. The Eiffel Tower is in Paris."),
+    ]
+    items = []
+    for d in docs:
+        chunks = SentenceChunker(chunk_size=26, overlap=0).chunk(d)
+        items.append(
+            DocumentBatchItem(
+                document=d,
+                chunks=tuple(chunks),
+                vectors=emb.embed([c.text for c in chunks]),
+                origin=d.source,
+            )
+        )
+    store = LocalStore(tmp_path / "s")
+    store.upsert(items, embedder=emb.name)
+    return store
+
+
+def test_passage_granularity_is_chunk_fusion_capped_per_document(tmp_path: Path) -> None:
+    emb = FakeEmbedder()
+    store = _passage_store(tmp_path, emb)
+    q = "radium glows radioactive 1898"
+    fused = StoreRetriever(store, emb, granularity="chunk").search(q, k=50)
+    for cap in (1, 2, 3):
+        hits = StoreRetriever(store, emb, per_document=cap).search(q, k=4)
+        # the chunk fusion's order, skipping a document's chunks past the cap
+        seen: dict[str | None, int] = {}
+        expected = []
+        for h in fused:
+            if seen.get(h.chunk.doc_id, 0) < cap:
+                seen[h.chunk.doc_id] = seen.get(h.chunk.doc_id, 0) + 1
+                expected.append(h.chunk.id)
+        assert [h.chunk.id for h in hits] == expected[:4]
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert max(seen.values()) <= cap
+    assert StoreRetriever(store, emb).config()["granularity"] == "passage"
+    with pytest.raises(ConfigError):
+        StoreRetriever(store, emb, per_document=0)
+
+
+def test_passage_merges_neighbouring_hits_into_one_passage(tmp_path: Path) -> None:
+    emb = FakeEmbedder()
+    store = _passage_store(tmp_path, emb)
+    doc = store.get_document("long")
+    assert doc is not None
+    q = "radium glows radioactive 1898"
+    plain = StoreRetriever(store, emb, per_document=4).search(q, k=3)
+    merged = StoreRetriever(store, emb, per_document=4, merge_neighbours=True).search(q, k=3)
+    long_plain = [h for h in plain if h.chunk.doc_id == "long"]
+    assert len(long_plain) >= 2  # neighbouring chunks of "long" are hits
+    m = next(h for h in merged if "merged_from" in h.chunk.metadata)
+    # the merged passage is the document's own text spanning its chunks, at its best chunk's rank
+    assert m.chunk.text == doc.text[m.chunk.start : m.chunk.end]
+    assert len(m.chunk.metadata["merged_from"]) >= 2
+    assert m.scores["merged"] == len(m.chunk.metadata["merged_from"])
+    stored = {c.id: c for c in store.get_chunks(m.chunk.metadata["merged_from"])}
+    assert all(c.text in m.chunk.text for c in stored.values())
+    assert m.chunk.id not in stored
+    # a merged passage counts once: k hits still come back
+    assert len(merged) == 3
+    assert len({h.chunk.id for h in merged}) == 3
+
+
+def test_settings_choose_the_granularity(tmp_path: Path) -> None:
+    from affidavit.core.errors import ConfigError as SettingsError
+    from affidavit.core.settings import load_settings
+
+    emb = FakeEmbedder()
+    store = _passage_store(tmp_path, emb)
+    s = load_settings(overrides={"retrieve": {"granularity": "document", "per_document": 2}})
+    r = StoreRetriever.from_settings(store, emb, s.retrieve)
+    assert (r.granularity, r.per_document, r.merge_neighbours) == ("document", 2, False)
+    with pytest.raises(SettingsError, match="passage"):
+        load_settings(overrides={"retrieve": {"granularity": "page"}})
+    with pytest.raises(SettingsError, match="unknown setting"):
+        load_settings(overrides={"retrieve": {"per_doc": 2}})
