@@ -48,7 +48,9 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", help="affidavit.toml
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(settings: Settings, store: Path | None, *, must_exist: bool) -> Any:
+def _open(
+    settings: Settings, store: Path | None, *, must_exist: bool, read_only: bool = False
+) -> Any:
     from affidavit.core.errors import AffidavitError
     from affidavit.store.factory import make_store
 
@@ -60,7 +62,7 @@ def _open(settings: Settings, store: Path | None, *, must_exist: bool) -> Any:
     ):
         raise fail_usage(f"no store at {where} (run `affidavit ingest PATH` first)")
     try:
-        return make_store(settings.store, path=where)
+        return make_store(settings.store, path=where, read_only=read_only)
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None
     except OSError as exc:  # a file where the folder should be, no permission
@@ -303,7 +305,7 @@ def search(
         if has_lone_surrogate(q):  # argv bytes that are not UTF-8, or a "\ud800" escape
             which = "the query" if qid is None else f"query {safe(qid)}"
             raise fail_usage(f"{which} is not valid UTF-8 / Unicode text")
-    st = _open(settings, store, must_exist=True)
+    st = _open(settings, store, must_exist=True, read_only=True)  # reading needs no write access
     try:
         embedder = _embedder(settings) if mode != "bm25" else None
         try:

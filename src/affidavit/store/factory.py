@@ -8,8 +8,13 @@ from affidavit.core.settings import StoreSettings
 from affidavit.store.base import Store
 
 
-def make_store(settings: StoreSettings, *, path: Path | None = None, dim: int = 384) -> Store:
+def make_store(
+    settings: StoreSettings, *, path: Path | None = None, dim: int = 384, read_only: bool = False
+) -> Store:
     """Open the store the settings name (``path`` overrides ``settings.path``).
+
+    ``read_only``: the local store is opened to read (nothing created or written, so a store in
+    a read-only folder can be searched); the Qdrant backend ignores it.
 
     Example:
         >>> from affidavit.core.settings import StoreSettings
@@ -30,4 +35,4 @@ def make_store(settings: StoreSettings, *, path: Path | None = None, dim: int = 
         return qdrant
     from affidavit.store.local import LocalStore
 
-    return LocalStore(path or settings.path)
+    return LocalStore(path or settings.path, read_only=read_only)

@@ -203,7 +203,8 @@ class LocalStore:
         path: the store folder (created when missing, unless ``read_only``).
         analyzer: lexical analyser; must match the one the store was built with.
         read_only: open without creating or writing anything (derived indexes are built in
-            memory when stale).
+            memory when stale). The database is opened ``mode=ro``; in a folder this process
+            cannot write (where SQLite cannot add its ``-shm`` file), ``immutable=1``.
 
     Raises:
         StoreError: the folder cannot be created or the database is unreadable/corrupt.
@@ -231,12 +232,9 @@ class LocalStore:
                 f"no store at {self.path} (run `affidavit ingest` first)", source=str(self.path)
             )
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            uri = f"file:{db}?mode=ro" if read_only else f"file:{db}"
-            self._db = sqlite3.connect(
-                uri, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False
-            )
-            self._db.execute("PRAGMA busy_timeout = 30000")
+            if not read_only:
+                self.path.mkdir(parents=True, exist_ok=True)
+            self._db = self._connect(db)
             if not read_only:
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
@@ -244,7 +242,9 @@ class LocalStore:
                 self._init_meta()
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open store database: {exc}", source=str(db)) from exc
+            damaged = any(k in str(exc) for k in ("malformed", "not a database", "corrupt"))
+            hint = " (the database is damaged: see `affidavit store check`)" if damaged else ""
+            raise StoreError(f"cannot open store database: {exc}{hint}", source=str(db)) from exc
         except OSError as exc:  # a file where the folder should be, no permission
             raise StoreError(
                 f"cannot open store folder {self.path}: {exc.strerror or exc}",
@@ -258,6 +258,31 @@ class LocalStore:
             )
         self._index: _Index | None = None
         self._lock_fd: int | None = None
+
+    def _connect(self, db: Path) -> sqlite3.Connection:
+        if not self.read_only:
+            return self._open_uri(f"file:{db}")
+        try:
+            con = self._open_uri(f"file:{db}?mode=ro")
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return con
+        except sqlite3.OperationalError:
+            wal = db.with_name(db.name + "-wal")
+            if os.access(self.path, os.W_OK) or (wal.exists() and wal.stat().st_size > 0):
+                raise  # not the read-only folder case (or unmerged writes only SQLite can read)
+        # a read-only folder: SQLite cannot create the -shm file a WAL reader needs. With no
+        # unmerged WAL the file alone is the whole database and no writer can be at work here
+        # (it could not have created its own -wal), so reading it as immutable is safe.
+        logger.debug("store folder %s is read-only: opening the database immutable", self.path)
+        return self._open_uri(f"file:{db}?mode=ro&immutable=1")
+
+    @staticmethod
+    def _open_uri(uri: str) -> sqlite3.Connection:
+        con = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False
+        )
+        con.execute("PRAGMA busy_timeout = 30000")
+        return con
 
     # -- metadata ---------------------------------------------------------------------------
 
