@@ -164,9 +164,16 @@ def _file_problems(folder: Path, files: Any, need_bm25: bool) -> list[str]:
     for prefix in ("bm25/", "doc_bm25/") if need_bm25 else ():
         if not any(isinstance(k, str) and k.startswith(prefix) for k in files):
             problems.append(f"{prefix} is not listed in READY")
+    on_disk = {
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p != folder / "READY"
+    }
+    problems += [f"{name}: not listed in READY" for name in sorted(on_disk - set(files))]
     for name, want in sorted(files.items()):
         p = folder / str(name)
-        if not isinstance(want, dict) or ".." in Path(str(name)).parts:
+        rel = Path(str(name))
+        if not isinstance(want, dict) or rel.is_absolute() or ".." in rel.parts:
             problems.append(f"READY entry {name!r} is malformed")
             continue
         try:

@@ -178,3 +178,16 @@ def test_a_generation_is_fsynced_before_it_is_published(
     assert published
     assert str((tmp_path / "st" / "index").resolve()) in synced  # the rename itself is durable
     s.close()
+
+
+def test_a_file_added_beside_the_index_or_an_absolute_entry_is_a_problem(tmp_path: Path) -> None:
+    s = _filled(tmp_path / "st")
+    d = _gen_dir(s)
+    (d / "bm25" / "extra.npy").write_bytes(b"x")
+    assert any("not listed" in p for p in s.index_problems())
+    (d / "bm25" / "extra.npy").unlink()
+    info = json.loads((d / "READY").read_text())
+    info["files"]["/etc/hostname"] = {"bytes": 1, "sha256": "0" * 64}
+    (d / "READY").write_text(json.dumps(info))
+    assert any("malformed" in p for p in s.index_problems())
+    s.close()
