@@ -11,7 +11,8 @@ Commands:
 ``--store DIR`` compares each evidence span's sha256 with the text the store holds for it
 (rebuilding passages that corrective retrieval trimmed); ``--replay`` also re-runs the verifier
 on that evidence and compares the decisions. A claim whose evidence came from the web cannot be
-replayed from a store: it is listed as "not replayed" (exit 0 when nothing else fails).
+replayed from a store: it is listed as "not replayed", and the replay is incomplete (exit 1: a
+check that could not run is not a pass; the signature and hashes may still be valid).
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
 (including ``--replay`` when the store or the verifier cannot run here, and a certificate over
@@ -249,6 +250,7 @@ def certificate_verify(
                 "mismatches": list(replayed.mismatches) if replayed is not None else [],
                 "not_replayed": not_replayed,
                 "decisions": dict(replayed.decisions) if replayed is not None else {},
+                "complete": replayed is not None and not not_replayed,
             }
         typer.echo(dump_json(out))
     elif valid:
@@ -256,7 +258,7 @@ def certificate_verify(
             done = ""
         elif not_replayed:
             done = f"; replay agrees on {len(replayed.decisions) if replayed else 0} claims, "
-            done += f"{len(not_replayed)} not replayable (listed below)"
+            done += f"{len(not_replayed)} not replayable (listed below): replay incomplete"
         else:
             done = "; replay agrees"
         typer.echo(
@@ -271,7 +273,9 @@ def certificate_verify(
         typer.echo("INVALID", err=True)
         for r in reasons:  # reasons quote the certificate: untrusted text
             typer.echo(f"  - {safe_terminal(r)}", err=True)
-    raise typer.Exit(EXIT_OK if valid else EXIT_FAIL)
+    # fail closed: --replay asked for every decision to be re-checked; one that could not be is
+    # not a pass, even though the signature and the hashes are valid
+    raise typer.Exit(EXIT_OK if valid and not not_replayed else EXIT_FAIL)
 
 
 @certificate_app.command("show")
