@@ -240,3 +240,20 @@ def test_encrypted_key_from_the_cli(
     certify_answer("q", ANSWER, CLAIMS, VERDICTS, load_settings(), path=path)
     assert run("certificate", "verify", str(path))[0] == 0
     assert "s3cret" not in path.read_text()
+
+
+def test_export_schemas_needs_no_server_extra(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: without fastapi, export-schemas failed (exit 2) instead of writing the
+    contracts' schemas; it writes them and says openapi.json needs the server extra."""
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith(("fastapi", "affidavit.server.app"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "fastapi", None)
+    code, out = run("export-schemas", str(tmp_path / "schemas"))
+    assert code == 0, out
+    assert (tmp_path / "schemas" / "Certificate.json").is_file()
+    assert not (tmp_path / "schemas" / "openapi.json").exists()
+    assert 'pip install "affidavit[server]"' in out
