@@ -34,12 +34,16 @@ typecheck:
 unit:
 	$(BIN)/pytest
 
+# what the docs targets run, installed on first use (a fresh clone has neither)
+$(BIN)/mkdocs $(BIN)/typer: $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]'
+
 # the documentation site, built strictly (a broken link or docstring fails the build)
-docs:
+docs: $(BIN)/mkdocs
 	$(BIN)/mkdocs build --strict --quiet
 
 # regenerate the CLI reference from the typer app (tests/unit/test_docs.py checks it is current)
-docs-cli:
+docs-cli: $(BIN)/typer
 	$(BIN)/typer affidavit.cli.main utils docs --name affidavit --output docs/cli.md
 
 demo: install-demo

@@ -39,3 +39,33 @@ def test_cli_reference_is_current(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "cli.md").read_text(
         encoding="utf-8"
     ), "docs/cli.md is stale: run `make docs-cli`"
+
+
+def test_make_docs_creates_what_it_needs(tmp_path: Path) -> None:
+    """Issue 28: on a fresh clone `make docs` ran `.venv/bin/mkdocs` before anything installed
+    it. A dry run against an empty venv folder shows the venv made and the docs extra installed
+    before the build."""
+    import shutil
+
+    if shutil.which("make") is None:
+        import pytest
+
+        pytest.skip("make is not installed")
+    venv = tmp_path / "fresh-venv"
+    for target in ("docs", "docs-cli"):
+        out = subprocess.run(
+            ["make", "-n", target, f"VENV={venv}"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        steps = out.splitlines()
+        made = next(i for i, s in enumerate(steps) if "-m venv" in s)
+        installed = next(i for i, s in enumerate(steps) if "pip install" in s and "docs" in s)
+        used = next(
+            i
+            for i, s in enumerate(steps)
+            if f"{venv}/bin/{'mkdocs' if target == 'docs' else 'typer'}" in s
+        )
+        assert made < installed < used, out
