@@ -39,7 +39,7 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # PK\3\4 ... name length, extra leng
 # (compressed text runs at a few characters per byte). Beyond either cap the file is refused.
 MAX_PDF_PAGES = 20_000
 PDF_BYTES_PER_PAGE = 16
-MAX_PDF_TEXT_CHARS = 16_000_000
+MAX_PDF_TEXT_CHARS = 50_000_000  # as much as the largest text file by default (50 MB)
 PDF_TEXT_CHARS_PER_BYTE = 20
 _PDF_TEXT_FLOOR = 64_000  # a tiny honest PDF may hold a page or two of text
 
