@@ -601,8 +601,11 @@ class LocalStore:
             loaded, problems = self._open_index(gen)
             if problems:
                 logger.warning(
-                    "index %s is damaged, rebuilding it from the tables: %s",
+                    "index %s is damaged, rebuilding it from the tables%s: %s",
                     self._gen_dir(gen),
+                    " in memory (`affidavit store rebuild` repairs it on disk)"
+                    if self.read_only
+                    else "",
                     "; ".join(problems[:5]),
                 )
             if loaded is None:
