@@ -193,6 +193,21 @@ def test_search_and_ingest_print_untrusted_text_escaped(env: Path) -> None:
     assert ESC not in r.stdout and json.loads(r.stdout)
 
 
+def test_search_shows_line_breaks_as_spaces(env: Path) -> None:
+    """Issue 28: a snippet's newlines were printed as a literal ``\x0a``; they read as spaces
+    now, and only what a terminal would act on stays escaped."""
+    docs = env / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(
+        f"The tower\nstands\r\nin Paris.\tIt is {ESC}[31mtall.", encoding="utf-8"
+    )
+    assert run(["ingest", str(docs), "--store", "st"]).exit_code == 0
+    r = run(["search", "tower", "--store", "st"])
+    assert r.exit_code == 0, r.output
+    assert "The tower stands in Paris. It is \\x1b[31mtall." in r.output, r.output
+    assert "\\x0a" not in r.output and "\\x0d" not in r.output and ESC not in r.output
+
+
 # -- defect 6: unbounded input ----------------------------------------------------------------
 
 

@@ -118,6 +118,15 @@ def safe(text: object) -> str:
     return escape(safe_terminal(str(text)))
 
 
+def safe_line(text: object) -> str:
+    """Like :func:`safe`, with line breaks and tabs shown as spaces (a snippet on one line)."""
+    from rich.markup import escape
+
+    from affidavit.core.text import safe_one_line
+
+    return escape(safe_one_line(str(text)))
+
+
 def path_exists(path: Path, kind: str = "any") -> bool:
     """``exists`` / ``is_file`` / ``is_dir`` that answer False where the OS refuses the name.
 

@@ -30,6 +30,7 @@ from affidavit.cli.common import (
     fail_usage,
     path_exists,
     safe,
+    safe_line,
 )
 from affidavit.core.text import safe_terminal
 
@@ -342,10 +343,10 @@ def search(
     for h in hits:
         c = h.chunk
         # titles, URLs and chunk text come from the documents: escaped, never interpreted
-        where = safe(c.title or c.url or c.doc_id)
+        where = safe_line(c.title or c.url or c.doc_id)
         page = f" p.{safe(c.metadata['page'])}" if "page" in c.metadata else ""
         console.print(f"[bold]{h.rank}.[/bold] {h.score:.4f}  {where}{page}")
-        console.print(f"   {safe(c.text[:300])}")
+        console.print(f"   {safe_line(c.text[:300])}")
 
 
 def register(app: typer.Typer) -> None:

@@ -123,3 +123,17 @@ def safe_terminal(text: str, *, keep_newlines: bool = False) -> str:
     """
     pattern = _CONTROL if keep_newlines else _CONTROL_ALL
     return pattern.sub(_escape_char, escape_surrogates(text))
+
+
+_LINE_BREAKS = re.compile(r"[ \t]*(?:\r\n|[\r\n\t])[ \t\r\n]*")
+
+
+def safe_one_line(text: str) -> str:
+    """``text`` on one line for a terminal: line breaks and tabs read as one space, and what a
+    terminal would act on (other control characters, bidi overrides) stays escaped.
+
+    Example:
+        >>> safe_one_line("The tower\\r\\nstands.\\tIt is \\x1b[31mtall.")
+        'The tower stands. It is \\\\x1b[31mtall.'
+    """
+    return safe_terminal(_LINE_BREAKS.sub(" ", text))
