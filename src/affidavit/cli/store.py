@@ -123,7 +123,10 @@ def store_check(
         for a in advice:
             typer.echo(f"to repair: {a}")
         if not problems:
-            summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+            summary = (
+                f"{counts.get('documents', '?')} documents, {counts.get('chunks', '?')} chunks, "
+                f"generation {counts.get('generation', '?')}"
+            )
             typer.echo(f"no problems in {safe_terminal(str(st.path))} ({summary})")
     raise typer.Exit(EXIT_FAIL if problems else EXIT_OK)
 
