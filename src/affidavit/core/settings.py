@@ -130,6 +130,13 @@ class IngestSettings(Section):
     chunk_size: int = Field(default=500, ge=50, description="Target chunk size in characters.")
     chunk_overlap: int = Field(default=50, ge=0, description="Overlap between chunks (chars).")
     max_file_mb: float = Field(default=50.0, gt=0, description="Larger files are refused.")
+    url_prefix: str | None = Field(
+        default=None,
+        description="Where users reach ingested files (e.g. 'file:///srv/docs' or "
+        "'https://intranet.example.org/docs'): a chunk's url is this plus the file's path "
+        "relative to the ingested folder. Not set: the relative path alone. A file's absolute "
+        "path on this machine is never shown.",
+    )
 
 
 class StoreSettings(Section):
@@ -370,6 +377,12 @@ class CorrectSettings(Section):
     lower_threshold: float = Field(default=3.0, ge=0, le=10, description="Incorrect below.")
     strip_threshold: float = Field(default=5.0, ge=0, le=10, description="Keep sentences >= this.")
     top_k_documents: int = Field(default=5, ge=1, description="Chunks graded per question.")
+    grade_parts: bool = Field(
+        default=True,
+        description="A question with several parts ('when was it built, and how tall is it?') "
+        "is also graded part by part with the model evaluator, each passage keeping its best "
+        "grade (never lower than for the whole question).",
+    )
     top_k_web_results: int = Field(default=3, ge=0, description="Web results kept.")
     web_provider: Literal["none", "tavily", "brave", "searxng", "store"] = Field(
         default="none", description="Web fallback provider (none: offline)."

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from affidavit.core.errors import AffidavitError, IngestError, StoreError
 from affidavit.core.retrieval import FileOutcome, IngestReport
@@ -120,7 +121,7 @@ class Ingestor:
                     # stored from under it is kept by --prune (issue 26.2)
                     run.failed_origins.add(os.path.realpath(f.path))
                     continue
-                self._file(f.path, run)
+                self._file(f.path, run, f.root)
             self._flush(run)
             if progress:
                 progress(len(found), len(found), "")
@@ -141,10 +142,10 @@ class Ingestor:
 
     # -- one file -------------------------------------------------------------------------------
 
-    def _file(self, path: Path, run: _Run) -> None:
+    def _file(self, path: Path, run: _Run, root: Path | None = None) -> None:
         origin = os.path.realpath(path)
         try:
-            docs = self._load(path, run)
+            docs = [self._shown_as(d, path, root) for d in self._load(path, run)]
         except (IngestError, UnsupportedType, OSError) as exc:
             reason = (
                 exc.message
@@ -167,6 +168,29 @@ class Ingestor:
             # flush inside the file too: a large JSONL commits in batches, not all at the end
             if run.pending_chunks >= self.batch_chunks:
                 self._flush(run)
+
+    def _shown_as(self, doc: Document, path: Path, root: Path | None) -> Document:
+        """The document with its file path as users see it: relative to the ingested root (or
+        under ``ingest.url_prefix``), never this machine's absolute path (issue 27.5).
+
+        A source that is not the file (a JSONL record's own URL) is kept; ids stay as they are.
+        """
+        where = str(path)
+        rel = relative_path(path, root)
+        shown = (
+            f"{self.settings.url_prefix.rstrip('/')}/{quote(rel)}"
+            if self.settings.url_prefix
+            else rel
+        )
+        source = doc.source
+        if source == where or source.startswith(where + "#"):
+            source = shown + source[len(where) :]
+        meta = dict(doc.metadata)
+        if meta.get("path") == where:
+            meta["path"] = rel
+        if source == doc.source and meta == doc.metadata:
+            return doc
+        return doc.model_copy(update={"source": source, "metadata": meta})
 
     def _load(self, path: Path, run: _Run) -> list[Document]:
         size = path.stat().st_size
@@ -369,3 +393,21 @@ def _unencodable(doc: Document) -> str | None:
         if where is not None:
             return f"{where} holds a lone surrogate (not valid Unicode text); record skipped"
     return None
+
+
+def relative_path(path: Path, root: Path | None) -> str:
+    """``path`` relative to the ingested ``root`` (a folder), in POSIX form; a file given as the
+    root itself is its name.
+
+    Example:
+        >>> relative_path(Path("/srv/docs/a/b.pdf"), Path("/srv/docs"))
+        'a/b.pdf'
+        >>> relative_path(Path("/srv/docs/b.pdf"), Path("/srv/docs/b.pdf"))
+        'b.pdf'
+    """
+    if root is not None and root != path:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.name

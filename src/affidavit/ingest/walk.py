@@ -14,6 +14,8 @@ class Found:
 
     path: Path
     error: str | None = None
+    root: Path | None = None
+    """The path given to :func:`walk` that this file was found under (itself for a file)."""
 
 
 def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[Found]:
@@ -31,36 +33,38 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
     seen_files: set[str] = set()
     skip_real = {os.path.realpath(s) for s in skip}
 
-    def visit(p: Path, top: bool) -> Iterator[Found]:
+    def visit(p: Path, top: bool, root: Path) -> Iterator[Found]:
         if not top and p.name.startswith("."):
             return
         if p.is_symlink() and not p.exists():
-            yield Found(p, f"broken symlink (points to {os.readlink(p)})")
+            yield Found(p, f"broken symlink (points to {os.readlink(p)})", root)
             return
         real = os.path.realpath(p)
         if real in skip_real:
             return
         if p.is_dir():
             if real in seen_dirs:
-                yield Found(p, f"symlink loop or repeated folder ({p} -> {real}); not walked again")
+                yield Found(
+                    p, f"symlink loop or repeated folder ({p} -> {real}); not walked again", root
+                )
                 return
             seen_dirs.add(real)
             try:
                 entries = sorted(os.scandir(p), key=lambda e: e.name)
             except OSError as exc:
-                yield Found(p, f"cannot list folder: {exc.strerror or exc}")
+                yield Found(p, f"cannot list folder: {exc.strerror or exc}", root)
                 return
             for e in entries:
-                yield from visit(Path(e.path), False)
+                yield from visit(Path(e.path), False, root)
         elif p.is_file():
             if real in seen_files:
                 return  # the same file reached twice (e.g. through a symlink): ingest it once
             seen_files.add(real)
-            yield Found(p)
+            yield Found(p, None, root)
         elif not p.exists():
-            yield Found(p, "no such file or folder")
+            yield Found(p, "no such file or folder", root)
         else:
-            yield Found(p, "not a regular file (device, socket or pipe)")
+            yield Found(p, "not a regular file (device, socket or pipe)", root)
 
     for raw in paths:
-        yield from visit(Path(raw), True)
+        yield from visit(Path(raw), True, Path(raw))
