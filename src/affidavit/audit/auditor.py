@@ -32,6 +32,7 @@ from affidavit.audit.matcher import EvidenceIndex, Match
 from affidavit.claims.base import ClaimExtractor
 from affidavit.core.errors import ConfigError, EnforcementError, InputError
 from affidavit.core.report import (
+    WITHHELD_MARKER,
     AuditReport,
     ClaimAudit,
     FreshnessVerdict,
@@ -219,7 +220,21 @@ class Auditor:
         if not response.strip():
             issues.append(PolicyIssue(kind="empty_response", message="the answer is empty"))
 
-        claims = self.extractor.extract(text[:limit]) if text.strip() else []
+        audited = text[:limit]
+        markers = audited.count(WITHHELD_MARKER)
+        if markers:
+            # an answer guarded before: the marker states nothing. Blanked to the same length
+            # so every claim keeps its offsets in the response; only the exact marker is
+            # skipped, so no other bracketed text can hide a claim from the audit.
+            audited = audited.replace(WITHHELD_MARKER, " " * len(WITHHELD_MARKER))
+            issues.append(
+                PolicyIssue(
+                    kind="withheld_marker",
+                    message=f"{markers} withheld-claim marker(s) of an earlier guard skipped "
+                    "(not claims)",
+                )
+            )
+        claims = self.extractor.extract(audited) if audited.strip() else []
         if len(text) > limit:
             claims.append(
                 Claim(
@@ -457,7 +472,7 @@ def _guard(response: str, audits: Sequence[ClaimAudit], settings: AuditSettings)
     out, pos = [], 0
     for a, b in merged:
         out.append(response[pos:a])
-        out.append("[withheld: not supported by the sources]")
+        out.append(WITHHELD_MARKER)
         pos = b
     out.append(response[pos:])
     return "".join(out)

@@ -37,8 +37,12 @@ PolicyIssueKind = Literal[
     "unparseable_date",
     "unknown_source_age",
     "response_truncated",
+    "withheld_marker",
 ]
 """Kinds of policy issue a report can carry."""
+
+WITHHELD_MARKER = "[withheld: not supported by the sources]"
+"""What a guarded answer shows in place of a withheld claim (never audited as a claim)."""
 
 
 class ClaimAudit(Frozen):

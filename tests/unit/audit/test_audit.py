@@ -270,3 +270,23 @@ def test_claim_copied_verbatim_from_any_near_identical_chunk_passes(n_chunks: in
         report = Auditor().audit("When was the bridge finished?", chunks, answer)
         assert report.trust_passed, [c.reason for c in report.claims]
         assert all(c.source_url == chunks[pick]["url"] for c in report.claims)
+
+
+def test_reauditing_a_guarded_answer_does_not_audit_the_marker() -> None:
+    """Issue 28: the "[withheld: ...]" marker of a guarded answer was read as a claim and
+    failed a second audit; it is skipped (and recorded), so the supported rest passes."""
+    chunks = [{"text": "The Forth Bridge opened on 4 March 1890.", "url": "https://e.org/f"}]
+    first = affidavit.audit(
+        "q",
+        chunks,
+        "The Forth Bridge opened on 4 March 1890. It was painted blue by Napoleon in 1700.",
+        {"mode": "guardrail"},
+    )
+    assert "[withheld: " in first.guarded_response
+    again = affidavit.audit("q", chunks, first.guarded_response, {"mode": "guardrail"})
+    assert [c.text for c in again.claims] == ["The Forth Bridge opened on 4 March 1890."]
+    assert again.trust_passed and again.guarded_response == first.guarded_response
+    assert "withheld_marker" in [i.kind for i in again.policy_issues]
+    # only affidavit's own marker is skipped: other bracketed text is still audited
+    forged = affidavit.audit("q", chunks, "[withheld: it opened in 1925].", {"mode": "guardrail"})
+    assert not forged.trust_passed and forged.claims
