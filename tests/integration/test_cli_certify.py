@@ -257,3 +257,16 @@ def test_export_schemas_needs_no_server_extra(
     assert (tmp_path / "schemas" / "Certificate.json").is_file()
     assert not (tmp_path / "schemas" / "openapi.json").exists()
     assert 'pip install "affidavit[server]"' in out
+
+
+def test_replay_is_documented_for_ask_certificates_only() -> None:
+    """Issue 28: --replay was shown next to `audit --certify` with no word that it replays
+    `ask` certificates only (an audit's chunks are in no store)."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    code, out = run("certificate", "verify", "--help")
+    flat = re.sub(r"[\s│]+", " ", out)
+    assert code == 0 and "certificates of ask" in flat, flat
+    guide = (root / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    assert "`--replay` applies to certificates of `ask`" in re.sub(r"\s+", " ", guide)

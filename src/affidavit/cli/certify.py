@@ -12,7 +12,9 @@ Commands:
 (rebuilding passages that corrective retrieval trimmed); ``--replay`` also re-runs the verifier
 on that evidence and compares the decisions. A claim whose evidence came from the web cannot be
 replayed from a store: it is listed as "not replayed", and the replay is incomplete (exit 1: a
-check that could not run is not a pass; the signature and hashes may still be valid).
+check that could not run is not a pass; the signature and hashes may still be valid). Replay is
+for certificates of ``ask``: the chunks of an ``audit --certify`` certificate came from the
+caller, not from a store, so their evidence is reported missing.
 
 Exit codes: 0 valid / done, 1 invalid (the reason is printed), 2 usage or input error
 (including ``--replay`` when the store or the verifier cannot run here, and a certificate over
@@ -202,7 +204,12 @@ def certificate_verify(
         ),
     ] = None,
     replay: Annotated[
-        bool, typer.Option("--replay", help="Re-run verification on the stored evidence.")
+        bool,
+        typer.Option(
+            "--replay",
+            help="Re-run verification on the stored evidence (certificates of ask, whose "
+            "evidence is in the store; not those of audit --certify).",
+        ),
     ] = False,
     store: Annotated[
         Path | None,
