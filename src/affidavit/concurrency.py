@@ -144,9 +144,20 @@ async def offload_process(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs)
     Raises:
         asyncio.CancelledError: the awaiting task was cancelled (any error ``fn`` raises is
             raised here too; pickling errors as ``TypeError`` or ``pickle.PicklingError``).
+        ConfigError: called while a spawned worker imports the caller's script (top-level code
+            not under ``if __name__ == "__main__":``); the message says so.
     """
     from concurrent.futures.process import BrokenProcessPool
 
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # this is a worker process importing the caller's script again (spawn does that), and
+        # the script called us from its top level: starting workers here would recurse
+        raise ConfigError(
+            "affidavit started a worker process, which imported your script again and reached "
+            'code that is not under `if __name__ == "__main__":`; put the script\'s top-level '
+            "calls (asyncio.run(...)) under that guard. The call in your main process goes on "
+            "in a thread."
+        )
     loop = asyncio.get_running_loop()
     pool = _process_executor()
     call: Callable[[], Any] = functools.partial(fn, *args, **kwargs)

@@ -20,7 +20,7 @@ from affidavit.audit.auditor import Auditor, ChunkLike, ConfigLike, resolve_sett
 from affidavit.audit.matcher import EvidenceIndex, ExactBM25
 from affidavit.claims.base import ClaimExtractor
 from affidavit.concurrency import offload, offload_process
-from affidavit.core.errors import EnforcementError
+from affidavit.core.errors import AffidavitError, EnforcementError
 from affidavit.core.report import AuditReport
 from affidavit.core.settings import AuditSettings, Settings
 from affidavit.core.types import Chunk
@@ -48,7 +48,8 @@ def audit(
         response: the answer to audit.
         config: Settings, AuditSettings, a dict (full settings or the ``audit`` section) or None.
         extractor: a claim extractor (default: the rule-based one).
-        verifier: an entailment verifier used when ``audit.use_verifier`` is set.
+        verifier: an entailment verifier used when ``audit.use_verifier`` is set (default
+            then: the settings' verifier cascade, as the integrations and MCP build it).
 
     Returns:
         The :class:`~affidavit.core.report.AuditReport`.
@@ -78,13 +79,20 @@ async def aaudit(
 ) -> AuditReport:
     """:func:`audit` off the event loop, so the loop keeps running.
 
-    The lexical audit is pure Python, so by default it runs in the shared worker-process pool
-    (:func:`affidavit.concurrency.offload_process`), where it cannot hold the loop's GIL; with a
-    custom ``extractor`` or ``verifier`` (which need not be picklable, and whose model work
-    releases the GIL) it runs in the shared thread pool. At most
-    :func:`affidavit.concurrency.max_workers` audits run at once; the rest wait without blocking
-    the loop. A cancelled call that has not started is dropped; the audit itself is pure, so
-    cancelling one that is running leaves nothing half-written.
+    The lexical audit is pure Python. A small one (answer and chunks under
+    ``PROCESS_MIN_CHARS`` characters, about 15 ms of work) runs in the shared thread pool; a
+    larger one runs in the shared worker-process pool
+    (:func:`affidavit.concurrency.offload_process`), where it cannot hold the loop's GIL. With a
+    custom ``extractor`` or ``verifier``, or ``use_verifier`` (model work releases the GIL), it
+    runs in the thread pool. At most :func:`affidavit.concurrency.max_workers` audits run at
+    once; the rest wait without blocking the loop. A cancelled call that has not started is
+    dropped; the audit itself is pure, so cancelling one that is running leaves nothing
+    half-written.
+
+    Worker processes are started with ``spawn``, which imports the calling script again: a
+    script that calls ``aaudit`` on large inputs at its top level must keep that code under
+    ``if __name__ == "__main__":`` (a worker that finds it unguarded stops with a message that
+    says so, and the audit runs in a thread instead).
 
     Example:
         >>> import asyncio
@@ -92,7 +100,13 @@ async def aaudit(
         >>> r.compliance_rate
         1.0
     """
-    if extractor is None and verifier is None and _picklable_input(chunks, config):
+    if (
+        extractor is None
+        and verifier is None
+        and _picklable_input(chunks, config)
+        and _input_chars(chunks, response) >= PROCESS_MIN_CHARS
+        and not _wants_verifier(config)
+    ):
         try:
             outcome = await offload_process(_audit_in_process, query, chunks, response, config)
         except (TypeError, pickle.PicklingError, BrokenProcessPool) as exc:
@@ -107,6 +121,29 @@ async def aaudit(
     return await offload(
         audit, query, chunks, response, config, extractor=extractor, verifier=verifier
     )
+
+
+# below this many characters (answer plus chunk texts) an audit takes about 15 ms: a thread
+# holds the GIL for no longer than that, and a worker process (which re-imports the caller's
+# script under spawn) is not worth starting
+PROCESS_MIN_CHARS = 20_000
+
+
+def _input_chars(chunks: Sequence[ChunkLike] | None, response: str) -> int:
+    n = len(response) if isinstance(response, str) else 0
+    for c in chunks or ():
+        text = c.get("text") if isinstance(c, dict) else getattr(c, "text", "")
+        n += len(text) if isinstance(text, str) else 0
+    return n
+
+
+def _wants_verifier(config: ConfigLike) -> bool:
+    """``audit.use_verifier`` set: the verifier's model work belongs in a thread (it releases
+    the GIL, and a worker process would load the model again)."""
+    try:
+        return resolve_settings(config)[0].use_verifier
+    except AffidavitError:
+        return False  # the audit itself reports the bad config
 
 
 def _picklable_input(chunks: Sequence[ChunkLike] | None, config: ConfigLike) -> bool:

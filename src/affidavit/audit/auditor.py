@@ -62,6 +62,16 @@ _CONTRA_MARGIN = 0.1
 _CONTRA_CHECKS = frozenset({"polarity", "comparative"})
 
 
+def _full_settings(config: ConfigLike) -> Settings:
+    """The whole settings a config stands for (the verifier needs its ``verify`` and
+    ``policy`` sections): the config itself, its sections over the defaults, or the defaults."""
+    if isinstance(config, Settings):
+        return config
+    if isinstance(config, Mapping) and config and set(config) <= set(Settings.model_fields):
+        return load_settings(overrides=dict(config))
+    return load_settings()
+
+
 def resolve_settings(config: ConfigLike) -> tuple[AuditSettings, ClaimsSettings]:
     """Accept Settings, AuditSettings, a dict (full settings or the audit section) or None.
 
@@ -136,7 +146,8 @@ class Auditor:
         config: Settings, AuditSettings, a dict, or None for the defaults.
         extractor: claim extractor (default: the rule-based extractor with ``claims`` settings).
         verifier: optional entailment verifier; runs when ``audit.use_verifier`` is set, and a
-            claim then also needs the verifier's ``supported`` label (fail closed).
+            claim then also needs the verifier's ``supported`` label (fail closed). Without
+            one, ``use_verifier`` builds the settings' verifier cascade (``affidavit[models]``).
         today: the date freshness is measured on (default: today, UTC).
 
     Example:
@@ -164,10 +175,11 @@ class Auditor:
         self._indexes: dict[tuple[tuple[str, str, str], ...], EvidenceIndex] = {}
         self._lock = threading.Lock()
         if self.settings.use_verifier and verifier is None:
-            raise ConfigError(
-                "audit.use_verifier is set but no verifier was given: pass "
-                "verifier=<ClaimVerifier> (affidavit[models]) or unset use_verifier"
-            )
+            # what the integrations and the MCP server do too: the settings' verifier cascade
+            # (cached, so consecutive audits share one model)
+            from affidavit.pipeline.check import default_verifier
+
+            self.verifier = default_verifier(_full_settings(config))
 
     def audit(self, query: str, chunks: Sequence[ChunkLike] | None, response: str) -> AuditReport:
         """Audit ``response`` against ``chunks``; see the module docstring.

@@ -248,8 +248,29 @@ def test_verifier_hook_can_only_take_support_away() -> None:
     assert r.claims[0].verdict is not None
     yes = _FakeVerifier("supported")
     assert Auditor(cfg, verifier=yes).audit("q", CHUNKS, answer).claims[0].supported
-    with pytest.raises(ConfigError, match="verifier"):
-        Auditor(cfg)
+
+
+def test_use_verifier_without_one_builds_the_default_cascade(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 28: ``audit(..., {"use_verifier": True})`` raised ConfigError where Haystack and
+    MCP built the settings' default verifier; every path builds it now."""
+    import affidavit.pipeline.check as check_mod
+
+    built: list[object] = []
+
+    def fake_default(settings: object = None) -> _FakeVerifier:
+        built.append(settings)
+        return _FakeVerifier("contradicted")
+
+    monkeypatch.setattr(check_mod, "default_verifier", fake_default)
+    answer = "The Eiffel Tower was completed in 1889."
+    r = affidavit.audit("q", CHUNKS, answer, {"use_verifier": True})
+    assert len(built) == 1 and r.claims[0].verdict is not None
+    assert not r.claims[0].supported  # the verifier ran and took support away
+    assert Auditor(AuditSettings(use_verifier=True)).verifier is not None
+    r = asyncio.run(affidavit.aaudit("q", CHUNKS, answer, {"use_verifier": True}))
+    assert r.claims[0].verdict is not None and not r.claims[0].supported
 
 
 @pytest.mark.parametrize("n_chunks", [100, 2500])
