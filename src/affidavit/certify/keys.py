@@ -57,8 +57,9 @@ def default_key_path(settings: Settings) -> Path:
     return settings.resolved_home() / "keys" / "signing.pem"
 
 
-def public_key_path(private_path: Path) -> Path:
+def public_key_path(private_path: str | Path) -> Path:
     """Where the public key of a private key file lives (``signing.pem`` -> ``signing.pub.pem``)."""
+    private_path = Path(private_path)
     return private_path.with_name(f"{private_path.stem}.pub.pem")
 
 
@@ -86,7 +87,7 @@ def public_key_from_b64(text: str) -> Ed25519PublicKey:
 
 
 def generate_key(
-    path: Path, *, force: bool = False, passphrase: str | None = None
+    path: str | Path, *, force: bool = False, passphrase: str | None = None
 ) -> Ed25519PrivateKey:
     """Create a new Ed25519 key: private PEM at ``path`` (mode 0600), public PEM beside it.
 
@@ -100,6 +101,7 @@ def generate_key(
     Raises:
         SigningKeyError: the key exists and ``force`` is False, or it cannot be written.
     """
+    path = Path(path)
     pub_path = public_key_path(path)
     if path.exists() and not force:
         raise SigningKeyError(
@@ -135,12 +137,13 @@ def generate_key(
     return key
 
 
-def load_private_key(path: Path, passphrase: str | None = None) -> Ed25519PrivateKey:
+def load_private_key(path: str | Path, passphrase: str | None = None) -> Ed25519PrivateKey:
     """Read a PKCS#8 PEM Ed25519 private key (encrypted ones need ``passphrase``).
 
     Raises:
         SigningKeyError: missing, unreadable, wrong or missing passphrase, or not Ed25519.
     """
+    path = Path(path)
     try:
         with path.open("rb") as fh:
             data = read_bounded(fh, MAX_KEY_BYTES, f"signing key {path}")

@@ -17,7 +17,7 @@ from affidavit.core.settings import GenerateSettings
 from affidavit.generate.base import Generator
 
 
-def make_generator(settings: GenerateSettings, *, cache_dir: Path | None = None) -> Generator:
+def make_generator(settings: GenerateSettings, *, cache_dir: str | Path | None = None) -> Generator:
     """Return the backend ``settings.backend`` names, configured from ``settings``.
 
     Args:
@@ -36,7 +36,7 @@ def make_generator(settings: GenerateSettings, *, cache_dir: Path | None = None)
             raise ConfigError("generate.model_path is not set and no model cache folder given")
         return LlamaCppGenerator(
             settings.model_path,
-            cache_dir=cache_dir,
+            cache_dir=Path(cache_dir) if cache_dir is not None else None,
             context_size=settings.context_size,
             threads=settings.threads,
             temperature=settings.temperature,

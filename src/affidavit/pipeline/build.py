@@ -125,7 +125,7 @@ def default_corrector(settings: Settings, generator: Generator) -> Corrector | N
 def build_pipeline(
     settings: Settings,
     *,
-    store_path: Path | None = None,
+    store_path: str | Path | None = None,
     generator: Generator | None = None,
     corrector: Corrector | bool | None = True,
     certify: bool = False,
@@ -156,7 +156,7 @@ def build_pipeline(
     from affidavit.verify.cascade import ClaimCascade
 
     if store is None:
-        where = store_path or settings.store.path
+        where = Path(store_path) if store_path is not None else settings.store.path
         if settings.store.backend == "local" and not (where / "store.sqlite").exists():
             raise ConfigError(f"no store at {where} (run `affidavit ingest PATH` first)")
         store = make_store(settings.store, path=where)
@@ -194,7 +194,7 @@ async def aask(
     *,
     pipeline: AskPipeline | None = None,
     settings: Settings | None = None,
-    store_path: Path | None = None,
+    store_path: str | Path | None = None,
     mode: DisplayMode | None = None,
     on_token: TokenCallback | None = None,
     certify: Path | str | None = None,

@@ -146,7 +146,7 @@ class Combiner:
         }
 
 
-def load_combiner(path: Path, expected_sha256: str | None = None) -> Combiner:
+def load_combiner(path: str | Path, expected_sha256: str | None = None) -> Combiner:
     """Read a ``combiner.json``; check its sha256 when the model config pins one.
 
     Raises:
@@ -154,6 +154,7 @@ def load_combiner(path: Path, expected_sha256: str | None = None) -> Combiner:
     """
     import hashlib
 
+    path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -382,7 +382,7 @@ class OnnxCrossEncoder:
 
     def __init__(
         self,
-        model_dir: Path,
+        model_dir: str | Path,
         *,
         threads: int = 2,
         batch_size: int = 32,

@@ -104,7 +104,7 @@ class EmbedHeadScorer:
 
     def __init__(
         self,
-        model_dir: Path | None = None,
+        model_dir: str | Path | None = None,
         *,
         threads: int = 2,
         batch_size: int = 32,
@@ -212,13 +212,13 @@ class EmbedHeadScorer:
         return [s for s in out if s is not None]
 
 
-def read_head_config(model_dir: Path) -> HeadConfig:
+def read_head_config(model_dir: str | Path) -> HeadConfig:
     """Read and validate ``config.json`` of an embed-head folder.
 
     Raises:
         ModelError: missing or invalid.
     """
-    path = model_dir / CONFIG_FILE
+    path = Path(model_dir) / CONFIG_FILE
     if not path.is_file():
         raise ModelError(f"embed head config not found: {path}", source=str(path))
     try:

@@ -86,12 +86,13 @@ class IsotonicCalibrator:
         return iso
 
 
-def load_isotonic(path: Path) -> IsotonicCalibrator:
+def load_isotonic(path: str | Path) -> IsotonicCalibrator:
     """Read a calibration file written by :func:`fit_on_dev`.
 
     Raises:
         ModelError: missing or malformed file.
     """
+    path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
