@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +48,14 @@ def test_streamable_http_serves_the_tools(sample_store: Path, tmp_path: Path) ->
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.2)
 
-        async def main() -> tuple[set[str], dict]:
+        # issue 28: a large report was sent as indented JSON text and again as structured
+        # content (the client refuses a server-sent event over 1 MiB)
+        many = " ".join(
+            f"The Forth Bridge carried train number {i} across the firth on day {i}."
+            for i in range(550)
+        )
+
+        async def main() -> tuple[set[str], dict, Any]:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
                 out = await client.call_tool(
@@ -57,12 +66,26 @@ def test_streamable_http_serves_the_tools(sample_store: Path, tmp_path: Path) ->
                         "response": "The Forth Bridge opened on 4 March 1925.",
                     },
                 )
-                return tools, out.structured_content
+                big = await client.call_tool(
+                    "audit",
+                    {
+                        "query": "q",
+                        "chunks": [{"text": "The Forth Bridge opened."}],
+                        "response": many,
+                    },
+                )
+                return tools, out.structured_content, big
 
-        tools, report = asyncio.run(asyncio.wait_for(main(), timeout=60))
+        tools, report, big = asyncio.run(asyncio.wait_for(main(), timeout=120))
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     assert tools == {"ask", "search", "audit", "check", "verify_certificate"}
     assert report["trust_passed"] is False
     assert report["claims"][0]["failed_checks"][0]["check"] == "date"
+    assert not big.is_error and len(big.structured_content["claims"]) == 550
+    assert len(json.dumps(big.structured_content)) > 600_000
+    assert len(big.content[0].text) < 2000 and "trust failed" in big.content[0].text
+    # the start-up line says where the server listens
+    err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    assert f"http://127.0.0.1:{port}/mcp" in err.splitlines()[0], err

@@ -36,6 +36,9 @@ def mcp(
     with usage_errors():
         from affidavit.integrations.mcp import run
 
+    if transport == "streamable-http":
+        shown = f"[{host}]" if ":" in host else host
+        typer.echo(f"affidavit MCP server on http://{shown}:{port}/mcp (Ctrl+C stops it)", err=True)
     run(settings, store_path=store, transport=transport, host=host, port=port)
 
 

@@ -19,10 +19,18 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _schema_summary(schema: dict[str, Any]) -> None:
+    """A contract's JSON Schema describes it by its docstring's first paragraph (the examples
+    below it are for readers of the code, not for clients reading the schema)."""
+    text = schema.get("description")
+    if isinstance(text, str):
+        schema["description"] = " ".join(text.split("\n\n", 1)[0].split())
+
+
 class Frozen(BaseModel):
     """Base of every contract: immutable, no unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_schema_summary)
 
 
 class Chunk(Frozen):

@@ -12,9 +12,13 @@ Tools, each with a JSON schema for its input generated from its signature:
 Resources: ``affidavit://documents`` (the stored documents, as JSON) and one
 ``affidavit://documents/{doc_id}`` resource per stored document (its text).
 
-A failing tool (bad input, no store, no LLM, a model that cannot load) comes back as a tool
-error with a one-line message; the server keeps running. Model work runs in the shared worker
-pool (:mod:`affidavit.concurrency`), never on the server's event loop.
+Every parameter is described in the input schema. A tool answers with its contract as
+structured content (the output schema keeps each contract's own fields and describes the
+objects nested below them without spelling out their fields, to stay small) and a short text
+summary, so a large report is not sent twice. A failing tool (bad input, no store, no LLM, a
+model that cannot load) comes back as a tool error with a one-line message; a document that is
+not in the store is a "not found" resource error; the server keeps running. Model work runs in
+the shared worker pool (:mod:`affidavit.concurrency`), never on the server's event loop.
 
 Run it with ``affidavit mcp`` (stdio) or ``affidavit mcp --transport streamable-http`` (binds
 127.0.0.1 by default).
@@ -27,17 +31,27 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
+from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
 
 from affidavit.core.errors import AffidavitError, EnforcementError, MissingDependencyError
 
 try:
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedToolError,
+    )
     from mcp.server.mcpserver.resources import FunctionResource
+    from mcp.types import CallToolResult, TextContent
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("mcp", "mcp", purpose="the affidavit MCP server") from exc
 
@@ -51,8 +65,24 @@ from affidavit.integrations._common import StoreSearch
 from affidavit.pipeline.ask import AskPipeline
 from affidavit.verify.base import ClaimVerifier
 
+logger = logging.getLogger(__name__)
+
 # documents listed one resource each; beyond this only the template and the index resource
 MAX_DOCUMENT_RESOURCES = 1000
+MAX_K = 100
+ASK_MODE = (
+    "How unverified sentences are shown: strict (default: only verified sentences, the rest "
+    "withheld), mixed (every sentence, each marked by its decision), debug (mixed plus scores)."
+)
+SEARCH_MODE = (
+    "Ranking: bm25 (exact words), dense (meaning, embeddings), hybrid (both fused); default: "
+    "the server's retrieve.mode."
+)
+AUDIT_MODE = (
+    "What a failing answer gives: audit (default: the report only), guardrail (the report and "
+    "guarded_response, failing claims withheld), enforce (trust_passed false fails the policy; "
+    "the report is still returned)."
+)
 INSTRUCTIONS = (
     "affidavit answers questions from the user's documents and verifies every sentence. Use "
     "`search` to find passages, `ask` for a verified answer, `audit` to check an answer you "
@@ -162,7 +192,7 @@ class _Tools:
     def document(self, doc_id: str) -> str:
         doc = self.search_.store().get_document(doc_id)
         if doc is None:
-            raise ToolError(f"no document {doc_id!r} in the store")
+            raise ResourceNotFoundError(f"document {doc_id!r} not found in the store")
         return str(doc.text)
 
 
@@ -174,6 +204,162 @@ async def _run(fn: Any, *args: Any) -> Any:
         raise
     except AffidavitError as exc:
         raise ToolError(exc.message) from exc
+
+
+async def _read(fn: Any, *args: Any) -> Any:
+    """A resource body off the event loop; affidavit's own errors become resource errors (a
+    resource error reaches the client with its message, and the server logs no traceback)."""
+    try:
+        return await offload(fn, *args)
+    except ResourceError:
+        raise
+    except AffidavitError as exc:
+        raise ResourceError(exc.message) from exc
+
+
+def _one_line(exc: ValidationError) -> str:
+    """Pydantic's report as one line: ``field: message`` per error, no input echo, no link."""
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(x) for x in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+class _Server(MCPServer):
+    """The SDK's server with one-line argument errors (the SDK sends pydantic's multi-line
+    report, with a documentation link, as the tool error's text)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                # keep the ValidationError as the cause: the SDK then logs field names only
+                raise ToolError(f"{name}: {_one_line(exc.__cause__)}") from exc.__cause__
+            raise
+
+
+# -- results: the contract as structured content, a short summary as text ----------------------
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _result(data: BaseModel | dict[str, Any], summary: str) -> CallToolResult:
+    structured = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
+    return CallToolResult(
+        content=[TextContent(type="text", text=summary)], structured_content=structured
+    )
+
+
+_SEE = "(the full result is the structured content)"
+
+
+def _ask_summary(r: AskResult) -> str:
+    counts = Counter(c.decision for c in r.claims)
+    tally = ", ".join(f"{n} {d}" for d, n in sorted(counts.items())) or "no claims"
+    note = f"\n{_clip(r.note, 500)}" if r.note else ""
+    return f"{_clip(r.answer, 4000)}{note}\n[{tally}] {_SEE}"
+
+
+def _audit_summary(r: AuditReport) -> str:
+    supported = sum(1 for c in r.claims if c.supported)
+    head = (
+        f"trust {'passed' if r.trust_passed else 'failed'}: {supported} of {len(r.claims)} "
+        f"claims supported (mode {r.mode})"
+    )
+    failing = [c for c in r.claims if not c.supported][:5]
+    lines = [f"- {_clip(c.text, 150)}: {_clip(c.reason, 200)}" for c in failing]
+    more = len([c for c in r.claims if not c.supported]) - len(failing)
+    if more > 0:
+        lines.append(f"- ... {more} more")
+    return "\n".join([head, *lines, _SEE])
+
+
+def _check_summary(v: Verdict) -> str:
+    return f"{v.label} (p_entail {v.p_entail:.2f}): {_clip(v.reason, 500)}"
+
+
+def _certificate_summary(r: CertificateVerification) -> str:
+    if r.valid:
+        return f"valid (key {r.key_id})"
+    return "invalid: " + _clip("; ".join(r.reasons), 1000)
+
+
+def _search_summary(query: str, hits: list[dict[str, Any]]) -> str:
+    lines = [f"{len(hits)} hits for {_clip(query, 200)!r}"]
+    for h in hits:
+        where = h.get("title") or h.get("url") or h.get("doc_id")
+        lines.append(f"{h['rank']}. {_clip(str(where), 100)} ({h['score']:.3f}) {h['chunk_id']}")
+    return "\n".join([*lines, _SEE])
+
+
+# -- compact output schemas --------------------------------------------------------------------
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _strip_titles(v)
+            for k, v in node.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _refs(node: Any, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$ref" and isinstance(v, str):
+                found.add(v.rsplit("/", 1)[-1])
+            else:
+                _refs(v, found)
+    elif isinstance(node, list):
+        for v in node:
+            _refs(v, found)
+    return found
+
+
+def _stub_refs(node: Any, defs: dict[str, Any]) -> Any:
+    """Every reference below a kept object replaced by an open object with that contract's
+    description (still a valid schema for the data: looser, never wrong)."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            target = defs.get(str(node["$ref"]).rsplit("/", 1)[-1], {})
+            stub: dict[str, Any] = {"type": "object"}
+            if target.get("description"):
+                stub["description"] = target["description"]
+            return stub
+        return {k: _stub_refs(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_stub_refs(v, defs) for v in node]
+    return node
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema small enough to send with every tools/list: no titles, the contract's
+    own fields and those of the objects it holds directly, deeper objects as described open
+    objects (their full schemas: ``affidavit export-schemas``).
+
+    Example:
+        >>> from affidavit.core.report import AuditReport
+        >>> full = AuditReport.model_json_schema()
+        >>> small = compact_schema(full)
+        >>> len(json.dumps(small)) < len(json.dumps(full)) / 1.5, "title" in small
+        (True, False)
+    """
+    schema = _strip_titles(schema)
+    defs = schema.pop("$defs", {})
+    kept = {name: _stub_refs(defs[name], defs) for name in sorted(_refs(schema, set()))}
+    if kept:
+        schema["$defs"] = kept
+    return schema
 
 
 def make_server(
@@ -205,7 +391,7 @@ def make_server(
     s = settings or load_settings()
     path = Path(store_path) if store_path is not None else None
     tools = _Tools(s, path, pipeline, verifier)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         name="affidavit",
         instructions=INSTRUCTIONS,
         version=_version(),
@@ -217,19 +403,26 @@ def make_server(
         "verified against its sources (unverified ones are withheld in strict mode)."
     )
     async def ask(
-        question: str, mode: Literal["strict", "mixed", "debug"] | None = None
-    ) -> AskResult:
+        question: Annotated[str, Field(description="The question, in plain words.")],
+        mode: Annotated[Literal["strict", "mixed", "debug"] | None, Field(description=ASK_MODE)] = (
+            None
+        ),
+    ) -> Annotated[CallToolResult, AskResult]:
         result: AskResult = await _run(tools.ask, question, mode)
-        return result
+        return _result(result, _ask_summary(result))
 
     @server.tool(description="Search the user's documents; returns the top chunks as hits.")
     async def search(
-        query: str, k: int = 5, mode: Literal["bm25", "dense", "hybrid"] | None = None
-    ) -> dict[str, Any]:
-        if k < 1 or k > 100:
-            raise ToolError("k must be between 1 and 100")
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        k: Annotated[
+            int, Field(ge=1, le=MAX_K, description=f"How many hits to return (1-{MAX_K}).")
+        ] = 5,
+        mode: Annotated[
+            Literal["bm25", "dense", "hybrid"] | None, Field(description=SEARCH_MODE)
+        ] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         hits: list[dict[str, Any]] = await _run(tools.search, query, k, mode)
-        return {"query": query, "hits": hits}
+        return _result({"query": query, "hits": hits}, _search_summary(query, hits))
 
     @server.tool(
         description="Audit an answer against the chunks it was generated from: which claims "
@@ -238,34 +431,30 @@ def make_server(
         "--json` (trust_passed, claims with reason and failed_checks, guarded_response)."
     )
     async def audit(
-        query: str,
-        chunks: list[Chunk],
-        response: str,
-        mode: EnforcementMode | None = None,
-    ) -> AuditReport:
-        settings = tools.audit_settings(mode)
-        if settings.audit.use_verifier:
-            report: AuditReport = await _run(tools.audit, query, chunks, response, mode)
-            return report
-        # the lexical audit is pure Python: a worker process keeps it off the server's GIL
-        from affidavit.audit import aaudit
-
-        try:
-            return await aaudit(query, chunks, response, settings)
-        except EnforcementError as exc:
-            enforced: AuditReport = exc.report  # enforce mode: the failing report, as the CLI
-            return enforced
-        except AffidavitError as exc:
-            raise ToolError(exc.message) from exc
+        query: Annotated[str, Field(description="The question the answer responds to.")],
+        chunks: Annotated[
+            list[Chunk],
+            Field(description="The passages the answer was generated from (text, url...)."),
+        ],
+        response: Annotated[str, Field(description="The answer to audit.")],
+        mode: Annotated[EnforcementMode | None, Field(description=AUDIT_MODE)] = None,
+    ) -> Annotated[CallToolResult, AuditReport]:
+        report = await _audit(tools, query, chunks, response, mode)
+        return _result(report, _audit_summary(report))
 
     @server.tool(
         description="Verify one claim against evidence passages with the entailment verifier "
         "cascade; returns label (supported / contradicted / unsupported), probabilities and "
         "the minimal evidence."
     )
-    async def check(claim: str, evidence: list[str]) -> Verdict:
+    async def check(
+        claim: Annotated[str, Field(description="One statement to verify.")],
+        evidence: Annotated[
+            list[str], Field(description="The passages to verify it against, as plain text.")
+        ],
+    ) -> Annotated[CallToolResult, Verdict]:
         verdict: Verdict = await _run(tools.check, claim, evidence)
-        return verdict
+        return _result(verdict, _check_summary(verdict))
 
     @server.tool(
         description="Check a signed affidavit certificate (the JSON object): schema, Ed25519 "
@@ -274,12 +463,18 @@ def make_server(
         "keys come from its configuration)."
     )
     async def verify_certificate(
-        certificate: dict[str, Any], public_keys: list[str] | None = None
-    ) -> CertificateVerification:
+        certificate: Annotated[
+            dict[str, Any], Field(description="The signed certificate, as its JSON object.")
+        ],
+        public_keys: Annotated[
+            list[str] | None,
+            Field(description="Extra trusted Ed25519 public keys, as PEM text (not paths)."),
+        ] = None,
+    ) -> Annotated[CallToolResult, CertificateVerification]:
         result: CertificateVerification = await _run(
             tools.verify_certificate, certificate, public_keys
         )
-        return result
+        return _result(result, _certificate_summary(result))
 
     @server.resource(
         "affidavit://documents",
@@ -288,7 +483,7 @@ def make_server(
         mime_type="application/json",
     )
     async def documents() -> str:
-        return json.dumps(await _run(tools.documents), ensure_ascii=False)
+        return json.dumps(await _read(tools.documents), ensure_ascii=False)
 
     @server.resource(
         "affidavit://documents/{doc_id}",
@@ -297,12 +492,34 @@ def make_server(
         mime_type="text/plain",
     )
     async def document(doc_id: str) -> str:
-        text: str = await _run(tools.document, doc_id)
+        text: str = await _read(tools.document, doc_id)
         return text
 
     if list_documents:
         _list_documents(server, tools)
+    for tool in server._tool_manager.list_tools():
+        if tool.fn_metadata.output_schema is not None:
+            # validation still uses the full contract; only the advertised schema is compact
+            tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     return server
+
+
+async def _audit(
+    tools: _Tools, query: str, chunks: list[Chunk], response: str, mode: EnforcementMode | None
+) -> AuditReport:
+    settings = tools.audit_settings(mode)
+    if settings.audit.use_verifier:
+        report: AuditReport = await _run(tools.audit, query, chunks, response, mode)
+        return report
+    from affidavit.audit import aaudit
+
+    try:
+        return await aaudit(query, chunks, response, settings)
+    except EnforcementError as exc:
+        enforced: AuditReport = exc.report  # enforce mode: the failing report, as the CLI
+        return enforced
+    except AffidavitError as exc:
+        raise ToolError(exc.message) from exc
 
 
 def _list_documents(server: MCPServer, tools: _Tools) -> None:

@@ -64,7 +64,10 @@ def test_ask_check_and_search_in_process(sample_store: Path, tmp_path: Path) -> 
     assert bad_check.is_error and "claim" in bad_check.content[0].text
     assert not search_out.is_error, search_out.content
     assert search_out.structured_content["hits"][0]["doc_id"] == "eiffel_tower"
-    assert bad_k.is_error and "k must be" in bad_k.content[0].text
+    assert bad_k.is_error
+    assert bad_k.content[0].text == (
+        "search: invalid arguments: k: Input should be greater than or equal to 1"
+    )
 
 
 def test_no_store_is_a_tool_error(tmp_path: Path) -> None:
@@ -127,3 +130,86 @@ def test_a_client_cannot_make_the_server_open_a_file(tmp_path: Path) -> None:
     )
     assert out.is_error and "PEM text" in out.content[0].text
     assert "not a PEM Ed25519" not in out.content[0].text
+
+
+def _tools(server: Any) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with Client(server) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    return asyncio.run(main())
+
+
+def test_tool_schemas_describe_every_parameter_and_stay_small(tmp_path: Path) -> None:
+    """Issue 28: no parameter had a description, ``mode``'s values were not explained, ``k``
+    had no bounds in the schema, Chunk's schema embedded a doctest and the output schemas were
+    14-21 KB."""
+    tools = _tools(make_server(Settings(home=tmp_path / "h"), store_path=tmp_path / "none"))
+    for name, tool in tools.items():
+        props = tool.input_schema["properties"]
+        assert props, name
+        for param, spec in props.items():
+            assert spec.get("description"), f"{name}.{param} has no description"
+        assert tool.output_schema is not None, f"{name} lost its structured output"
+        size = len(json.dumps(tool.output_schema))
+        assert size < 9000, f"{name}: output schema of {size} bytes"
+        assert ">>>" not in json.dumps(tool.input_schema) + json.dumps(tool.output_schema)
+    k = tools["search"].input_schema["properties"]["k"]
+    assert (k["minimum"], k["maximum"]) == (1, 100)
+    for tool, values in [
+        ("search", ("bm25", "dense", "hybrid")),
+        ("ask", ("strict", "mixed", "debug")),
+        ("audit", ("audit", "guardrail", "enforce")),
+    ]:
+        text = tools[tool].input_schema["properties"]["mode"]["description"]
+        assert all(f"{v}:" in text or f"{v} " in text for v in values), (tool, text)
+    chunk = tools["audit"].input_schema["$defs"]["Chunk"]
+    assert chunk["description"].startswith("A passage of a source document")
+
+
+def test_validation_errors_are_one_line(tmp_path: Path) -> None:
+    """Issue 28: invalid arguments came back as pydantic's multi-line text with a link."""
+    server = make_server(Settings(home=tmp_path / "h"), store_path=tmp_path / "none")
+    big_k, no_text, wrong_type = call(
+        server,
+        ("search", {"query": "x", "k": 500}),
+        ("audit", {"query": "q", "chunks": [{"url": "https://a.org"}], "response": "x"}),
+        ("check", {"claim": "x", "evidence": "not a list"}),
+    )
+    for out, field in [(big_k, "k"), (no_text, "chunks.0.text"), (wrong_type, "evidence")]:
+        text = out.content[0].text
+        assert out.is_error and "\n" not in text and "pydantic.dev" not in text, text
+        assert field in text, text
+
+
+def test_a_missing_document_is_not_found_without_a_traceback(
+    sample_store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28: reading ``affidavit://documents/does-not-exist`` reached the client as "Error
+    creating resource from template" and logged a traceback on the server."""
+    from mcp.shared.exceptions import MCPError
+
+    server = make_server(Settings(home=tmp_path / "h"), store_path=sample_store)
+
+    async def main() -> str:
+        async with Client(server) as client:
+            with pytest.raises(MCPError) as info:
+                await client.read_resource("affidavit://documents/does-not-exist")
+            return str(info.value)
+
+    with caplog.at_level("DEBUG"):
+        message = asyncio.run(main())
+    assert "not found" in message and "does-not-exist" in message, message
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+def test_structured_results_come_with_a_short_text_summary(tmp_path: Path) -> None:
+    """Issue 28: the whole report was echoed as JSON text next to the structured content, so a
+    large audit was sent twice (and over HTTP passed the client's 1 MiB event limit)."""
+    server = make_server(Settings(home=tmp_path / "h"), store_path=tmp_path / "none")
+    response = "The Forth Bridge opened on 4 March 1890. " * 2000
+    (out,) = call(server, ("audit", {"query": "q", "chunks": [CHUNK], "response": response}))
+    assert not out.is_error
+    assert out.structured_content["trust_passed"] is True
+    summary = out.content[0].text
+    assert len(summary) < 2000 and "trust passed" in summary, summary
