@@ -188,6 +188,7 @@ def ours(
             candidates=v.get("candidates", 100),
             weights=v.get("weights", (1.0, 1.0)),
             granularity=v.get("granularity", "document"),
+            document_prior=v.get("document_prior", False),
         )
         t0 = time.perf_counter()
         res = r.search_many(queries, k=k, mode=v["mode"])
@@ -207,6 +208,12 @@ VARIANTS = {
     "affidavit dense (MiniLM int8)": {"mode": "dense"},
     "affidavit hybrid RRF k=60": {"mode": "hybrid"},
     "affidavit hybrid RRF k=60 (chunk-level fusion)": {"mode": "hybrid", "granularity": "chunk"},
+    "affidavit hybrid passage (3 per document)": {"mode": "hybrid", "granularity": "passage"},
+    "affidavit hybrid passage (3 per document, document prior)": {
+        "mode": "hybrid",
+        "granularity": "passage",
+        "document_prior": True,
+    },
 }
 
 

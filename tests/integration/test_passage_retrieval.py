@@ -54,3 +54,22 @@ def test_eiffel_question_retrieves_every_answer_passage_with_the_defaults(sample
         (i for i, t in enumerate(texts) if "Eiffel" not in t and "tower" not in t), len(texts)
     )
     assert max(built[0], tall[0]) < first_other, texts
+
+
+def test_eiffel_answer_passages_are_graded_correct(sample) -> None:  # type: ignore[no-untyped-def]
+    from affidavit.correct.pipeline import build_corrective_retrieval
+    from affidavit.retrieve.retriever import StoreRetriever
+
+    store, embedder, settings = sample
+    hits = StoreRetriever.from_settings(store, embedder, settings.retrieve).search(
+        QUESTION, k=settings.correct.top_k_documents, mode=settings.retrieve.mode
+    )
+    result = build_corrective_retrieval(settings).run(QUESTION, hits)
+    grades = {g.chunk_id: g.score for g in result.trace.grades}
+    answer = [h.chunk for h in hits if "March 1889" in h.chunk.text or "330 metres" in h.chunk.text]
+    assert len(answer) == 2
+    # each answer-bearing chunk reaches the Correct threshold (the height chunk was 3.8)
+    assert all(grades[c.id] >= settings.correct.upper_threshold for c in answer), grades
+    assert result.trace.classification.kind == "correct"
+    context = " ".join(" ".join(c.text.split()) for c in result.chunks)
+    assert "March 1889" in context and "330 metres" in context

@@ -215,6 +215,11 @@ class RetrieveSettings(Section):
         "passage (its text spans both; a passage the store does not hold, so a certificate that "
         "cites it cannot be replayed from the store).",
     )
+    document_prior: bool = Field(
+        default=False,
+        description="passage granularity: the parent-document ranking joins the chunk fusion as "
+        "a third ranking shared by each document's chunks (local store only).",
+    )
 
 
 class VerifySettings(Section):
@@ -382,6 +387,11 @@ class CorrectSettings(Section):
         description="A question with several parts ('when was it built, and how tall is it?') "
         "is also graded part by part with the model evaluator, each passage keeping its best "
         "grade (never lower than for the whole question).",
+    )
+    grade_with_title: bool = Field(
+        default=True,
+        description="A chunk is graded with its document's title in front when it does not "
+        "name it (the text given to the generator is unchanged).",
     )
     top_k_web_results: int = Field(default=3, ge=0, description="Web results kept.")
     web_provider: Literal["none", "tavily", "brave", "searxng", "store"] = Field(

@@ -150,6 +150,15 @@ class CorrectiveRetrieval:
             ]
         return scores
 
+    def _graded_text(self, chunk: Chunk) -> str:
+        """The text a chunk is graded on: with its document's title first when the chunk does
+        not name it (a later chunk says "the tower", never "the Eiffel Tower"; graded alone it
+        looks unrelated to a question about the Eiffel Tower)."""
+        title = (chunk.title or "").strip()
+        if not self.settings.grade_with_title or not title or title.lower() in chunk.text.lower():
+            return chunk.text
+        return f"{title}\n{chunk.text}"
+
     def run(self, question: str, hits_or_chunks: Sequence[Hit | Chunk]) -> CorrectionResult:
         """Grade, classify, refine and (when needed) search the web for one question.
 
@@ -168,7 +177,7 @@ class CorrectiveRetrieval:
         chunks = [h.chunk if isinstance(h, Hit) else h for h in items]
 
         t0 = time.perf_counter()
-        scores = self._grade(question, [c.text for c in chunks], errors)
+        scores = self._grade(question, [self._graded_text(c) for c in chunks], errors)
         timings["evaluate"] = _ms(t0)
         grades = tuple(
             ChunkGrade(
@@ -400,6 +409,7 @@ def build_corrective_retrieval(
         >>> crag = build_corrective_retrieval(load_settings())  # doctest: +SKIP
     """
     from affidavit.correct.evaluator import LLMRelevanceEvaluator, ModelRelevanceEvaluator
+    from affidavit.correct.multipart import MultiPartEvaluator
     from affidavit.correct.rewrite import LLMQueryRewriter
     from affidavit.correct.web import (
         BraveSearch,
@@ -424,6 +434,13 @@ def build_corrective_retrieval(
             log.warning("model evaluator unavailable, the LLM scores sentences too: %s", exc)
     else:
         evaluator = ModelRelevanceEvaluator(threads=settings.embed.threads)
+    if c.grade_parts:
+        # a multi-part question: each part graded by the model evaluator, the best grade kept
+        # (the LLM evaluator would pay one call per part and passage, so it grades as asked)
+        if c.evaluator != "llm":
+            evaluator = MultiPartEvaluator(evaluator)
+        if sentence_evaluator is not None:
+            sentence_evaluator = MultiPartEvaluator(sentence_evaluator)
 
     web: WebSearch | None = None
     if c.web_provider == "tavily":

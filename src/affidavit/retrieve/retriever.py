@@ -60,6 +60,8 @@ class StoreRetriever:
             document (overlapping or separated only by whitespace) become one hit whose chunk is
             the document text spanning both (a chunk the store does not hold: its id is derived
             from that text, and ``metadata["merged_from"]`` names the stored chunks).
+        document_prior: ``passage`` granularity: the parent-document ranking joins the fusion as
+            a third ranking shared by each document's chunks (stores with document support).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class StoreRetriever:
         granularity: Granularity = "passage",
         per_document: int = 3,
         merge_neighbours: bool = False,
+        document_prior: bool = False,
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")
@@ -93,6 +96,7 @@ class StoreRetriever:
         self.granularity = granularity
         self.per_document = per_document
         self.merge_neighbours = merge_neighbours
+        self.document_prior = document_prior
         stored = store.embedder()
         if embedder is not None and stored is not None and stored != embedder.name:
             raise RetrievalError(
@@ -112,6 +116,7 @@ class StoreRetriever:
             granularity=settings.granularity,
             per_document=settings.per_document,
             merge_neighbours=settings.merge_neighbours,
+            document_prior=settings.document_prior,
         )
 
     def config(self) -> dict[str, Any]:
@@ -125,6 +130,7 @@ class StoreRetriever:
             "granularity": self.granularity,
             "per_document": self.per_document,
             "merge_neighbours": self.merge_neighbours,
+            "document_prior": self.document_prior,
         }
 
     def search(
@@ -209,7 +215,33 @@ class StoreRetriever:
             return self._chunk_fusion(query, vector, k, n, filters)
         # every fused candidate, so that the cap still leaves k hits where the store has them
         ranked = self._chunk_fusion(query, vector, n, n, filters)
+        if self.document_prior and isinstance(self.store, DocumentHybridStore):
+            ranked = self._with_document_prior(self.store, query, vector, n, filters, ranked)
         return self._passages(ranked, k)
+
+    def _with_document_prior(
+        self,
+        store: DocumentHybridStore,
+        query: str,
+        vector: Any,
+        n: int,
+        filters: SearchFilters | None,
+        ranked: list[Hit],
+    ) -> list[Hit]:
+        """Each chunk's RRF score plus ``1 / (rrf_k + rank of its document)`` in the
+        parent-document ranking: a third ranking in the fusion, shared by a document's chunks."""
+        docs = store.search_documents(query, vector, n, filters, candidates=n, rrf_k=self.rrf_k)
+        doc_rank: dict[str | None, int] = {}
+        for s in docs:
+            doc_rank.setdefault(s.chunk.doc_id, len(doc_rank) + 1)
+        rescored = []
+        for h in ranked:
+            rank = doc_rank.get(h.chunk.doc_id)
+            prior = 1.0 / (self.rrf_k + rank) if rank is not None else 0.0
+            scores = {**h.scores, "doc_rank": float(rank or 0), "doc_prior": prior}
+            rescored.append(h.model_copy(update={"score": h.score + prior, "scores": scores}))
+        order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
+        return [rescored[i] for i in order]
 
     def _chunk_fusion(
         self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None

@@ -248,7 +248,27 @@ def test_settings_choose_the_granularity(tmp_path: Path) -> None:
     s = load_settings(overrides={"retrieve": {"granularity": "document", "per_document": 2}})
     r = StoreRetriever.from_settings(store, emb, s.retrieve)
     assert (r.granularity, r.per_document, r.merge_neighbours) == ("document", 2, False)
+    assert r.document_prior is False
     with pytest.raises(SettingsError, match="passage"):
         load_settings(overrides={"retrieve": {"granularity": "page"}})
     with pytest.raises(SettingsError, match="unknown setting"):
         load_settings(overrides={"retrieve": {"per_doc": 2}})
+
+
+def test_document_prior_adds_the_parent_document_ranking(tmp_path: Path) -> None:
+    emb = FakeEmbedder()
+    store = _passage_store(tmp_path, emb)
+    q = "radium paint glows"
+    plain = StoreRetriever(store, emb, per_document=4).search(q, k=6)
+    prior = StoreRetriever(store, emb, per_document=4, document_prior=True).search(q, k=6)
+    docs = StoreRetriever(store, emb, granularity="document").search(q, k=50)
+    doc_rank: dict[str | None, int] = {}
+    for h in docs:
+        doc_rank.setdefault(h.chunk.doc_id, len(doc_rank) + 1)
+    by_id = {h.chunk.id: h for h in plain}
+    for h in prior:
+        # the chunk's own RRF score plus 1 / (60 + its document's rank)
+        expected = by_id[h.chunk.id].score + 1 / (60 + doc_rank[h.chunk.doc_id])
+        assert h.score == pytest.approx(expected)
+        assert h.scores["doc_rank"] == doc_rank[h.chunk.doc_id]
+    assert all(a.score >= b.score for a, b in itertools.pairwise(prior))
