@@ -19,7 +19,11 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +121,6 @@ def fold_weight_dequantization(model: Any) -> Any:
 
 def quantize_base_matmuls(model: Any, names: set[str]) -> Any:
     """Dynamic int8 quantisation (onnxruntime) of the named MatMul nodes; returns a new model."""
-    import tempfile
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     onnx = _onnx()
@@ -225,3 +227,67 @@ def compose_verifier(
         except Exception as exc:  # onnxruntime.quantization raises plain exceptions
             raise ModelError(f"cannot quantise the verifier's base layers: {exc}") from exc
     return model
+
+
+def has_dynamic_quantization(model: Any) -> bool:
+    """True if the graph (a ModelProto) quantises activations at run time."""
+    return any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node)
+
+
+def compose_in_child(
+    base_path: Path, top_path: Path, layers: int, *, quantize_base: bool = False
+) -> tuple[bytes, bool]:
+    """:func:`compose_verifier` in a child interpreter: the joined model's bytes, and whether it
+    quantises activations at run time.
+
+    Importing ``onnx`` holds the GIL for about a second (the C extension of its ``ml_dtypes``
+    dependency initialises without releasing it), even in a worker thread, so an event loop
+    awaiting a verifier load would stall that long. In a child process it stalls nothing; the
+    result is the same serialised model.
+
+    Raises:
+        ModelError: the child could not compose the model (its message), or could not run.
+    """
+    with tempfile.TemporaryDirectory(prefix="affidavit-verifier-") as tmp:
+        out = Path(tmp) / "joined.onnx"
+        cmd = [
+            sys.executable,
+            "-m",
+            "affidavit.verify.compose",
+            str(base_path),
+            str(top_path),
+            str(layers),
+            "1" if quantize_base else "0",
+            str(out),
+        ]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ModelError(f"cannot join the verifier in a child process: {exc}") from exc
+        if done.returncode != 0:
+            lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+            why = lines[-1] if lines else f"exit status {done.returncode}"
+            raise ModelError(f"cannot join the verifier: {why}", source=str(top_path))
+        try:
+            info = json.loads(done.stdout.strip().splitlines()[-1])
+            return out.read_bytes(), bool(info["dynamic_quantization"])
+        except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
+            raise ModelError(f"the verifier join gave no model: {exc}") from exc
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m affidavit.verify.compose BASE TOP LAYERS QUANTIZE OUT`` (for
+    :func:`compose_in_child`): writes the joined model to OUT, one JSON line to stdout."""
+    base, top, layers, quantize, out = argv
+    try:
+        model = compose_verifier(Path(base), Path(top), int(layers), quantize_base=quantize == "1")
+    except ModelError as exc:
+        sys.stderr.write(exc.message + "\n")
+        return 1
+    Path(out).write_bytes(model.SerializeToString())
+    sys.stdout.write(json.dumps({"dynamic_quantization": has_dynamic_quantization(model)}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -425,14 +425,22 @@ class OnnxCrossEncoder:
         self.base_sha256: str | None = None
         model: Path | bytes = onnx_path
         graph: Any = onnx_path
-        if self.config.base is not None:
-            # the base model's lower layers joined to the shipped top, after checking both hashes
-            graph, self.base_sha256 = join_base(self.config.base, onnx_path)
-            model = graph.SerializeToString()
         # activations quantised at run time take their int8 scale from the whole input tensor, so
         # a pair's score would depend on the other pairs (and padding) in its batch: such a graph
         # is run one pair per call, which makes every score independent of batching
-        self.dynamic_quantization = _has_dynamic_quantization(graph)
+        if self.config.base is not None and threading.current_thread() is threading.main_thread():
+            # the base model's lower layers joined to the shipped top, after checking both hashes
+            graph, self.base_sha256 = join_base(self.config.base, onnx_path)
+            model = graph.SerializeToString()
+            self.dynamic_quantization = _has_dynamic_quantization(graph)
+        elif self.config.base is not None:
+            # off the main thread (a worker an event loop awaits): the same join in a child
+            # process, whose onnx import cannot hold this process's GIL (issue 28)
+            model, self.dynamic_quantization, self.base_sha256 = join_base_in_child(
+                self.config.base, onnx_path
+            )
+        else:
+            self.dynamic_quantization = _has_dynamic_quantization(graph)
         self.batch_size = 1 if self.dynamic_quantization else batch_size
         self.session = _make_session(model, threads, graph_opt, spin, source=onnx_path)
         self.input_names = {i.name for i in self.session.get_inputs()}
@@ -559,7 +567,31 @@ def join_base(spec: BaseModelSpec, top_path: Path) -> tuple[Any, str]:
         ModelError: the package is missing (with the pip hint), the base file differs, or the
             two graphs do not fit together.
     """
-    from affidavit.verify.compose import base_model_file, compose_verifier
+    from affidavit.verify.compose import compose_verifier
+
+    base_path, base_sha256 = _checked_base(spec, top_path)
+    model = compose_verifier(base_path, top_path, spec.layers, quantize_base=spec.quantize)
+    return model, base_sha256
+
+
+def join_base_in_child(spec: BaseModelSpec, top_path: Path) -> tuple[bytes, bool, str]:
+    """:func:`join_base` with the join in a child process
+    (:func:`affidavit.verify.compose.compose_in_child`): the model's bytes, whether it
+    quantises activations at run time, and the base file's sha256 (checked here first).
+
+    Raises:
+        ModelError: as :func:`join_base`.
+    """
+    from affidavit.verify.compose import compose_in_child
+
+    base_path, base_sha256 = _checked_base(spec, top_path)
+    model, dynamic = compose_in_child(base_path, top_path, spec.layers, quantize_base=spec.quantize)
+    return model, dynamic, base_sha256
+
+
+def _checked_base(spec: BaseModelSpec, top_path: Path) -> tuple[Path, str]:
+    """The installed base model file, after checking its sha256 against ``spec``."""
+    from affidavit.verify.compose import base_model_file
 
     try:
         base_path = base_model_file(spec.package, spec.file)
@@ -575,8 +607,7 @@ def join_base(spec: BaseModelSpec, top_path: Path) -> tuple[Any, str]:
             f"verifier base model sha256 mismatch: expected {spec.sha256}, got {base_sha256}",
             source=str(base_path),
         )
-    model = compose_verifier(base_path, top_path, spec.layers, quantize_base=spec.quantize)
-    return model, base_sha256
+    return base_path, base_sha256
 
 
 def _make_session(

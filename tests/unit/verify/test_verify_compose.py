@@ -167,3 +167,32 @@ def test_base_layers_quantised_at_load_stay_close_to_the_packaged_weights(tmp_pa
     # per-token cosine after 2 layers); accuracy is judged on dev data by training/export_onnx.py
     cos = float((a * b).sum() / np.linalg.norm(a) / np.linalg.norm(b))
     assert cos > 0.95, (a, b)
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_the_join_in_a_child_process_gives_the_same_model(tmp_path: Path, quantize: bool) -> None:
+    """Issue 28: loaded off the main thread, the join runs in a child interpreter (its onnx
+    import would hold the GIL of an event loop's process); it must be the same model."""
+    from affidavit.verify.compose import compose_in_child, has_dynamic_quantization
+
+    base_path = base_model_file(*BASE)
+    tiny_top(tmp_path / "top.onnx")
+    here = compose_verifier(base_path, tmp_path / "top.onnx", layers=2, quantize_base=quantize)
+    there, dynamic = compose_in_child(base_path, tmp_path / "top.onnx", 2, quantize_base=quantize)
+    assert there == here.SerializeToString()
+    assert dynamic == has_dynamic_quantization(here) == quantize
+    with pytest.raises(ModelError, match="base layers must be >= 0"):
+        compose_in_child(base_path, tmp_path / "top.onnx", -1)
+
+
+def test_a_verifier_loaded_in_a_worker_thread_scores_as_one_loaded_in_the_main_thread() -> None:
+    import concurrent.futures
+
+    folder = packaged_model_dir()
+    main = OnnxCrossEncoder(folder, threads=1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        worker = pool.submit(OnnxCrossEncoder, folder, threads=1).result()
+    assert worker.describe() == main.describe()
+    assert worker.dynamic_quantization == main.dynamic_quantization
+    pairs = [("The tower is 330 m tall.", "The tower is 330 metres tall.")]
+    assert np.array_equal(main.logits(pairs)[0], worker.logits(pairs)[0])
