@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 from affidavit.batch.jobs import Row, job_fingerprint, make_job
-from affidavit.batch.shards import ShardFolder, exclusive_output, manifest_for, plan
+from affidavit.batch.shards import ShardFolder, exclusive_output, manifest_for, plan, sweep
 from affidavit.core.batch import BatchReport, JobKind, ShardResult
 from affidavit.core.settings import Settings
 
@@ -68,6 +68,8 @@ def _run_batch(
 ) -> BatchReport:
     t0 = time.perf_counter()
     cfg = settings.batch
+    for path in sweep(output):
+        logger.info("removed %s, left by a killed run", path)
     shards = plan(text, cfg.shard_size)
     folder = ShardFolder(
         output, manifest_for(text, cfg.shard_size, job_fingerprint(kind, settings))

@@ -6,6 +6,10 @@ shard size, the settings that decide the output) and, per finished shard, ``NNNN
 at any point and started again with the same input, settings and ``OUT`` skips the finished
 shards; the joined ``OUT`` is the same as one uninterrupted run's. A different input or settings
 is refused rather than mixed in.
+
+What a kill can leave behind is removed by the next run on the same ``OUT`` (:func:`sweep`, under
+the run lock): temporary files (``.NAME.PID.tmp``) and a shard folder set aside for removal
+(``.OUT.shards.PID.del``). The run lock ``.OUT.lock`` stays.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,8 +80,12 @@ class ShardFolder:
         return self.folder / f"{index:06d}.jsonl", self.folder / f"{index:06d}.json"
 
     def done(self, index: int) -> bool:
-        """Whether shard ``index`` was finished (by this run or an earlier one)."""
-        return self._paths(index)[1].exists()
+        """Whether shard ``index`` was finished (by this run or an earlier one).
+
+        Its completion mark counts only beside its lines: a mark alone is redone, not joined.
+        """
+        lines, stats = self._paths(index)
+        return stats.exists() and lines.exists()
 
     def write(self, result: ShardResult) -> None:
         """Store a finished shard: lines first, then its counts (the completion mark)."""
@@ -117,7 +126,13 @@ class ShardFolder:
             os.replace(tmp, self.output)
         finally:
             tmp.unlink(missing_ok=True)
-        shutil.rmtree(self.folder)
+        # set aside in one rename before removing: rmtree goes file by file in no set order, and a
+        # kill partway left completion marks without their lines under the live name (the next
+        # run crashed joining them). A kill now leaves either the whole folder (joined again to
+        # the same output) or a set-aside one that the next run's sweep removes.
+        retired = self.folder.with_name(f".{self.folder.name}.{os.getpid()}.del")
+        os.replace(self.folder, retired)
+        shutil.rmtree(retired)
 
 
 @contextlib.contextmanager
@@ -146,6 +161,29 @@ def exclusive_output(output: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def sweep(output: Path) -> list[Path]:
+    """Remove what killed runs on ``output`` left: temporary files beside it and in its shard
+    folder, and shard folders set aside for removal. Call it holding :func:`exclusive_output`
+    (then no other run is writing these names).
+
+    Returns:
+        The paths removed.
+    """
+    folder = output.with_name(output.name + ".shards")
+    beside = re.compile(
+        rf"\.{re.escape(output.name)}\.\d+\.tmp|\.{re.escape(folder.name)}\.\d+\.del"
+    )
+    found = [p for p in output.parent.iterdir() if beside.fullmatch(p.name)]
+    if folder.is_dir():
+        found += [p for p in folder.iterdir() if re.fullmatch(r"\..+\.\d+\.tmp", p.name)]
+    for path in found:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    return found
 
 
 def manifest_for(text: str, shard_size: int, fingerprint: dict[str, Any]) -> dict[str, Any]:

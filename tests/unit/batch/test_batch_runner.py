@@ -241,3 +241,51 @@ def test_a_join_that_does_not_add_up_leaves_the_output_alone(env: None, tmp_path
         folder.join(1, expected_rows=3)
     assert out.read_text() == "the previous output\n"
     assert folder.folder.exists() and not list(tmp_path.glob(".out.jsonl.*.tmp"))
+
+
+def test_a_kill_while_the_shards_are_removed_resumes(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # found by tests/integration/test_check_crash_loop.py: a kill -9 partway through removing
+    # the joined shards left a completion mark without its lines; the resumed run counted the
+    # shard as done and crashed opening the lines (FileNotFoundError, exit 1)
+    from affidavit.batch import shards
+
+    text = pairs(10)
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    whole = tmp_path / "whole.jsonl"
+    run_batch("check", text, whole, settings)
+    out = tmp_path / "run" / "out.jsonl"
+
+    def killed_while_removing(path: Path) -> None:
+        (Path(path) / "000001.jsonl").unlink()  # rmtree removes in no promised order
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shards.shutil, "rmtree", killed_while_removing)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch("check", text, out, settings)
+    monkeypatch.undo()
+    run_batch("check", text, out, settings)
+    assert out.read_bytes() == whole.read_bytes()
+    assert sorted(p.name for p in out.parent.iterdir()) == [".out.jsonl.lock", "out.jsonl"]
+
+
+def test_a_run_removes_what_killed_runs_on_its_output_left(env: None, tmp_path: Path) -> None:
+    text = pairs(10)
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    out = tmp_path / "out.jsonl"
+    run_batch("check", text, out, settings)
+    expected = out.read_bytes()
+    (tmp_path / ".out.jsonl.4242.tmp").write_text("a join killed before its rename")
+    (tmp_path / ".out.jsonl.shards.4242.del").mkdir()  # shards killed while being removed
+    (tmp_path / "out.jsonl.shards").mkdir()
+    (tmp_path / "out.jsonl.shards" / ".000000.jsonl.4242.tmp").write_text('{"partial": ')
+    # another output's files are not this run's to remove
+    (tmp_path / ".out.jsonl.b.jsonl.4242.tmp").write_text("keep")
+    run_batch("check", text, out, settings)
+    assert out.read_bytes() == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".out.jsonl.b.jsonl.4242.tmp",
+        ".out.jsonl.lock",
+        "out.jsonl",
+    ]
