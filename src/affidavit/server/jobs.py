@@ -147,7 +147,8 @@ class IngestJobs:
                 job_id,
                 state="failed" if failed and len(failed) == len(outcomes) else "done",
                 outcomes=outcomes,
-                report=report,
+                # the report names files as uploaded too, never by their path on this server
+                report=report.model_copy(update={"outcomes": outcomes}),
                 error="; ".join(f"{o.source}: {o.reason}" for o in failed) or None,
                 finished_at=datetime.now(UTC),
             )
