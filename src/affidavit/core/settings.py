@@ -505,11 +505,25 @@ class ServeSettings(Section):
     auth_attempts_per_minute: float = Field(
         default=60.0,
         gt=0,
-        description="Checks of a not-yet-seen bearer token per minute per client address (wrong "
-        "guesses included), counted before any hashing; more get 429.",
+        description="Failed checks of a bearer token per minute per client address (a check is "
+        "reserved before any hashing and given back when the key is good); more get 429.",
     )
     auth_attempts_burst: int = Field(
-        default=20, ge=1, description="Token checks a client address may make at once."
+        default=20, ge=1, description="Failed token checks a client address may make at once."
+    )
+    auth_tarpit_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=30,
+        description="Longest delay (at least half of it, at random) before the 429 of an "
+        "address over its failed token checks, for its requests without a key already checked "
+        "(/healthz and known keys are never delayed).",
+    )
+    auth_tarpit_max_held: int = Field(
+        default=64,
+        ge=0,
+        description="Requests of one address held in that delay at once; more get 429 at once "
+        "and their connection closed.",
     )
     max_check_pairs: int = Field(
         default=64, ge=1, description="Most claim/evidence pairs in one POST /v1/check."

@@ -257,6 +257,16 @@ class ApiKeyStore:
             self._refresh()
             return self._checked.get(digest)
 
+    def peek(self, token: str) -> bool:
+        """Whether ``token`` is in the cache of checked keys, without re-reading the file.
+
+        For the tarpit in front of the server: a stale answer (a key revoked a moment ago) only
+        lets the request through to :meth:`known`, which re-reads the file and refuses it. The
+        SHA-256 is the cache's index, not a check (no key, no file, no lock).
+        """
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        return digest in self._checked
+
     def authenticate(self, token: str) -> ApiKeyInfo:
         """The key a bearer token belongs to.
 

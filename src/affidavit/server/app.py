@@ -68,6 +68,7 @@ from affidavit.server.limits import Cancelled, QueueFull, RateLimited, RateLimit
 from affidavit.server.limits import WorkQueue as _WorkQueue
 from affidavit.server.metrics import CONTENT_TYPE, Metrics
 from affidavit.server.services import NotReady, Services
+from affidavit.server.tarpit import AuthTarpit
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +294,16 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     web = resources.files("affidavit.server") / "web"
     app.mount("/static", StaticFiles(directory=str(web)), name="static")
     app.add_middleware(_Limits, state=state)
+    # outermost: an address over its failed-check limit is delayed and refused before any of
+    # the framework runs (issue 25.7); known keys and /healthz pass undelayed
+    app.add_middleware(
+        AuthTarpit,
+        attempts=state.auth_attempts,
+        is_known=state.keys.peek,
+        delay_s=settings.serve.auth_tarpit_s,
+        max_held=settings.serve.auth_tarpit_max_held,
+        on_refuse=lambda reason: state.metrics.rejections.labels(reason=reason).inc(),
+    )
     return app
 
 
@@ -379,13 +390,22 @@ async def _caller(request: Request, scope: ApiScope, state: _State) -> str:
             raise AuthError("the Authorization header must be 'Bearer <key>'", status=401)
         token = token.strip()
         # a key seen before is in memory; a new one costs one HMAC, after the client address
-        # passed its limit of token checks (wrong guesses cannot buy hashing or a timing signal)
+        # passed its limit of failed token checks (wrong guesses cannot buy hashing or a timing
+        # signal). The check is reserved before hashing and given back when the key is good:
+        # only failures count, so a flood from a shared address never uses up a good key's place
         client = request.client.host if request.client else "unknown"
         try:
             info = state.keys.known(token)
             if info is None:
                 state.auth_attempts.check(client)
-                info = await run_in_threadpool(state.keys.authenticate, token)
+                try:
+                    info = await run_in_threadpool(state.keys.authenticate, token)
+                except AuthError:
+                    raise  # a wrong token: the check counts
+                except BaseException:
+                    state.auth_attempts.refund(client)  # the server's failure, not the client's
+                    raise
+                state.auth_attempts.refund(client)
         except ConfigError as exc:
             log.error("API keys cannot be checked: %s", exc.message)
             raise AuthError(

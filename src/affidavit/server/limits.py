@@ -204,3 +204,28 @@ class RateLimiter:
                     retry_after=wait,
                 )
             self._buckets[caller] = (tokens - 1.0, now)
+
+    def blocked(self, caller: str) -> float | None:
+        """Seconds until ``caller`` has a token again, or None when it has one now.
+
+        Only looks: takes nothing, so a caller can be sorted out before any work is spent on it.
+        """
+        if self.rate <= 0:
+            return None
+        bucket = self._buckets.get(caller)
+        if bucket is None:
+            return None
+        tokens, last = bucket
+        tokens = min(self.burst, tokens + (time.monotonic() - last) * self.rate)
+        return None if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
+    def refund(self, caller: str) -> None:
+        """Give back the token of a :meth:`check` that turned out not to count (never above
+        ``burst``): a limiter of failures takes a token before the work and refunds a success."""
+        if self.rate <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(caller, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate + 1.0)
+            self._buckets[caller] = (tokens, now)

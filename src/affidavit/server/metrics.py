@@ -53,7 +53,8 @@ class Metrics:
         )
         self.rejections = Counter(
             "affidavit_rejections",
-            "Requests refused: queue_full, rate_limited, too_large, timeout, unauthorized.",
+            "Requests refused: queue_full, rate_limited, too_large, timeout, unauthorized, "
+            "forbidden, auth_tarpit (delayed 429), auth_tarpit_full (429 at once, past the cap).",
             ["reason"],
             registry=self.registry,
         )

@@ -123,3 +123,15 @@ def test_a_missing_secret_refuses_never_guesses(tmp_path: Path) -> None:
     path.with_name(path.name + ".secret").unlink()
     with pytest.raises(ConfigError, match="secret"):
         ApiKeyStore(path).authenticate(token)
+
+
+def test_peek_sees_only_keys_already_checked(tmp_path: Path) -> None:
+    keys = ApiKeyStore(tmp_path / "keys.json")
+    token, info = keys.create("reader", "read")
+    assert not keys.peek(token)  # never checked: the tarpit treats it as unknown
+    keys.authenticate(token)
+    assert keys.peek(token)
+    assert not keys.peek(f"afd_{info.id}_wrong")
+    with pytest.raises(AuthError):
+        keys.authenticate(f"afd_{info.id}_wrong")
+    assert not keys.peek(f"afd_{info.id}_wrong")  # failures are never cached

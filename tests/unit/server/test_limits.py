@@ -119,3 +119,31 @@ def test_rate_limiter_per_caller() -> None:
 def test_bad_queue_config() -> None:
     with pytest.raises(ValueError):
         WorkQueue("x", concurrency=0, max_waiting=0)
+
+
+def test_rate_limiter_blocked_peeks_without_taking() -> None:
+    r = RateLimiter(per_minute=60, burst=2)
+    assert r.blocked("a") is None
+    r.check("a")
+    assert r.blocked("a") is None  # one token left, none taken by looking
+    r.check("a")
+    wait = r.blocked("a")
+    assert wait is not None and 0 < wait <= 1.0
+    assert r.blocked("b") is None
+    assert RateLimiter(per_minute=0, burst=1).blocked("a") is None
+
+
+def test_rate_limiter_refund_gives_a_token_back_up_to_the_burst() -> None:
+    r = RateLimiter(per_minute=60, burst=2)
+    r.check("a")
+    r.check("a")
+    r.refund("a")  # a check that turned out not to count (a good key)
+    assert r.blocked("a") is None
+    r.check("a")
+    with pytest.raises(RateLimited):
+        r.check("a")
+    fresh = RateLimiter(per_minute=60, burst=1)
+    fresh.refund("z")  # never above the burst
+    fresh.check("z")
+    with pytest.raises(RateLimited):
+        fresh.check("z")
