@@ -148,3 +148,13 @@ class CertificateError(AffidavitError):
 
 class SigningKeyError(CertificateError):
     """No signing key is configured, or the key file is unreadable."""
+
+
+class TransparencyLogError(AffidavitError):
+    """The transparency log cannot be read, written or trusted (see ``affidavit.tlog``)."""
+
+    stage = "tlog"
+
+
+class ProofError(TransparencyLogError):
+    """An inclusion or consistency proof, or a checkpoint, does not verify; ``message`` says why."""
