@@ -291,7 +291,7 @@ class Auditor:
         n_ok = sum(a.supported for a in audits)
         # fail closed: an answer with no checkable claim has nothing shown to be supported
         compliance = n_ok / n if n else 0.0
-        violations = tuple(_violation(a, s.stale_action) for a in audits if _violates(a, s))
+        violations = tuple(_violation(a, s.stale_action) for a in audits if violates(a, s))
         if any(not a.supported for a in audits):
             issues.append(
                 PolicyIssue(
@@ -323,7 +323,7 @@ class Auditor:
             )
         passed = bool(n) and compliance >= s.min_compliance
         trust = passed and not (s.stale_action == "fail" and stale_claims)
-        guarded = _guard(response, audits, s) if s.mode == "guardrail" else None
+        guarded = withhold_violations(response, audits, s) if s.mode == "guardrail" else None
         report = AuditReport(
             query=query,
             response=response,
@@ -453,7 +453,9 @@ class Auditor:
         )
 
 
-def _violates(a: ClaimAudit, s: AuditSettings) -> bool:
+def violates(a: ClaimAudit, s: AuditSettings) -> bool:
+    """Whether a claim's audit breaks the policy: unsupported, or supported only by a stale
+    source when ``stale_action`` is ``fail``."""
     return not a.supported or (a.freshness == "supported_stale" and s.stale_action == "fail")
 
 
@@ -470,9 +472,35 @@ def _violation(a: ClaimAudit, stale_action: str) -> Violation:
     )
 
 
-def _guard(response: str, audits: Sequence[ClaimAudit], settings: AuditSettings) -> str:
-    """The answer with the text of every violating claim withheld (merged spans)."""
-    bad = sorted((a.start, a.end) for a in audits if _violates(a, settings))
+def violating_spans(
+    response: str, audits: Sequence[ClaimAudit], settings: AuditSettings
+) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of ``response`` that violate the policy, sorted.
+
+    A violating claim's own span, and every other exact occurrence of its text: the extractor
+    keeps one claim for a sentence said twice, and the repeat must not slip through the guard.
+    Spans are clipped to the response (a claim audited on a longer text may lie outside it).
+    """
+    spans: set[tuple[int, int]] = set()
+    for a in audits:
+        if not violates(a, settings):
+            continue
+        spans.add((a.start, a.end))
+        if a.text:
+            at = response.find(a.text)
+            while at >= 0:
+                spans.add((at, at + len(a.text)))
+                at = response.find(a.text, at + 1)
+    n = len(response)
+    return sorted((max(a, 0), min(b, n)) for a, b in spans if b > 0 and a < n and b > a)
+
+
+def withhold_violations(
+    response: str, audits: Sequence[ClaimAudit], settings: AuditSettings
+) -> str:
+    """The answer with the text of every violating claim withheld (merged spans): what
+    guardrail mode shows (also per sentence, by :class:`~affidavit.audit.stream.StreamGuard`)."""
+    bad = violating_spans(response, audits, settings)
     if not bad:
         return response
     merged: list[list[int]] = []

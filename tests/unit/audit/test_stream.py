@@ -1,0 +1,80 @@
+"""StreamGuard: a streamed answer is released sentence by sentence, each once decided."""
+
+from __future__ import annotations
+
+import pytest
+
+from affidavit.audit.auditor import Auditor
+from affidavit.audit.stream import StreamGuard
+from affidavit.core.errors import EnforcementError
+from affidavit.core.report import WITHHELD_MARKER
+
+CHUNKS = [
+    {
+        "text": "The Forth Bridge opened on 4 March 1890. It was designed by John Fowler.",
+        "url": "https://en.wikipedia.org/wiki/Forth_Bridge",
+    }
+]
+GOOD = "The Forth Bridge opened on 4 March 1890."
+BAD = "The Forth Bridge opened on 4 March 1925."
+ANSWER = f"{GOOD} {BAD}\n\n- The bridge was designed by John Fowler."
+
+
+def _stream(guard: StreamGuard, text: str, size: int) -> list[str]:
+    out = [guard.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    return [*out, guard.finish()]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_guardrail_stream_equals_the_guarded_answer_however_it_is_split(size: int) -> None:
+    auditor = Auditor({"mode": "guardrail"})
+    guard = StreamGuard(auditor, "When did it open?", CHUNKS)
+    pieces = _stream(guard, ANSWER, size)
+    assert "".join(pieces) == guard.released
+    assert guard.report is not None and guard.report.trust_passed is False
+    assert guard.released == guard.report.guarded_response
+    assert "1925" not in guard.released and WITHHELD_MARKER in guard.released
+    assert guard.released.startswith(GOOD)
+    assert len(guard.decision_ms) == 3
+
+
+def test_nothing_is_released_before_its_sentence_is_complete() -> None:
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
+    shown = ""
+    for i, ch in enumerate(BAD):
+        shown += guard.feed(ch)
+        # the hallucinated date is typed out in full and still nothing of it shows
+        assert shown == "", i
+    assert guard.finish() == WITHHELD_MARKER
+
+
+def test_without_evidence_every_sentence_is_withheld() -> None:
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", [])
+    assert GOOD not in "".join(_stream(guard, f"{GOOD} {GOOD}", 5))
+
+
+def test_enforce_raises_at_the_first_failing_sentence_having_released_only_what_passed() -> None:
+    guard = StreamGuard(Auditor({"mode": "enforce"}), "q", CHUNKS)
+    shown = ""
+    with pytest.raises(EnforcementError) as err:
+        for i in range(0, len(ANSWER), 4):
+            shown += guard.feed(ANSWER[i : i + 4])
+        shown += guard.finish()
+    assert shown == GOOD
+    assert err.value.report is not None and "1925" in err.value.report.response
+
+
+def test_audit_mode_releases_every_sentence_as_written_once_decided() -> None:
+    guard = StreamGuard(Auditor({"mode": "audit"}), "q", CHUNKS)
+    assert "".join(_stream(guard, ANSWER, 2)) == ANSWER
+    assert guard.report is not None and guard.report.trust_passed is False
+
+
+def test_a_sentence_said_twice_is_withheld_twice() -> None:
+    """The extractor keeps one claim for a repeated sentence; guardrail withheld only the first
+    occurrence and showed the repeat (streamed or not)."""
+    twice = f"{BAD} {BAD}"
+    report = Auditor({"mode": "guardrail"}).audit("q", CHUNKS, twice)
+    assert report.guarded_response == f"{WITHHELD_MARKER} {WITHHELD_MARKER}"
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
+    assert "1925" not in "".join(_stream(guard, twice, 3))
