@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 from uuid import UUID
 
@@ -47,6 +47,7 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.runnables.config import patch_config
+    from langchain_core.runnables.utils import AddableDict
     from pydantic import ConfigDict, PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -54,6 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from affidavit.audit.auditor import Auditor, ConfigLike
+from affidavit.audit.stream import StreamGuard
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport
 from affidavit.core.settings import Settings
@@ -115,10 +117,11 @@ class AffidavitRetriever(BaseRetriever):
 
 
 def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
-    """Chunks for LangChain documents (source URL from ``url``/``source`` metadata).
+    """Chunks for a chain's context: LangChain ``Document``s (source URL from ``url``/``source``
+    metadata), chunk dicts (``{"text", "url", "metadata"}``), ``Chunk`` models or plain strings.
 
     Raises:
-        InputError: an item is not a ``Document`` (or a chunk dict).
+        InputError: an item is none of these.
 
     Example:
         >>> document_chunks([Document(page_content="x", metadata={"source": "https://a.org"})])[0].url
@@ -136,8 +139,13 @@ def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
                     update={"url": d.get("url")} if d.get("url") else {}
                 )
             )
+        elif isinstance(d, str):
+            out.append(Chunk(text=d))
         else:
-            raise InputError(f"context[{i}] is not a Document: {type(d).__name__}")
+            raise InputError(
+                f"context[{i}] is not a Document, a chunk dict, a Chunk or a string: "
+                f"{type(d).__name__}"
+            )
     return out
 
 
@@ -200,18 +208,32 @@ def _with_handler(config: RunnableConfig, handler: BaseCallbackHandler) -> Runna
     return {**config, "callbacks": merged}
 
 
-def _dedupe(docs: Sequence[Document]) -> list[Document]:
+def _dedupe(docs: Sequence[Any]) -> list[Any]:
     """The documents without exact repeats (same text *and* same metadata): the same text from
     two sources stays two sources (issue 25.6: keyed on chunk_id/source alone, a passage quoted
-    by two URLs collapsed into one, losing provenance)."""
+    by two URLs collapsed into one, losing provenance). Any form the context may take
+    (``Document``, chunk dict, ``Chunk``, string) is compared by what it says and where from."""
     seen: set[tuple[str, str]] = set()
     out = []
     for d in docs:
-        key = (d.page_content, json.dumps(d.metadata, sort_keys=True, default=str))
-        if key not in seen:
-            seen.add(key)
+        key = _identity(d)
+        if key is None or key not in seen:
+            if key is not None:
+                seen.add(key)
             out.append(d)
     return out
+
+
+def _identity(d: Any) -> tuple[str, str] | None:
+    if isinstance(d, Document):
+        return d.page_content, json.dumps(d.metadata, sort_keys=True, default=str)
+    if isinstance(d, Chunk):
+        return d.text, d.model_dump_json()
+    if isinstance(d, str):
+        return d, ""
+    if isinstance(d, Mapping):
+        return str(d.get("text")), json.dumps(dict(d), sort_keys=True, default=str)
+    return None  # not a context item: document_chunks names it
 
 
 class AuditRunnable(Runnable[Any, dict[str, Any]]):
@@ -323,6 +345,198 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
         question = question_text(input, self.question_key) or question_text(output)
         result = await offload(self._audit, question, output, collector.documents)
         return result
+
+    # --- streaming: every sentence held back until the guard has decided it ----------------
+
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Stream the answer through the guard, sentence by sentence.
+
+        Yields dict chunks that add up to :meth:`invoke`'s output: ``{"answer": piece}`` for
+        each decided sentence (what the mode shows of it; nothing of a sentence is yielded
+        before it is decided), then one chunk with ``question``, ``context``, ``draft``,
+        ``report`` and ``trust_passed``. Enforce mode raises ``EnforcementError`` at the first
+        failing sentence. The documents are those known when the answer's first token arrives
+        (the chain's ``context``, or its retrievers' through the callbacks).
+
+        Example:
+            >>> out = AuditRunnable(settings={"mode": "guardrail"}).stream({
+            ...     "question": "When did it open?", "answer": "It opened in 1890. It is red.",
+            ...     "context": ["The Forth Bridge opened in 1890."]})
+            >>> [c.get("answer") for c in out][:2]
+            ['It opened in 1890.', ' [withheld: not supported by the sources]']
+        """
+        yield from self.transform(iter([input]), config, **kwargs)
+
+    def transform(
+        self, input: Iterator[Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        """:meth:`stream` over an upstream chain's streamed output (``chain | AuditRunnable()``)."""
+        yield from self._transform_stream_with_config(input, self._transform, config, **kwargs)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """:meth:`stream` with the chain awaited and every decision off the event loop."""
+
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async for chunk in self.atransform(one(), config, **kwargs):
+            yield chunk
+
+    async def atransform(
+        self, input: AsyncIterator[Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """:meth:`transform` for async streams."""
+        async for chunk in self._atransform_stream_with_config(
+            input, self._atransform, config, **kwargs
+        ):
+            yield chunk
+
+    def _transform(
+        self,
+        inputs: Iterator[Any],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> Iterator[dict[str, Any]]:
+        stream = _Stream(self)
+        if self.chain is None:
+            source: Iterator[Any] = inputs
+        else:
+            stream.chain_input = _merged(list(inputs))
+            child = patch_config(config, callbacks=run_manager.get_child())
+            source = self.chain.stream(
+                stream.chain_input, _with_handler(child, stream.collector), **kwargs
+            )
+        for chunk in source:
+            piece = stream.take(chunk)
+            if piece:
+                shown = stream.guard().feed(piece)
+                if shown:
+                    yield AddableDict(answer=shown)
+        yield from (AddableDict(c) for c in stream.finish())
+
+    async def _atransform(
+        self,
+        inputs: AsyncIterator[Any],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        stream = _Stream(self)
+        if self.chain is None:
+            source: AsyncIterator[Any] = inputs
+        else:
+            stream.chain_input = _merged([x async for x in inputs])
+            child = patch_config(config, callbacks=run_manager.get_child())
+            source = self.chain.astream(
+                stream.chain_input, _with_handler(child, stream.collector), **kwargs
+            )
+        async for chunk in source:
+            piece = stream.take(chunk)
+            if piece:
+                guard = await offload(stream.guard)
+                shown = await offload(guard.feed, piece)
+                if shown:
+                    yield AddableDict(answer=shown)
+        for c in await offload(stream.finish):
+            yield AddableDict(c)
+
+
+def _merged(chunks: list[Any]) -> Any:
+    """Input chunks added up (a streamed dict's parts), or the last one when they do not add."""
+    out: Any = None
+    for c in chunks:
+        try:
+            out = c if out is None else out + c
+        except TypeError:
+            out = c
+    return out
+
+
+class _Stream:
+    """One streamed run of an :class:`AuditRunnable`: the answer's pieces, the other keys of
+    the chain's output, and the guard, built when the answer begins."""
+
+    def __init__(self, runnable: AuditRunnable) -> None:
+        self.runnable = runnable
+        self.collector = _Collector()
+        self.chain_input: Any = None
+        self.other: dict[str, Any] = {}
+        self.seen_answer = False
+        self._guard: StreamGuard | None = None
+        self._docs: list[Any] = []
+
+    def take(self, chunk: Any) -> str:
+        """The answer's piece in one chunk of the chain's output ('' when it holds none)."""
+        r = self.runnable
+        if isinstance(chunk, str | BaseMessage):
+            self.seen_answer = True
+            return answer_text(chunk)
+        if not isinstance(chunk, Mapping):
+            raise InputError(
+                f"cannot stream the answer from a chunk of type {type(chunk).__name__}; expected "
+                f"a string, a message, or a dict with {r.answer_key!r}"
+            )
+        piece = ""
+        for key, value in chunk.items():
+            if key == r.answer_key:
+                self.seen_answer = True
+                piece += answer_text(value)
+            elif key in self.other:
+                try:
+                    self.other[key] = self.other[key] + value
+                except TypeError:
+                    self.other[key] = value
+            else:
+                self.other[key] = value
+        return piece
+
+    def question(self) -> str:
+        r = self.runnable
+        return question_text(self.chain_input, r.question_key) or question_text(
+            self.other, r.question_key
+        )
+
+    def guard(self) -> StreamGuard:
+        """The guard, over the documents known now (built once)."""
+        if self._guard is None:
+            ctx = self.other.get(self.runnable.context_key)
+            self._docs = _dedupe(
+                [*(ctx if isinstance(ctx, list) else []), *self.collector.documents]
+            )
+            self._guard = StreamGuard(
+                self.runnable.auditor, self.question(), document_chunks(self._docs)
+            )
+        return self._guard
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The last chunks: the last sentence, then the report and the rest of the output.
+
+        Raises:
+            InputError: the chain's output held no answer (as :meth:`AuditRunnable.invoke`).
+            EnforcementError: enforce mode and the answer fails.
+        """
+        if not self.seen_answer:
+            answer_text(self.other, self.runnable.answer_key)  # raises the invoke's InputError
+        g = self.guard()
+        tail = g.finish()
+        report = g.report
+        if report is None:  # pragma: no cover - finish() always sets it
+            raise InputError("the stream guard finished without a report")
+        return [
+            {"answer": tail},
+            {
+                "question": self.question(),
+                "draft": g.text,
+                "context": self._docs,
+                "report": report,
+                "trust_passed": report.trust_passed,
+            },
+        ]
 
 
 class AuditCallbackHandler(BaseCallbackHandler):

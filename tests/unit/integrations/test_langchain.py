@@ -194,3 +194,77 @@ def test_the_same_text_from_two_urls_stays_two_sources() -> None:
     assert len(out["context"]) == 2
     dumped = out["report"].model_dump_json()
     assert "a.example.org" in dumped and "b.example.org" in dumped
+
+
+TWO = f"{FAITHFUL} {HALLUCINATED}"
+
+
+@pytest.mark.parametrize("form", ["dict", "chunk", "string", "document"])
+def test_context_in_every_promised_form(form: str) -> None:
+    """Issue 28: chunk dicts, Chunk models and strings raised AttributeError ('dict' object has
+    no attribute 'page_content') where the docstring promised them."""
+    from langchain_core.documents import Document
+
+    from affidavit.core.types import Chunk
+
+    url = "https://en.wikipedia.org/wiki/Forth_Bridge"
+    item = {
+        "dict": {"text": FAITHFUL, "url": url},
+        "chunk": Chunk(text=FAITHFUL, url=url),
+        "string": FAITHFUL,
+        "document": Document(page_content=FAITHFUL, metadata={"url": url}),
+    }[form]
+    runnable = AuditRunnable(settings={"mode": "guardrail"})
+    out = runnable.invoke({"question": QUESTION, "context": [item, item], "answer": TWO})
+    assert out["answer"] == f"{FAITHFUL} [withheld: not supported by the sources]"
+    assert out["report"].n_chunks == 1 and out["context"] == [item]  # the repeat dropped
+    assert out["report"].claims[0].supported and not out["report"].claims[1].supported
+    streamed = list(runnable.stream({"question": QUESTION, "context": [item], "answer": TWO}))
+    assert "".join(c.get("answer", "") for c in streamed) == out["answer"]
+    with pytest.raises(InputError, match=r"context\[0\]"):
+        runnable.invoke({"question": QUESTION, "context": [3], "answer": TWO})
+
+
+def _answer_chunks(chunks: list[dict]) -> list[str]:
+    return [c["answer"] for c in chunks if c.get("answer")]
+
+
+def test_stream_releases_each_sentence_once_decided(sample_store: Path) -> None:
+    """Issue 28: stream yielded one chunk at the end; now each sentence comes as soon as it is
+    decided, and nothing of a failing sentence is ever yielded."""
+    chain = rag_dict(sample_store, [TWO, TWO]) | AuditRunnable(settings={"mode": "guardrail"})
+    chunks = list(chain.stream(QUESTION))
+    answers = _answer_chunks(chunks)
+    assert answers == [FAITHFUL, " [withheld: not supported by the sources]"]
+    final = chunks[-1]
+    assert final["report"].trust_passed is False and final["draft"] == TWO
+    assert final["context"][0].metadata["doc_id"] == "forth_bridge"
+    assert "".join(answers) == chain.invoke(QUESTION)["answer"]
+
+
+def test_stream_of_a_wrapped_chain_and_astream(sample_store: Path) -> None:
+    wrapped = AuditRunnable(rag_string(sample_store, [TWO, TWO]), settings={"mode": "guardrail"})
+    chunks = list(wrapped.stream(QUESTION))
+    assert _answer_chunks(chunks)[0] == FAITHFUL
+    assert chunks[-1]["report"].n_chunks > 0 and chunks[-1]["question"] == QUESTION
+
+    async def collect() -> list[dict]:
+        return [c async for c in wrapped.astream(QUESTION)]
+
+    achunks = asyncio.run(collect())
+    assert _answer_chunks(achunks) == _answer_chunks(chunks)
+    chain = rag_dict(sample_store, [TWO]) | AuditRunnable(settings={"mode": "guardrail"})
+
+    async def collect_chain() -> list[dict]:
+        return [c async for c in chain.astream(QUESTION)]
+
+    assert "1925" not in "".join(_answer_chunks(asyncio.run(collect_chain())))
+
+
+def test_stream_in_enforce_mode_stops_at_the_first_failing_sentence(sample_store: Path) -> None:
+    chain = rag_dict(sample_store, [TWO]) | AuditRunnable(settings={"mode": "enforce"})
+    seen: list[dict] = []
+    with pytest.raises(EnforcementError):
+        for chunk in chain.stream(QUESTION):
+            seen.append(chunk)
+    assert _answer_chunks(seen) == [FAITHFUL]
