@@ -6,7 +6,8 @@
 - :class:`VerifiedQueryEngine`: wraps any query engine; every response is audited against its
   own ``source_nodes`` and the enforcement mode applies (guardrail: failing claims withheld from
   ``response.response``; enforce: raises ``EnforcementError``). The report is attached as
-  ``response.metadata["affidavit_report"]``.
+  ``response.metadata["affidavit_report"]``. A streaming engine stays streaming: each sentence
+  is yielded once it is decided (:class:`~affidavit.audit.stream.StreamGuard`).
 - :class:`SourcePolicyPostprocessor`: drops nodes whose source fails the allowlist or the
   freshness policy before they reach the prompt.
 - :class:`AffidavitLLM`: affidavit's generator (the embedded llama.cpp model, an
@@ -27,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from datetime import date
 from typing import Any, Literal
 
@@ -43,6 +44,7 @@ try:
     )
     from llama_index.core.base.response.schema import (
         RESPONSE_TYPE,
+        AsyncStreamingResponse,
         PydanticResponse,
         Response,
         StreamingResponse,
@@ -59,6 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from affidavit.audit.auditor import Auditor, ConfigLike, resolve_settings
+from affidavit.audit.stream import StreamGuard
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport, BlockedSource
 from affidavit.core.settings import Settings
@@ -254,7 +257,9 @@ class VerifiedQueryEngine(BaseQueryEngine):
     def _get_prompt_modules(self) -> dict[str, Any]:
         return {"query_engine": self._engine}
 
-    def _verified(self, query: str, response: RESPONSE_TYPE) -> Response:
+    def _verified(self, query: str, response: RESPONSE_TYPE) -> RESPONSE_TYPE:
+        if isinstance(response, StreamingResponse):
+            return self._guarded_stream(query, response)
         draft = _text(response)
         nodes = list(response.source_nodes)
         report = self.auditor.audit(query, node_chunks(nodes), draft)
@@ -264,13 +269,56 @@ class VerifiedQueryEngine(BaseQueryEngine):
             metadata={**(response.metadata or {}), REPORT_KEY: report, "affidavit_draft": draft},
         )
 
+    def _guarded_stream(self, query: str, response: StreamingResponse) -> StreamingResponse:
+        """A streaming response stays streaming: each sentence is yielded once the guard has
+        decided it; the report is attached to ``metadata`` when the stream ends."""
+        nodes = list(response.source_nodes)
+        guard = StreamGuard(self.auditor, query, node_chunks(nodes))
+        metadata: dict[str, Any] = dict(response.metadata or {})
+
+        def gen() -> Generator[str, None, None]:
+            for token in response.response_gen:
+                shown = guard.feed(token)
+                if shown:
+                    yield shown
+            tail = guard.finish()
+            metadata.update({REPORT_KEY: guard.report, "affidavit_draft": guard.text})
+            if tail:
+                yield tail
+
+        return StreamingResponse(response_gen=gen(), source_nodes=nodes, metadata=metadata)
+
+    def _aguarded_stream(
+        self, query: str, response: AsyncStreamingResponse
+    ) -> AsyncStreamingResponse:
+        """:meth:`_guarded_stream` for an async streaming response (decisions off the loop)."""
+        nodes = list(response.source_nodes)
+        guard = StreamGuard(self.auditor, query, node_chunks(nodes))
+        metadata: dict[str, Any] = dict(response.metadata or {})
+
+        async def agen() -> AsyncGenerator[str, None]:
+            async for token in response.async_response_gen():
+                shown = await offload(guard.feed, token)
+                if shown:
+                    yield shown
+            tail = await offload(guard.finish)
+            metadata.update({REPORT_KEY: guard.report, "affidavit_draft": guard.text})
+            if tail:
+                yield tail
+
+        return AsyncStreamingResponse(response_gen=agen(), source_nodes=nodes, metadata=metadata)
+
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         response = self._engine.query(query_bundle)
         return self._verified(query_bundle.query_str, response)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         response = await self._engine.aquery(query_bundle)
-        verified: Response = await offload(self._verified, query_bundle.query_str, response)
+        if isinstance(response, AsyncStreamingResponse):
+            return self._aguarded_stream(query_bundle.query_str, response)
+        if isinstance(response, StreamingResponse):
+            return self._guarded_stream(query_bundle.query_str, response)
+        verified: RESPONSE_TYPE = await offload(self._verified, query_bundle.query_str, response)
         return verified
 
 

@@ -3,6 +3,12 @@
 The allowlist matches domain suffixes ("example.org" allows "docs.example.org", not
 "badexample.org"). With no allowlist (None) every chunk passes except one whose URL is present
 but malformed; an allowlist set but empty allows no web source (it narrows, never opens).
+
+A local source (a path such as ``docs/guide.md`` or ``/srv/docs/a.txt``, or a ``file:`` URL) is
+named in the allowlist as ``file:PATH``: ``file:docs`` allows every source under ``docs/``
+(whole path segments: not ``docs2/``), ``file:/srv/docs`` or ``file:///srv/docs`` everything under
+``/srv/docs``, and ``file:*`` every local source. An allowlist with no ``file:`` entry allows no
+local source (``not_allowlisted``); a bare ``file:`` names nothing.
 Freshness reads the source date from chunk metadata (``published_at``, ``date``,
 ``year`` or the configured ``date_key``); a bare year counts as 1 January; a value that cannot be
 parsed is reported, never a crash.
@@ -14,16 +20,21 @@ Example:
     >>> kept, blocked = apply_allowlist([Chunk(text="a", url="https://evil.test/x")], s)
     >>> kept, blocked[0].reason
     ([], 'not_allowlisted')
+    >>> s = AuditSettings(allowlist=["example.org", "file:docs"])
+    >>> [c.url for c in apply_allowlist([Chunk(text="a", url="docs/a.md"),
+    ...                                  Chunk(text="b", url="secret/b.md")], s)[0]]
+    ['docs/a.md']
 """
 
 from __future__ import annotations
 
 import logging
+import posixpath
 import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from affidavit.core.report import BlockedSource, SourceFreshness
 from affidavit.core.settings import AuditSettings
@@ -101,8 +112,16 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
         return None
     domain = url_domain(url)
     if domain is None:
-        if settings.allowlist is None and not _looks_like_web(url):
-            return None  # a local path or doc id: fine when no allowlist is set
+        if not _looks_like_web(url):  # a local path, a file: URL or a doc id
+            if settings.allowlist is None or local_allowed(url, settings.allowlist):
+                return None
+            return BlockedSource(
+                chunk_id=chunk.id,
+                url=chunk.url,
+                reason="not_allowlisted",
+                detail=f"the local source '{url[:200]}' is not on the allowlist (name local "
+                "sources there as file:PATH, or file:* for all)",
+            )
         return BlockedSource(
             chunk_id=chunk.id,
             url=chunk.url,
@@ -119,6 +138,48 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
             + ("" if settings.allowlist else " (the allowlist is set and empty: nothing is)"),
         )
     return None
+
+
+def local_path(source: str) -> str:
+    """A local source as a normalised POSIX path: ``file:`` URLs unwrapped and unquoted,
+    backslashes as slashes, ``.`` and ``..`` segments resolved.
+
+    Example:
+        >>> local_path("file:///srv/docs/a%20b.txt"), local_path("docs/./x/../a.md")
+        ('/srv/docs/a b.txt', 'docs/a.md')
+    """
+    p = source.strip()
+    if p.lower().startswith("file:"):
+        p = unquote(p[5:])
+        if p.startswith("//"):
+            host, _, rest = p[2:].partition("/")
+            # file:///path, or file://localhost/path; another host is a remote share, kept
+            # in the path so it can only match an entry naming that host
+            p = "/" + rest if host.lower() in ("", "localhost") else "//" + p[2:]
+    p = p.replace("\\", "/")
+    return posixpath.normpath(p) if p else ""
+
+
+def local_allowed(source: str, allowlist: Sequence[str]) -> bool:
+    """Whether a ``file:`` entry of the allowlist names this local source (see the module).
+
+    Example:
+        >>> local_allowed("docs/a.md", ["file:docs"]), local_allowed("docs2/a.md", ["file:docs"])
+        (True, False)
+    """
+    path = local_path(source)
+    for entry in allowlist:
+        e = entry.strip()
+        if not e.lower().startswith("file:"):
+            continue
+        if e[5:].strip() == "*":
+            return True
+        prefix = local_path(e)
+        if not prefix or prefix == ".":
+            continue  # a bare "file:" names nothing: an empty value must not open the policy
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def _looks_like_web(url: str) -> bool:

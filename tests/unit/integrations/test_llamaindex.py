@@ -136,3 +136,82 @@ def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
         sys.path.remove(str(root / "examples"))
     out = capsys.readouterr().out
     assert "trust passed: True" in out and "trust passed: False" in out and "[withheld" in out
+
+
+TWO = f"{FAITHFUL} {HALLUCINATED}"
+WITHHELD = "[withheld: not supported by the sources]"
+
+
+def streaming_engine(store: Path, answers: list[str]) -> RetrieverQueryEngine:
+    return RetrieverQueryEngine.from_args(
+        AffidavitRetriever(str(store), k=2, mode="bm25"),
+        llm=AffidavitLLM(generator=FakeGenerator(answers)),
+        streaming=True,
+    )
+
+
+def test_a_streaming_engine_stays_streaming_through_the_guard(sample_store: Path) -> None:
+    """Issue 28: a streaming engine wrapped by VerifiedQueryEngine came back non-streaming."""
+    from llama_index.core.base.response.schema import StreamingResponse
+
+    wrapped = VerifiedQueryEngine(streaming_engine(sample_store, [TWO]), {"mode": "guardrail"})
+    response = wrapped.query(QUESTION)
+    assert isinstance(response, StreamingResponse)
+    assert REPORT_KEY not in (response.metadata or {})  # nothing decided before it streams
+    pieces = list(response.response_gen)
+    assert pieces == [FAITHFUL, f" {WITHHELD}"]  # one piece per decided sentence
+    report = response.metadata[REPORT_KEY]
+    assert report.trust_passed is False and response.metadata["affidavit_draft"] == TWO
+    assert report.n_chunks == len(response.source_nodes) > 0
+
+
+def test_an_async_streaming_engine_stays_streaming(sample_store: Path) -> None:
+    from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+
+    wrapped = VerifiedQueryEngine(streaming_engine(sample_store, [TWO]), {"mode": "guardrail"})
+
+    async def run() -> tuple[object, list[str]]:
+        response = await wrapped.aquery(QUESTION)
+        if isinstance(response, AsyncStreamingResponse):
+            return response, [t async for t in response.async_response_gen()]
+        assert isinstance(response, StreamingResponse)
+        return response, list(response.response_gen)
+
+    response, pieces = asyncio.run(run())
+    assert "".join(pieces) == f"{FAITHFUL} {WITHHELD}"
+    assert response.metadata[REPORT_KEY].trust_passed is False  # type: ignore[attr-defined]
+
+
+def test_a_streaming_engine_in_enforce_mode_raises_mid_stream(sample_store: Path) -> None:
+    wrapped = VerifiedQueryEngine(streaming_engine(sample_store, [TWO]), {"mode": "enforce"})
+    shown: list[str] = []
+    with pytest.raises(EnforcementError):
+        for piece in wrapped.query(QUESTION).response_gen:
+            shown.append(piece)
+    assert shown == [FAITHFUL]
+
+
+def test_postprocessor_keeps_local_files_the_allowlist_names(tmp_path: Path) -> None:
+    """Issue 28: every local file was dropped as a malformed URL; an allowlist names local
+    sources as file:PATH, the same way in the postprocessor and the audit."""
+    import affidavit
+
+    kept_dir, other_dir = tmp_path / "kept", tmp_path / "other"
+    nodes = [
+        node(FAITHFUL, file_path=str(kept_dir / "forth.txt")),  # as SimpleDirectoryReader sets
+        node("Something else.", file_path=str(other_dir / "x.txt")),
+        node("A web page.", url="https://en.wikipedia.org/wiki/Forth_Bridge"),
+    ]
+    settings = {"allowlist": ["wikipedia.org", f"file:{kept_dir}"]}
+    pp = SourcePolicyPostprocessor(settings=settings)
+    kept = pp.postprocess_nodes(nodes)
+    assert [n.node.get_content() for n in kept] == [FAITHFUL, "A web page."]
+    assert [d.reason for d in pp.last_dropped] == ["not_allowlisted"]  # type: ignore[union-attr]
+    assert SourcePolicyPostprocessor(settings={"allowlist": []}).postprocess_nodes(nodes) == []
+    report = affidavit.audit(
+        QUESTION,
+        [{"text": n.node.get_content(), "url": n.node.metadata.get("file_path")} for n in nodes],
+        FAITHFUL,
+        settings,
+    )
+    assert report.trust_passed and len(report.blocked_sources) == 1

@@ -99,3 +99,28 @@ def test_freshness_verdicts() -> None:
     assert none.status == "unknown"
     off = assess_freshness(Chunk(text="e", metadata={"year": 2020}), AuditSettings(), today)
     assert off.status == "not_applicable"
+
+
+def test_an_allowlist_names_local_sources_as_file_paths() -> None:
+    """Issue 28: with an allowlist set, every local file was dropped as a malformed URL, so an
+    allowlist could not name local sources at all."""
+    from affidavit.policy.sources import local_allowed
+
+    s = AuditSettings(allowlist=["example.org", "file:docs", "file:///srv/corpus"])
+    chunks = [
+        Chunk(text="a", url="docs/guide.md"),
+        Chunk(text="b", url="docs2/guide.md"),  # not under docs/: whole segments only
+        Chunk(text="c", url="file:///srv/corpus/a%20b.txt"),
+        Chunk(text="d", url="/srv/corpus/sub/c.txt"),
+        Chunk(text="e", url="docs/../secret/x.md"),  # resolves outside docs/
+        Chunk(text="f", url="notes/x.md"),
+        Chunk(text="g", url="https://www.example.org/x"),
+    ]
+    kept, blocked = apply_allowlist(chunks, s)
+    assert [c.text for c in kept] == ["a", "c", "d", "g"]
+    assert {b.reason for b in blocked} == {"not_allowlisted"}
+    assert "file:PATH" in blocked[0].detail
+    # fail closed: an empty allowlist, one without file: entries, or a bare "file:" names none
+    for allowlist in ([], ["example.org"], ["file:"], ["file: "]):
+        assert not local_allowed("docs/guide.md", allowlist), allowlist
+    assert local_allowed("anything/at/all.txt", ["file:*"])
