@@ -297,9 +297,18 @@ def grades_block(
 
 
 def ask_block(
-    store: Any, embedder: Any, single: list[dict[str, Any]], n: int, settings: Any
+    store: Any,
+    embedder: Any,
+    single: list[dict[str, Any]],
+    n: int,
+    settings: Any,
+    save: Any = None,
 ) -> dict[str, Any]:
-    """``ask`` (strict) answer accuracy per granularity on the first n single questions."""
+    """``ask`` (strict) answer accuracy per granularity on the first n single questions.
+
+    Each question is answered by both systems before the next one, and ``save`` is called after
+    each, so a run stopped early still compares the two on the same questions.
+    """
     from affidavit.claims.extractor import RuleBasedExtractor
     from affidavit.generate.factory import make_generator
     from affidavit.pipeline.ask import AskPipeline
@@ -313,39 +322,58 @@ def ask_block(
     verifier = ClaimCascade(settings.verify, effective_policy(settings))
     extractor = RuleBasedExtractor(settings.claims)
     corrector = default_corrector(settings, llm)
-    out: dict[str, Any] = {}
+    k = settings.correct.top_k_documents
+    pipes = {}
     for gran in ("document", "passage"):
         # the configured retrieval (and grading) with only the granularity changed
         section = settings.retrieve.model_copy(update={"granularity": gran})
-        retriever = StoreRetriever.from_settings(store, embedder, section)
-        pipe = AskPipeline(
-            retriever=retriever,
+        pipes[gran] = AskPipeline(
+            retriever=StoreRetriever.from_settings(store, embedder, section),
             generator=llm,
             extractor=extractor,
             verifier=verifier,
             settings=settings,
             corrector=corrector,
         )
-        per = []
-        for q in single[:n]:
+    per: dict[str, list[dict[str, Any]]] = {g: [] for g in pipes}
+    out: dict[str, Any] = {}
+    for done, q in enumerate(single[:n], start=1):
+        for gran, pipe in pipes.items():
             t0 = time.perf_counter()
             a = pipe.ask(q["question"], mode="strict")
-            per.append(
+            hits = list(a.trace.retrieval_hits[:k])
+            context = " ".join(c.text for c in a.trace.context)
+            per[gran].append(
                 {
                     "index": q["index"],
+                    "answer_passage_in_hits": answer_rank(
+                        hits, q["doc"], q["span"], q["right_answer"]
+                    )
+                    is not None,
+                    "answer_in_context": contains(context, q["right_answer"]),
                     "correct": contains(a.answer, q["right_answer"]),
                     "draft_correct": contains(a.trace.raw_answer, q["right_answer"]),
                     "seconds": time.perf_counter() - t0,
                 }
             )
-            print(f"  ask {gran} {len(per)}/{n} {'Y' if per[-1]['correct'] else '-'}", flush=True)
-        out[gran] = {
-            "questions": len(per),
-            "answer_accuracy": float(np.mean([p["correct"] for p in per])),
-            "draft_accuracy_before_verification": float(np.mean([p["draft_correct"] for p in per])),
-            "median_seconds": statistics.median(p["seconds"] for p in per),
-            "per_question": per,
-        }
+            print(f"  ask {gran} {done}/{n} {'Y' if per[gran][-1]['correct'] else '-'}", flush=True)
+        for gran, rows in per.items():
+            out[gran] = {
+                "questions": len(rows),
+                "answer_accuracy": float(np.mean([p["correct"] for p in rows])),
+                "draft_accuracy_before_verification": float(
+                    np.mean([p["draft_correct"] for p in rows])
+                ),
+                "answer_passage_in_hits": float(
+                    np.mean([p["answer_passage_in_hits"] for p in rows])
+                ),
+                "answer_in_context": float(np.mean([p["answer_in_context"] for p in rows])),
+                "median_seconds": statistics.median(p["seconds"] for p in rows),
+                "per_question": rows,
+            }
+        out["complete"] = done == min(n, len(single))
+        if save is not None:
+            save(out)
     return out
 
 
@@ -453,8 +481,15 @@ def main() -> None:
             result[label]["grades"] = grades_block(store, runs[default], items, settings, embedder)
             print(json.dumps(result[label]["grades"], indent=1))
     if args.ask:
-        result["ask"] = ask_block(store, embedder, questions, args.ask, settings)
-        for gran, r in result["ask"].items():
+
+        def save(block: dict[str, Any]) -> None:
+            # after every question: a run stopped early keeps what it measured
+            result["ask"] = block
+            args.out.write_text(json.dumps(result, indent=2))
+
+        result["ask"] = ask_block(store, embedder, questions, args.ask, settings, save)
+        for gran in ("document", "passage"):
+            r = result["ask"][gran]
             print(f"ask {gran}: accuracy {r['answer_accuracy']:.3f} ({r['questions']} questions)")
     else:
         result["ask"] = "not run (use --ask N; about 30 s a question per system on 2 cores)"
