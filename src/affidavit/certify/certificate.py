@@ -213,9 +213,10 @@ def build_certificate(
 
 
 def signed_payload(cert: Certificate | Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON tree a signature covers: every field but ``signature``."""
+    """The JSON tree a signature covers: every field but ``signature`` and ``log_entry``."""
     tree = cert.model_dump(mode="json") if isinstance(cert, Certificate) else dict(cert)
     tree.pop("signature", None)
+    tree.pop("log_entry", None)
     return tree
 
 
@@ -288,19 +289,27 @@ def certify_answer(
     path: Path | str | None = None,
     key: Ed25519PrivateKey | None = None,
 ) -> Certificate:
-    """Build, sign with the configured key, and optionally write a certificate in one call.
+    """Build, sign with the configured key, log, and optionally write a certificate in one call.
 
-    ``context``: the refined passages verified against (see :func:`build_certificate`).
+    ``context``: the refined passages verified against (see :func:`build_certificate`). With
+    ``tlog.enabled`` (the default) the signed certificate is appended to the transparency log
+    and returned with its ``log_entry`` (:mod:`affidavit.tlog`).
 
     Raises:
         SigningKeyError: no key given and none configured (never writes an unsigned file).
         CertificateError: see :func:`build_certificate` and :func:`write_certificate`.
+        TransparencyLogError: the log cannot be appended to (nothing is written).
     """
     signing_key = key if key is not None else load_signing_key(settings)
     cert = build_certificate(
         question, answer, claims, verdicts, decisions, settings, models, context=context
     )
     signed = sign_certificate(cert, signing_key)
+    if settings.tlog.enabled:
+        # before the file is written: a certificate the log cannot hold is not issued
+        from affidavit.tlog.certificates import log_certificate
+
+        signed = log_certificate(signed, settings, signing_key)
     if path is not None:
         write_certificate(signed, path)
     return signed

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from affidavit.core.tlog import LogEntry
 from affidavit.core.types import (
     CheckResult,
     Claim,
@@ -148,7 +149,7 @@ class ModelIdentity(Frozen):
 class Certificate(Frozen):
     """A signed record of one answer and how each of its claims was decided.
 
-    The signature covers the RFC 8785 canonical JSON of every other field.
+    The signature covers the RFC 8785 canonical JSON of every other field but ``log_entry``.
     """
 
     format: CertificateFormat = Field(
@@ -180,6 +181,21 @@ class Certificate(Frozen):
         description="Base64 Ed25519 signature over the canonical JSON of every other field; "
         "None for an unsigned certificate, which never verifies.",
     )
+
+    log_entry: LogEntry | None = Field(
+        default=None,
+        description="Where the certificate sits in the issuer's transparency log, with the "
+        "inclusion proof and signed checkpoint that show it; not covered by the signature (the "
+        "log holds the signed certificate's hash, which cannot include its own position).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_log_entry(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a certificate that was never logged dumps (and so verifies) as it was signed
+        data: dict[str, Any] = handler(self)
+        if self.log_entry is None:
+            data.pop("log_entry", None)
+        return data
 
     @model_validator(mode="after")
     def _origins_need_format_2(self) -> Certificate:

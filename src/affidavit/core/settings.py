@@ -356,6 +356,35 @@ class CertifySettings(Section):
     )
 
 
+class TlogSettings(Section):
+    """The transparency log every signed certificate is appended to (``affidavit log``)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Append every certificate affidavit signs to the log (a certificate that "
+        "cannot be logged is not issued).",
+    )
+    path: Path | None = Field(
+        default=None, description="Log folder; default: tlog/ beside the signing key."
+    )
+    origin: str | None = Field(
+        default=None,
+        description="The log's name on its checkpoints' origin line; default affidavit/<key id>.",
+    )
+    witness_path: Path | None = Field(
+        default=None,
+        description="Where `log witness` keeps the last checkpoint of each log; default "
+        "<home>/witness.",
+    )
+
+    @field_validator("origin")
+    @classmethod
+    def _one_word(cls, value: str | None) -> str | None:
+        if value is not None and (not value or any(c.isspace() or c == "+" for c in value)):
+            raise ValueError("the origin must be non-empty, with no space, newline or '+'")
+        return value
+
+
 class GenerateSettings(Section):
     """The LLM backend."""
 
@@ -700,6 +729,7 @@ class Settings(BaseSettings):
     verify: VerifySettings = Field(default_factory=VerifySettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     certify: CertifySettings = Field(default_factory=CertifySettings)
+    tlog: TlogSettings = Field(default_factory=TlogSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     correct: CorrectSettings = Field(default_factory=CorrectSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)

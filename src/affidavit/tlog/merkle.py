@@ -251,6 +251,18 @@ class CompactRange:
         self.size = 0
         self._peaks: list[bytes] = []  # complete subtrees, largest (leftmost) first
 
+    @classmethod
+    def from_peaks(cls, size: int, peaks: Sequence[bytes]) -> CompactRange:
+        """The range of a tree of ``size`` from its complete subtrees, largest first (one per
+        set bit of ``size``)."""
+        if len(peaks) != size.bit_count():
+            raise ValueError(
+                f"a tree of size {size} has {size.bit_count()} peaks, not {len(peaks)}"
+            )
+        out = cls()
+        out.size, out._peaks = size, list(peaks)
+        return out
+
     def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
         """Add a leaf hash; returns the ``(level, index, hash)`` of every node it completed."""
         made = [(0, self.size, leaf)]

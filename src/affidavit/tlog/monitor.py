@@ -1,0 +1,244 @@
+"""Watching a log: recompute it from its entries (``log verify``), and witness its checkpoints.
+
+:func:`verify_log` is what the log's keeper (or anyone with a copy of its folder) runs: it
+streams every entry through a compact range, compares every stored node and every checkpoint
+ever signed, and reports the first divergence. It catches an entry deleted, reordered or
+rewritten behind the checkpoints' back, but not a keeper who rewrites the entries, the nodes and
+the whole history and re-signs it all: only someone who kept an earlier checkpoint can. That
+is the :class:`Witness`: it keeps the last checkpoint it saw of each log and accepts a new one
+only with a proof that the new tree extends the old.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    >>> key = Ed25519PrivateKey.generate()
+    >>> log = FileLog(pathlib.Path(tempfile.mkdtemp()) / "log")
+    >>> _ = log.append([bytes(32)], key, "example.com/log")
+    >>> verify_log(log, [key.public_key()]).valid
+    True
+    >>> witness = Witness(pathlib.Path(tempfile.mkdtemp()), [key.public_key()])
+    >>> witness.observe(log.checkpoint().note).kind
+    'first-sight'
+    >>> _ = log.append([bytes([1]) * 32], key, "example.com/log")
+    >>> witness.observe(log.checkpoint().note, log=log).kind
+    'consistent'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from affidavit.core.errors import ProofError, TransparencyLogError
+from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogVerification, WitnessResult
+from affidavit.tlog.certificates import check_consistency
+from affidavit.tlog.merkle import HASH_SIZE, CompactRange, leaf_hash
+from affidavit.tlog.note import open_checkpoint, parse_checkpoint
+from affidavit.tlog.store import ENTRIES, FileLog
+
+__all__ = ["Witness", "verify_log"]
+
+_BLOCK = 1 << 14  # entries read at a time
+
+
+def _signed_history(
+    log: FileLog, latest: Checkpoint, keys: list[Ed25519PublicKey]
+) -> tuple[list[Checkpoint], str | None]:
+    """Every checkpoint signed, checked in order: signature, no rollback, no second root for a
+    size. Returns them (up to the first that fails) and why that one failed."""
+    notes = list(log.history())
+    if not notes or notes[-1] != latest.note:
+        notes.append(latest.note)  # a kill kept it out of the history: it is checked anyway
+    out: list[Checkpoint] = []
+    roots: dict[int, str] = {}
+    for i, note in enumerate(notes, start=1):
+        try:
+            cp = open_checkpoint(note, keys, origin=latest.origin)
+        except ProofError as exc:
+            return out, f"checkpoint #{i}: {exc.message}"
+        if out and cp.tree_size < out[-1].tree_size:
+            return out, (
+                f"checkpoint #{i}: size {cp.tree_size} signed after size {out[-1].tree_size} "
+                "(the log was rolled back)"
+            )
+        if roots.get(cp.tree_size, cp.root_hash) != cp.root_hash:
+            return out, f"checkpoint #{i}: a second signed root for size {cp.tree_size} (a fork)"
+        roots[cp.tree_size] = cp.root_hash
+        out.append(cp)
+    return out, None
+
+
+def _mismatch(size: int, matched: int) -> str:
+    where = f"entry {matched}" if size - matched == 1 else f"entries {matched} to {size - 1}"
+    still = f" (the checkpoint of size {matched} still matches)" if matched else ""
+    return (
+        f"the checkpoint of size {size} does not match the entries: {where} changed, removed "
+        f"or reordered since it was signed{still}"
+    )
+
+
+def _replay(
+    log: FileLog, size: int, checkpoints: list[Checkpoint]
+) -> tuple[CompactRange, dict[int, list[bytes]], int, str | None]:
+    """Stream the entries through a compact range, comparing each checkpoint's root when its
+    size is reached. Returns the range, every interior node made (by level), how many
+    checkpoints matched, and the first mismatch."""
+    compact = CompactRange()
+    nodes: dict[int, list[bytes]] = {}
+    sizes = sorted({cp.tree_size: cp.root_hash for cp in checkpoints}.items())
+    matched, last_good = 0, 0
+    with (log.path / ENTRIES).open("rb") as fh:
+        while compact.size < size:
+            block = fh.read(min(_BLOCK, size - compact.size) * HASH_SIZE)
+            for at in range(0, len(block), HASH_SIZE):
+                for level, _, value in compact.append(leaf_hash(block[at : at + HASH_SIZE])):
+                    if level:
+                        nodes.setdefault(level, []).append(value)
+                while matched < len(sizes) and sizes[matched][0] == compact.size:
+                    if compact.root().hex() != sizes[matched][1]:
+                        return compact, nodes, matched, _mismatch(compact.size, last_good)
+                    last_good = compact.size
+                    matched += 1
+    return compact, nodes, matched, None
+
+
+def _stored_node_mismatch(log: FileLog, nodes: dict[int, list[bytes]]) -> str | None:
+    """The first stored interior node that differs from the one recomputed."""
+    for level, made in sorted(nodes.items()):
+        try:
+            with (log.path / f"level-{level:02d}").open("rb") as fh:
+                stored = fh.read(len(made) * HASH_SIZE)
+        except FileNotFoundError:
+            stored = b""
+        for index, node in enumerate(made):
+            if stored[index * HASH_SIZE : (index + 1) * HASH_SIZE] != node:
+                return (
+                    f"stored node {index} of level {level} does not match the entries "
+                    "(proofs built from it would be wrong)"
+                )
+    return None
+
+
+def verify_log(log: FileLog, keys: Iterable[Ed25519PublicKey]) -> LogVerification:
+    """Recompute a log from its entries and compare every stored node and checkpoint.
+
+    Reads the whole log once (``O(n)`` hashes) and checks every checkpoint's signature; the
+    first divergence is reported.
+    """
+    try:
+        latest = log.checkpoint()
+    except TransparencyLogError as exc:
+        return LogVerification(valid=False, tree_size=0, reasons=(exc.message,))
+    if latest is None:
+        return LogVerification(valid=True, tree_size=0)
+    size = latest.tree_size
+    checkpoints, why = _signed_history(log, latest, list(keys))
+    if why is not None:
+        return LogVerification(
+            valid=False, tree_size=size, checkpoints_checked=len(checkpoints), reasons=(why,)
+        )
+    entries = log.path / ENTRIES
+    held = entries.stat().st_size // HASH_SIZE if entries.exists() else 0
+    if held < size:
+        why = f"the log holds {held} entries but its latest checkpoint signs {size} (removed)"
+        return LogVerification(valid=False, tree_size=size, reasons=(why,))
+    compact, nodes, matched, why = _replay(log, size, checkpoints)
+    if why is None:
+        why = _stored_node_mismatch(log, nodes)
+    return LogVerification(
+        valid=why is None,
+        tree_size=size,
+        root_hash=compact.root().hex() if why is None else None,
+        checkpoints_checked=matched,
+        reasons=(why,) if why else (),
+    )
+
+
+class Witness:
+    """Keeps the last checkpoint seen of each log and refuses any that does not extend it.
+
+    Args:
+        state: folder of the last checkpoints, one file per origin (created when needed).
+        keys: the log keys trusted; a checkpoint signed by none of them is refused.
+    """
+
+    def __init__(self, state: Path, keys: Iterable[Ed25519PublicKey]) -> None:
+        self.state = Path(state)
+        self.keys = list(keys)
+
+    def _path(self, origin: str) -> Path:
+        name = hashlib.sha256(origin.encode("utf-8")).hexdigest()[:32]
+        return self.state / f"{name}.checkpoint"
+
+    def last(self, origin: str) -> Checkpoint | None:
+        """The last checkpoint accepted for ``origin``."""
+        try:
+            return parse_checkpoint(self._path(origin).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def observe(
+        self,
+        note: str,
+        proof: ConsistencyProof | None = None,
+        *,
+        log: FileLog | None = None,
+    ) -> WitnessResult:
+        """Check a new checkpoint against the last one seen; keep it if it extends it.
+
+        Args:
+            note: the new signed checkpoint.
+            proof: the consistency proof from the last size seen to the new one.
+            log: a log to build that proof from when ``proof`` is None.
+        """
+        try:
+            new = open_checkpoint(note, self.keys)
+        except ProofError as exc:
+            origin = note.split("\n", 1)[0][:200]
+            return WitnessResult(
+                accepted=False,
+                origin=origin,
+                tree_size=0,
+                kind="invalid",
+                reason=f"the checkpoint does not verify: {exc.message}",
+            )
+        old = self.last(new.origin)
+        if old is None:
+            self._keep(new)
+            return WitnessResult(
+                accepted=True,
+                origin=new.origin,
+                tree_size=new.tree_size,
+                kind="first-sight",
+                reason=f"first checkpoint seen of this log (size {new.tree_size}), kept",
+            )
+        seen = {"origin": new.origin, "previous_size": old.tree_size, "tree_size": new.tree_size}
+        if proof is None and log is not None and 0 < old.tree_size < new.tree_size:
+            try:
+                proof = log.prove_consistency(old.tree_size, new.tree_size)
+            except TransparencyLogError as exc:
+                reason = f"the log cannot prove it extends size {old.tree_size}: {exc.message}"
+                return WitnessResult(accepted=False, kind="invalid", reason=reason, **seen)
+        refused = check_consistency(old, new, proof)
+        if refused is not None:
+            return WitnessResult(accepted=False, kind=refused[0], reason=refused[1], **seen)
+        if new.tree_size == old.tree_size:
+            reason = f"same tree as last seen (size {new.tree_size})"
+            return WitnessResult(accepted=True, kind="unchanged", reason=reason, **seen)
+        self._keep(new)
+        reason = f"the tree of size {new.tree_size} extends the one of size {old.tree_size}"
+        return WitnessResult(accepted=True, kind="consistent", reason=reason, **seen)
+
+    def _keep(self, checkpoint: Checkpoint) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        path = self._path(checkpoint.origin)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(checkpoint.note)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
