@@ -73,3 +73,24 @@ def test_eiffel_answer_passages_are_graded_correct(sample) -> None:  # type: ign
     assert result.trace.classification.kind == "correct"
     context = " ".join(" ".join(c.text.split()) for c in result.chunks)
     assert "March 1889" in context and "330 metres" in context
+
+
+def test_eiffel_true_sentences_are_verified_in_ask(sample) -> None:  # type: ignore[no-untyped-def]
+    """The whole ask pipeline with the defaults and the shipped verifier; the LLM is scripted, so
+    what is tested is that the evidence reaches the verifier (it was withheld: "the month March
+    1889 disagrees with 1930 in the evidence")."""
+    from affidavit.pipeline.build import build_pipeline
+    from affidavit.testing.fake_llm import FakeGenerator
+
+    store, embedder, settings = sample
+    answer = (
+        "The Eiffel Tower was completed in March 1889 [1]. "
+        "With its antennas it now stands about 330 metres high [2]."
+    )
+    pipe = build_pipeline(
+        settings, store=store, embedder=embedder, generator=FakeGenerator([answer])
+    )
+    result = pipe.ask(QUESTION, mode="strict")
+    shown = " ".join(result.answer.split())
+    assert "March 1889" in shown, (result.answer, [c.model_dump() for c in result.claims])
+    assert "330 metres" in shown, (result.answer, [c.model_dump() for c in result.claims])
