@@ -11,14 +11,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import ValidationError
 
 from affidavit.audit.auditor import Auditor, ConfigLike
 from affidavit.core.errors import ConfigError
 from affidavit.core.report import AuditReport
-from affidavit.core.settings import Settings, load_settings
+from affidavit.core.retrieval import SearchFilters
+from affidavit.core.settings import Granularity, Settings, load_settings
 from affidavit.core.types import Chunk, Hit
 from affidavit.retrieve.base import SEARCH_MODES, SearchMode
+
+GRANULARITIES: tuple[Granularity, ...] = get_args(Granularity)
 
 # metadata keys a framework document may carry its source URL under, in order of preference
 URL_KEYS = ("url", "source_url", "source", "link", "file_path")
@@ -31,9 +36,11 @@ class StoreSearch:
         settings: the effective settings (store backend and path, retrieve mode, embedder).
         store_path: the store folder (default ``settings.store.path``).
         mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+        granularity: what hybrid search fuses and returns: passage / document / chunk (default
+            ``settings.retrieve.granularity``; see :mod:`affidavit.retrieve.retriever`).
 
     Raises:
-        ConfigError: an unknown mode.
+        ConfigError: an unknown mode or granularity.
     """
 
     def __init__(
@@ -41,12 +48,18 @@ class StoreSearch:
         settings: Settings | None = None,
         store_path: Path | str | None = None,
         mode: SearchMode | None = None,
+        granularity: Granularity | None = None,
     ) -> None:
         self.settings = settings or load_settings()
         self.store_path = Path(store_path) if store_path is not None else None
         self.mode: SearchMode = mode or self.settings.retrieve.mode
         if self.mode not in SEARCH_MODES:
             raise ConfigError(f"unknown mode {self.mode!r}; valid: {', '.join(SEARCH_MODES)}")
+        self.granularity: Granularity = granularity or self.settings.retrieve.granularity
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(
+                f"unknown granularity {self.granularity!r}; valid: {', '.join(GRANULARITIES)}"
+            )
         self._lock = threading.Lock()
         self._store: Any = None
         self._retrievers: dict[bool, Any] = {}
@@ -91,17 +104,24 @@ class StoreSearch:
                     from affidavit.retrieve.embedders import make_embedder
 
                     embedder = make_embedder(self.settings.embed)
-                self._retrievers[dense] = StoreRetriever.from_settings(
-                    store, embedder, self.settings.retrieve
+                retrieve = self.settings.retrieve.model_copy(
+                    update={"granularity": self.granularity}
                 )
+                self._retrievers[dense] = StoreRetriever.from_settings(store, embedder, retrieve)
             return self._retrievers[dense]
 
-    def search(self, query: str, k: int = 5, mode: SearchMode | None = None) -> list[Hit]:
-        """The top ``k`` hits for ``query``."""
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """The top ``k`` hits for ``query`` (within ``filters``, applied before ranking)."""
         m = mode or self.mode
         if m not in SEARCH_MODES:
             raise ConfigError(f"unknown mode {m!r}; valid: {', '.join(SEARCH_MODES)}")
-        hits: list[Hit] = self.retriever(m).search(query, k=k, mode=m)
+        hits: list[Hit] = self.retriever(m).search(query, k=k, mode=m, filters=filters)
         return hits
 
     def close(self) -> None:
@@ -111,6 +131,31 @@ class StoreSearch:
                 self._store.close()
             self._store = None
             self._retrievers = {}
+
+
+def search_filters(value: SearchFilters | Mapping[str, Any] | None) -> SearchFilters | None:
+    """Filters from a :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict
+    (``domains``, ``date_from``, ``date_to``, ``doc_ids``).
+
+    Raises:
+        ConfigError: an unknown key or an invalid value (the message lists the valid keys).
+
+    Example:
+        >>> search_filters({"domains": ["wikipedia.org"]}).domains
+        ('wikipedia.org',)
+    """
+    if value is None or isinstance(value, SearchFilters):
+        return value
+    valid = ", ".join(SearchFilters.model_fields)
+    unknown = sorted(set(value) - set(SearchFilters.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown filter key(s) {', '.join(unknown)}; valid: {valid}")
+    try:
+        return SearchFilters.model_validate(dict(value))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"invalid filters: {where}: {first['msg']} (keys: {valid})") from exc
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
@@ -168,4 +213,13 @@ def _report(mode: str, guarded: str | None) -> AuditReport:
     )
 
 
-__all__ = ["URL_KEYS", "StoreSearch", "chunk_from", "hit_metadata", "make_auditor", "shown_answer"]
+__all__ = [
+    "GRANULARITIES",
+    "URL_KEYS",
+    "StoreSearch",
+    "chunk_from",
+    "hit_metadata",
+    "make_auditor",
+    "search_filters",
+    "shown_answer",
+]

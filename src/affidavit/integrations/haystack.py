@@ -2,8 +2,8 @@
 
 Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` signatures:
 
-- :class:`AffidavitRetriever`: ``query: str`` -> ``documents: list[Document]`` from an
-  affidavit store.
+- :class:`AffidavitRetriever`: ``query: str`` (and optional ``top_k``, ``filters``) ->
+  ``documents: list[Document]`` from an affidavit store (``mode``, ``granularity`` at init).
 - :class:`AffidavitAuditor`: ``query: str``, ``documents: list[Document]`` and the generator's
   ``replies: list[ChatMessage]`` (or a plain ``answer: str``) -> ``answer: str`` (what the
   enforcement mode lets through), ``replies: list[ChatMessage]`` (the same, as a message),
@@ -14,6 +14,9 @@ Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` s
   cross-encoder, needs ``affidavit[models]``).
 
 Both audit components have ``run_async`` (the audit runs in the shared worker pool).
+Loading a saved pipeline needs ``Pipeline.loads(text,
+allowed_modules=["affidavit.integrations.haystack"])`` (or that module in
+``HAYSTACK_DESERIALIZATION_ALLOWLIST``): Haystack builds classes only from modules it trusts.
 
 Example:
     >>> from haystack import Document
@@ -29,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -37,6 +41,7 @@ from affidavit.core.errors import InputError, MissingDependencyError
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
     from haystack.dataclasses import ChatMessage
+    from haystack.utils.filters import document_matches_filter
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         "haystack-ai", "haystack", purpose="the Haystack integration"
@@ -45,9 +50,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from affidavit.audit.auditor import Auditor
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport
-from affidavit.core.settings import Settings, load_settings
+from affidavit.core.retrieval import SearchFilters
+from affidavit.core.settings import AuditSettings, Settings, load_settings
 from affidavit.core.types import Chunk, EnforcementMode
-from affidavit.integrations._common import StoreSearch, chunk_from, hit_metadata, shown_answer
+from affidavit.integrations._common import (
+    StoreSearch,
+    chunk_from,
+    hit_metadata,
+    search_filters,
+    shown_answer,
+)
 from affidavit.verify.base import ClaimVerifier
 
 
@@ -89,6 +101,18 @@ class AffidavitRetriever:
         store_path: the store folder (default ``store.path`` from the settings).
         top_k: documents returned.
         mode: bm25 / dense / hybrid (default ``retrieve.mode``).
+        granularity: what hybrid search fuses and returns: ``passage`` (at most
+            ``retrieve.per_document`` chunks of a document, neighbours merged), ``document`` (one
+            best chunk per document) or ``chunk`` (default ``retrieve.granularity``).
+        filters: default filters (``run(filters=...)`` replaces them), in either form:
+            affidavit's own fields (``{"domains": [...], "date_from": ..., "date_to": ...,
+            "doc_ids": [...]}``), applied in the store before ranking; or Haystack's filter
+            syntax (``{"field": "meta.doc_id", "operator": "==", "value": "x"}``, nested with
+            ``AND``/``OR``/``NOT``), applied to the best ``retrieve.candidates`` hits, so a
+            filter that keeps few of them may return fewer than ``top_k`` documents.
+
+    Raises:
+        ConfigError: an unknown mode, granularity or filter key.
     """
 
     def __init__(
@@ -96,27 +120,55 @@ class AffidavitRetriever:
         store_path: str | None = None,
         top_k: int = 5,
         mode: Literal["bm25", "dense", "hybrid"] | None = None,
+        granularity: Literal["passage", "document", "chunk"] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> None:
         self.store_path = store_path
         self.top_k = top_k
         self.mode = mode
-        self._search = StoreSearch(load_settings(), store_path, mode)
+        self.granularity = granularity
+        self.filters = filters
+        self._search = StoreSearch(load_settings(), store_path, mode, granularity)
+        _split_filters(filters)  # an invalid filter fails here, not at the first query
 
-    def _documents(self, query: str, top_k: int | None) -> list[Document]:
-        return [
+    def _documents(
+        self, query: str, top_k: int | None, filters: dict[str, Any] | None
+    ) -> list[Document]:
+        k = top_k or self.top_k
+        own, haystack_filters = _split_filters(filters if filters is not None else self.filters)
+        n = max(k, self._search.settings.retrieve.candidates) if haystack_filters else k
+        docs = [
             Document(id=h.chunk.id, content=h.chunk.text, meta=hit_metadata(h), score=h.score)
-            for h in self._search.search(query, k=top_k or self.top_k)
+            for h in self._search.search(query, k=n, filters=own)
         ]
+        if haystack_filters:
+            docs = [d for d in docs if document_matches_filter(haystack_filters, d)]
+        return docs[:k]
 
     @component.output_types(documents=list[Document])
-    def run(self, query: str, top_k: int | None = None) -> dict[str, Any]:
-        """The top documents for ``query``."""
-        return {"documents": self._documents(query, top_k)}
+    def run(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The top documents for ``query`` (``filters`` replace the ones given at init)."""
+        return {"documents": self._documents(query, top_k, filters)}
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, query: str, top_k: int | None = None) -> dict[str, Any]:
+    async def run_async(
+        self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """:meth:`run` off the event loop."""
-        return {"documents": await offload(self._documents, query, top_k)}
+        return {"documents": await offload(self._documents, query, top_k, filters)}
+
+
+def _split_filters(
+    filters: dict[str, Any] | None,
+) -> tuple[SearchFilters | None, dict[str, Any] | None]:
+    """(affidavit's filters, Haystack-syntax filters): a dict with ``operator`` is Haystack's."""
+    if not filters:
+        return None, None
+    if "operator" in filters:
+        return None, filters
+    return search_filters(filters), None
 
 
 _MASKED = "**********"
@@ -175,12 +227,33 @@ class _AuditBase:
         if min_compliance is not None:
             update["min_compliance"] = min_compliance
         audit = base.audit.model_validate({**base.audit.model_dump(), **update})
-        s = base.model_copy(update={"audit": audit})
-        if use_verifier and verifier is None:
-            from affidavit.pipeline.check import default_verifier
+        self._effective = base.model_copy(update={"audit": audit})
+        self._lock = threading.Lock()
+        self._auditor: Auditor | None = None
+        if not use_verifier or verifier is not None:
+            self._auditor = Auditor(self._effective, verifier=verifier)  # nothing to load
 
-            verifier = default_verifier(s)
-        self.auditor = Auditor(s, verifier=verifier)
+    def warm_up(self) -> None:
+        """Load the verifier model when one is needed (Haystack calls this before the first
+        run; a component is built, serialised and connected without loading any model)."""
+        self._ready()
+
+    def _ready(self) -> Auditor:
+        with self._lock:
+            if self._auditor is None:
+                # use_verifier without a verifier: Auditor builds the settings' cascade
+                self._auditor = Auditor(self._effective)
+            return self._auditor
+
+    @property
+    def auditor(self) -> Auditor:
+        """The auditor (warmed up on first use when :meth:`warm_up` has not run)."""
+        return self._ready()
+
+    @property
+    def audit_settings(self) -> AuditSettings:
+        """The effective audit settings (no model loaded to read them)."""
+        return self._effective.audit
 
     def to_dict(self) -> dict[str, Any]:
         """The component's whole configuration (for ``Pipeline.dumps``)."""

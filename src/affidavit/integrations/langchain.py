@@ -58,6 +58,7 @@ from affidavit.audit.auditor import Auditor, ConfigLike
 from affidavit.audit.stream import StreamGuard
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport
+from affidavit.core.retrieval import SearchFilters
 from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Message
 from affidavit.integrations._common import (
@@ -65,6 +66,7 @@ from affidavit.integrations._common import (
     chunk_from,
     hit_metadata,
     make_auditor,
+    search_filters,
     shown_answer,
 )
 
@@ -82,10 +84,18 @@ class AffidavitRetriever(BaseRetriever):
         store_path: the store folder (default ``settings.store.path``).
         k: documents returned.
         mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+        granularity: what hybrid search fuses and returns: ``passage`` (at most
+            ``retrieve.per_document`` chunks of a document, neighbours merged), ``document``
+            (one best chunk per document) or ``chunk`` (plain chunk fusion); default
+            ``settings.retrieve.granularity``.
+        filters: metadata filters applied before ranking: a
+            :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict
+            (``domains``, ``date_from``, ``date_to``, ``doc_ids``).
         settings: the effective settings (default: loaded as the CLI does).
 
     Example:
-        >>> retriever = AffidavitRetriever(store_path=".affidavit", k=3, mode="bm25")
+        >>> retriever = AffidavitRetriever(store_path=".affidavit", k=3, mode="bm25",
+        ...                                granularity="document")
         >>> docs = retriever.invoke("When did the Forth Bridge open?")  # doctest: +SKIP
     """
 
@@ -94,17 +104,21 @@ class AffidavitRetriever(BaseRetriever):
     store_path: str | None = None
     k: int = 5
     mode: Literal["bm25", "dense", "hybrid"] | None = None
+    granularity: Literal["passage", "document", "chunk"] | None = None
+    filters: SearchFilters | dict[str, Any] | None = None
     settings: Settings | None = None
     _search: StoreSearch = PrivateAttr()
+    _filters: SearchFilters | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Open nothing yet: the store is opened on the first query."""
-        self._search = StoreSearch(self.settings, self.store_path, self.mode)
+        """Validate now, open nothing yet: the store is opened on the first query."""
+        self._search = StoreSearch(self.settings, self.store_path, self.mode, self.granularity)
+        self._filters = search_filters(self.filters)
 
     def _documents(self, query: str) -> list[Document]:
         return [
             Document(page_content=h.chunk.text, metadata=hit_metadata(h), id=h.chunk.id)
-            for h in self._search.search(query, k=self.k)
+            for h in self._search.search(query, k=self.k, filters=self._filters)
         ]
 
     def _get_relevant_documents(

@@ -64,6 +64,7 @@ from affidavit.audit.auditor import Auditor, ConfigLike, resolve_settings
 from affidavit.audit.stream import StreamGuard
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport, BlockedSource
+from affidavit.core.retrieval import SearchFilters
 from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk
 from affidavit.integrations._common import (
@@ -71,6 +72,7 @@ from affidavit.integrations._common import (
     chunk_from,
     hit_metadata,
     make_auditor,
+    search_filters,
     shown_answer,
 )
 from affidavit.policy.sources import apply_allowlist, assess_freshness
@@ -91,6 +93,10 @@ class AffidavitRetriever(BaseRetriever):
         store_path: the store folder (default ``settings.store.path``).
         k: nodes returned.
         mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
+        granularity: what hybrid search fuses and returns: passage / document / chunk
+            (default ``settings.retrieve.granularity``; see the LangChain retriever).
+        filters: metadata filters applied before ranking: a
+            :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict.
         settings: the effective settings.
 
     Example:
@@ -103,10 +109,13 @@ class AffidavitRetriever(BaseRetriever):
         *,
         k: int = 5,
         mode: Literal["bm25", "dense", "hybrid"] | None = None,
+        granularity: Literal["passage", "document", "chunk"] | None = None,
+        filters: SearchFilters | dict[str, Any] | None = None,
         settings: Settings | None = None,
         **kwargs: Any,
     ) -> None:
-        self._search = StoreSearch(settings, store_path, mode)
+        self._search = StoreSearch(settings, store_path, mode, granularity)
+        self._filters = search_filters(filters)
         self.k = k
         super().__init__(**kwargs)
 
@@ -116,7 +125,7 @@ class AffidavitRetriever(BaseRetriever):
                 node=TextNode(text=h.chunk.text, id_=h.chunk.id, metadata=hit_metadata(h)),
                 score=h.score,
             )
-            for h in self._search.search(query, k=self.k)
+            for h in self._search.search(query, k=self.k, filters=self._filters)
         ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -164,3 +164,92 @@ def test_every_setting_of_the_audit_components_round_trips_through_yaml(
         assert c.settings.model_dump(exclude={"generate"}) == s.model_dump(exclude={"generate"})
         assert c.settings.generate.api_key.get_secret_value() == "from-the-environment"
     assert q.get_component("audit").auditor.settings.min_compliance == 0.75
+
+
+def test_the_verifier_loads_its_model_in_warm_up_not_in_init(
+    monkeypatch: pytest.MonkeyPatch, sample_store: Path
+) -> None:
+    """Issue 28: AffidavitVerifier loaded its model in __init__; Haystack components load in
+    warm_up, which Pipeline.run calls, so a pipeline is built, saved and loaded model-free."""
+    import affidavit.pipeline.check as check
+
+    loads: list[object] = []
+
+    def fake_default_verifier(settings: object) -> KeywordVerifier:
+        loads.append(settings)
+        return KeywordVerifier()
+
+    monkeypatch.setattr(check, "default_verifier", fake_default_verifier)
+    verifier = AffidavitVerifier(mode="guardrail")
+    assert loads == [] and verifier.audit_settings.use_verifier is True
+    p = pipeline(sample_store, [FAITHFUL], verifier)
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    assert loads == []
+    out = q.run(inputs())["audit"]
+    assert len(loads) == 1  # Pipeline.run warmed it up once
+    assert out["trust_passed"] is True and out["report"].claims[0].verdict is not None
+    q.run(inputs() | {"llm": {}})
+    assert len(loads) == 1
+
+
+def test_loading_a_pipeline_names_the_module_haystack_must_trust(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 28: Pipeline.loads needs the module allowed, which the docs did not say; they say
+    it now (both ways Haystack offers), and this checks both."""
+    from haystack.core.errors import DeserializationError
+
+    p = Pipeline()
+    p.add_component("audit", AffidavitAuditor(mode="enforce"))
+    text = p.dumps()
+    with pytest.raises(DeserializationError, match=r"affidavit\.integrations\.haystack"):
+        Pipeline.loads(text)
+    assert Pipeline.loads(text, allowed_modules=["affidavit.integrations.haystack"])
+    monkeypatch.setenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", "affidavit.integrations.haystack")
+    assert Pipeline.loads(text).get_component("audit").audit_settings.mode == "enforce"
+    docs = (Path(__file__).resolve().parents[3] / "docs/how-to/audit-your-chain.md").read_text()
+    assert "allowed_modules" in docs and "HAYSTACK_DESERIALIZATION_ALLOWLIST" in docs
+
+
+def test_the_retriever_takes_filters_in_either_syntax(sample_store: Path) -> None:
+    """Issue 28: the retriever had no filters input."""
+    from affidavit.core.errors import ConfigError
+
+    both = "the Forth Bridge and the Eiffel Tower"
+    r = AffidavitRetriever(str(sample_store), top_k=2, mode="bm25")
+    assert {d.meta["doc_id"] for d in r.run(both)["documents"]} == {
+        "forth_bridge",
+        "eiffel_tower",
+    }
+    own = r.run(both, filters={"doc_ids": ["eiffel_tower"]})["documents"]
+    assert own and {d.meta["doc_id"] for d in own} == {"eiffel_tower"}
+    hay = {"field": "meta.doc_id", "operator": "==", "value": "eiffel_tower"}
+    assert [d.id for d in r.run(both, filters=hay)["documents"]] == [d.id for d in own]
+    assert r.run(both, filters={"domains": ["example.org"]})["documents"] == []
+    fixed = AffidavitRetriever(str(sample_store), top_k=2, mode="bm25", filters=hay)
+    assert {d.meta["doc_id"] for d in fixed.run(both)["documents"]} == {"eiffel_tower"}
+    p = Pipeline()
+    p.add_component("retriever", fixed)
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    assert q.get_component("retriever").filters == hay
+    out = q.run({"retriever": {"query": both, "filters": {"doc_ids": ["forth_bridge"]}}})
+    assert {d.meta["doc_id"] for d in out["retriever"]["documents"]} == {"forth_bridge"}
+    with pytest.raises(ConfigError, match="valid: domains"):
+        AffidavitRetriever(str(sample_store), filters={"domain": ["x.org"]})
+
+
+def test_the_retriever_exposes_granularity_and_mode(sample_store: Path) -> None:
+    """Issue 28: the integrations exposed no retrieval granularity."""
+    from affidavit.core.errors import ConfigError
+
+    r = AffidavitRetriever(str(sample_store), top_k=2, mode="bm25", granularity="document")
+    assert r._search.retriever().config()["granularity"] == "document"
+    p = Pipeline()
+    p.add_component("retriever", r)
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    assert (q.get_component("retriever").granularity, q.get_component("retriever").mode) == (
+        "document",
+        "bm25",
+    )
+    with pytest.raises(ConfigError, match="valid: passage, document, chunk"):
+        AffidavitRetriever(str(sample_store), granularity="sentence")  # type: ignore[arg-type]

@@ -268,3 +268,25 @@ def test_stream_in_enforce_mode_stops_at_the_first_failing_sentence(sample_store
         for chunk in chain.stream(QUESTION):
             seen.append(chunk)
     assert _answer_chunks(seen) == [FAITHFUL]
+
+
+def test_the_retriever_exposes_granularity_and_filters(sample_store: Path) -> None:
+    """Issue 28: the integrations exposed no retrieval granularity."""
+    from pydantic import ValidationError
+
+    from affidavit.core.errors import ConfigError
+
+    r = AffidavitRetriever(
+        store_path=str(sample_store),
+        k=2,
+        mode="bm25",
+        granularity="chunk",
+        filters={"doc_ids": ["eiffel_tower"]},
+    )
+    assert r._search.retriever().config()["granularity"] == "chunk"
+    docs = r.invoke("the Forth Bridge and the Eiffel Tower")
+    assert docs and {d.metadata["doc_id"] for d in docs} == {"eiffel_tower"}
+    with pytest.raises(ValidationError, match="'passage', 'document' or 'chunk'"):
+        AffidavitRetriever(store_path=str(sample_store), granularity="page")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="valid: domains"):
+        AffidavitRetriever(store_path=str(sample_store), filters={"domain": ["x.org"]})

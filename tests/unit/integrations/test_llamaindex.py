@@ -215,3 +215,14 @@ def test_postprocessor_keeps_local_files_the_allowlist_names(tmp_path: Path) -> 
         settings,
     )
     assert report.trust_passed and len(report.blocked_sources) == 1
+
+
+def test_the_retriever_exposes_granularity_and_filters(sample_store: Path) -> None:
+    """Issue 28: the integrations exposed no retrieval granularity."""
+    r = AffidavitRetriever(
+        str(sample_store), k=2, mode="bm25", granularity="document", filters={"doc_ids": ["x"]}
+    )
+    assert r._search.retriever().config()["granularity"] == "document"
+    assert r.retrieve("the Forth Bridge and the Eiffel Tower") == []
+    with pytest.raises(ConfigError, match="valid: passage, document, chunk"):
+        AffidavitRetriever(str(sample_store), granularity="page")  # type: ignore[arg-type]
