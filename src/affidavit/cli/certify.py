@@ -4,6 +4,8 @@ Commands:
     affidavit keys generate [--force] [--encrypt]
     affidavit keys show
     affidavit certificate verify CERT.json [--public-key FILE]... [--store DIR [--replay]]
+        [--log [--checkpoint NEWER [--consistency-proof FILE]]]
+    affidavit certificate prove CERT.json [--output FILE]
     affidavit certificate show CERT.json
     affidavit export-schemas DIR
     affidavit validate FILE --schema NAME
@@ -217,16 +219,47 @@ def certificate_verify(
             "--store", help="Store folder: compare evidence hashes with it (and --replay on it)."
         ),
     ] = None,
+    log: Annotated[
+        bool,
+        typer.Option(
+            "--log",
+            help="Also check its transparency-log entry offline: the checkpoint's signature and "
+            "the inclusion proof to its root.",
+        ),
+    ] = False,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="With --log: a newer signed checkpoint of the same log; check that it extends "
+            "the certificate's (proof from --consistency-proof, else from your log).",
+        ),
+    ] = None,
+    consistency_proof: Annotated[
+        Path | None,
+        typer.Option(
+            "--consistency-proof",
+            help="Consistency proof JSON to --checkpoint (`log prove-consistency`, or "
+            "GET /v1/log/proof/consistency).",
+        ),
+    ] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", help="The log to build a consistency proof from."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Check a certificate's schema, signature, signer and evidence hashes (exit 0 valid, 1 not)."""
+    """Check a certificate's schema, signature, signer and evidence hashes (exit 0 valid, 1 not);
+    with --log, its place in the transparency log too."""
     from affidavit.certify.keys import trusted_keys
     from affidavit.certify.verify import verify_certificate
     from affidavit.core.errors import AffidavitError
 
     if replay and store is None:
         raise fail_usage("--replay needs --store DIR")
+    if (checkpoint or consistency_proof) and not log:
+        raise fail_usage("--checkpoint and --consistency-proof go with --log")
     settings = cli_settings(config)
     _refuse_deep_json(cert)
     try:
@@ -239,6 +272,10 @@ def certificate_verify(
         else:
             result = verify_certificate(cert, trusted)
     reasons = list(result.reasons)
+    if log:
+        reasons.extend(
+            _log_reasons(cert, settings, trusted, checkpoint, consistency_proof, log_dir)
+        )
     replayed = None
     if replay and store is not None and result.valid:
         with usage_errors():
@@ -268,9 +305,12 @@ def certificate_verify(
             done += f"{len(not_replayed)} not replayable (listed below): replay incomplete"
         else:
             done = "; replay agrees"
+        logged = ""
+        if log:
+            logged = "; in the log" + (", which a newer checkpoint extends" if checkpoint else "")
         typer.echo(
             f"valid: signed by trusted key {result.key_id}; "
-            f"{result.evidence_checked} evidence hashes checked" + done
+            f"{result.evidence_checked} evidence hashes checked" + logged + done
         )
         for n in not_replayed:
             typer.echo(f"not replayed: {safe_terminal(n)}")
@@ -283,6 +323,84 @@ def certificate_verify(
     # fail closed: --replay asked for every decision to be re-checked; one that could not be is
     # not a pass, even though the signature and the hashes are valid
     raise typer.Exit(EXIT_OK if valid and not not_replayed else EXIT_FAIL)
+
+
+def _log_reasons(
+    cert: Path,
+    settings: Any,
+    trusted: Any,
+    checkpoint: Path | None,
+    consistency_proof: Path | None,
+    log_dir: Path | None,
+) -> list[str]:
+    """Why the certificate's log entry does not hold (``--log``), offline."""
+    from affidavit.certify.certificate import load_certificate
+    from affidavit.cli.log import open_own_log, read_proof_file
+    from affidavit.core.limits import read_file_bounded
+    from affidavit.tlog.certificates import check_log_entry
+    from affidavit.tlog.note import MAX_NOTE_BYTES
+
+    with usage_errors():
+        model = load_certificate(cert)
+        newer = (
+            read_file_bounded(checkpoint, MAX_NOTE_BYTES, "checkpoint").decode("utf-8", "replace")
+            if checkpoint is not None
+            else None
+        )
+    proof = read_proof_file(consistency_proof) if consistency_proof is not None else None
+    source = None
+    if newer is not None and proof is None:
+        source = open_own_log(settings, log_dir)
+    try:
+        return [
+            f"log: {r}"
+            for r in check_log_entry(
+                model, trusted.values(), newer=newer, consistency=proof, log=source
+            )
+        ]
+    finally:
+        if source is not None:
+            source.close()
+
+
+@certificate_app.command("prove")
+def certificate_prove(
+    cert: Annotated[Path, typer.Argument(help="The certificate JSON file.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the certificate here (default: in place)."),
+    ] = None,
+    log_dir: Annotated[
+        Path | None, typer.Option("--log-dir", help="The log folder (default: your key's log).")
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Attach (or refresh) the certificate's log entry: its inclusion proof to the latest
+    checkpoint. Only the unsigned log_entry changes (exit 1: not in the log)."""
+    from affidavit.certify.certificate import load_certificate, write_certificate
+    from affidavit.cli.log import open_own_log
+    from affidavit.core.errors import TransparencyLogError
+    from affidavit.tlog.certificates import prove_certificate
+
+    settings = cli_settings(config)
+    _refuse_deep_json(cert)
+    with usage_errors():
+        model = load_certificate(cert)
+    with open_own_log(settings, log_dir) as source:
+        try:
+            proved = prove_certificate(model, source)
+        except TransparencyLogError as exc:
+            typer.echo(f"NOT IN THE LOG: {safe_terminal(exc.message)}", err=True)
+            raise typer.Exit(EXIT_FAIL) from None
+    with usage_errors():
+        write_certificate(proved, output or cert)
+    assert proved.log_entry is not None
+    entry = proved.log_entry
+    typer.echo(
+        f"entry {entry.inclusion.leaf_index} of {entry.checkpoint.tree_size} in "
+        f"{safe_terminal(entry.checkpoint.origin)}: proof written to "
+        f"{safe_terminal(str(output or cert))}"
+    )
 
 
 @certificate_app.command("show")

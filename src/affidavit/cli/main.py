@@ -28,7 +28,17 @@ app = typer.Typer(
 )
 
 # command modules, each with register(app); imported here, their heavy deps are lazy
-_COMMAND_MODULES = ("audit", "ingest", "store", "verify", "certify", "ask", "serve", "mcp")
+_COMMAND_MODULES = (
+    "audit",
+    "ingest",
+    "store",
+    "verify",
+    "certify",
+    "log",
+    "ask",
+    "serve",
+    "mcp",
+)
 
 
 def _register_all() -> None:

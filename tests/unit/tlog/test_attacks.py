@@ -1,0 +1,263 @@
+"""Attacks on the log, each caught by `affidavit log verify` or the witness with a reason and
+exit 1: an entry deleted, two entries reordered, an old entry rewritten and a checkpoint
+re-signed (with and without rewriting the history), a fork, a rollback - and a certificate whose
+log entry was tampered with."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typer.testing import CliRunner
+
+from affidavit.certify import build_certificate, sign_certificate
+from affidavit.certify.keys import generate_key
+from affidavit.cli.main import app
+from affidavit.core.settings import Settings
+from affidavit.tlog.certificates import certificate_entry, default_log_path, log_certificate
+from affidavit.tlog.merkle import MemoryTree, leaf_hash
+from affidavit.tlog.note import sign_checkpoint
+from affidavit.tlog.store import FileLog
+
+N = 8
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output + (result.stderr if result.stderr_bytes else "")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AFFIDAVIT_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def issued(home: Path) -> tuple[Ed25519PrivateKey, Path, list[Path]]:
+    """A key, its log, and N logged certificates written to files."""
+    settings = Settings(home=home)
+    key = generate_key(home / "keys" / "signing.pem")
+    paths = []
+    for i in range(N):
+        cert = build_certificate(f"Q{i}?", "A.", [], [], None, settings, [])
+        signed = log_certificate(sign_certificate(cert, key), settings, key)
+        path = home.parent / f"c{i}.json"
+        path.write_text(signed.model_dump_json(), encoding="utf-8")
+        paths.append(path)
+    return key, default_log_path(settings, key.public_key()), paths
+
+
+def _entries(log: Path) -> list[bytes]:
+    data = (log / "entries").read_bytes()
+    return [data[i : i + 32] for i in range(0, len(data), 32)]
+
+
+def _rewrite(log: Path, entries: list[bytes]) -> None:
+    """Rewrite entries and every stored node level to match them (a careful attacker)."""
+    tree = MemoryTree()
+    for e in entries:
+        tree.append_hash(leaf_hash(e))
+    (log / "entries").write_bytes(b"".join(entries))
+    for level in range(1, len(tree.levels)):
+        (log / f"level-{level:02d}").write_bytes(b"".join(tree.levels[level]))
+
+
+def _resign(log: Path, key: Ed25519PrivateKey, entries: list[bytes]) -> str:
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    tree = MemoryTree()
+    for e in entries:
+        tree.append_hash(leaf_hash(e))
+    note = sign_checkpoint(origin, len(entries), tree.root(), key)
+    (log / "checkpoint").write_text(note)
+    return note
+
+
+def test_an_honest_log_verifies(issued: tuple[Ed25519PrivateKey, Path, list[Path]]) -> None:
+    code, out = run("log", "verify")
+    assert code == 0 and f"{N} signed checkpoints agree" in out
+
+
+def test_a_deleted_entry_is_caught(issued: tuple[Ed25519PrivateKey, Path, list[Path]]) -> None:
+    _, log, _ = issued
+    entries = _entries(log)
+    (log / "entries").write_bytes(b"".join(entries[:3] + entries[4:]))
+    code, out = run("log", "verify")
+    assert code == 1 and "holds 7 entries but its latest checkpoint signs 8" in out
+
+
+def test_a_deleted_entry_with_nodes_rebuilt_is_caught(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    key, log, _ = issued
+    entries = _entries(log)
+    kept = entries[:3] + entries[4:]
+    _rewrite(log, kept)
+    _resign(log, key, kept)  # even with the key: the history holds the old checkpoints
+    code, out = run("log", "verify")
+    assert code == 1 and "size 7 signed after size 8 (the log was rolled back)" in out
+    # and one more entry, to keep the size: a second root for size 8
+    _rewrite(log, [*kept, bytes(32)])
+    _resign(log, key, [*kept, bytes(32)])
+    code, out = run("log", "verify")
+    assert code == 1 and "a second signed root for size 8 (a fork)" in out
+
+
+def test_two_reordered_entries_are_caught(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    _, log, _ = issued
+    entries = _entries(log)
+    entries[2], entries[5] = entries[5], entries[2]
+    _rewrite(log, entries)
+    code, out = run("log", "verify")
+    assert code == 1 and "checkpoint of size 3 does not match the entries: entry 2" in out
+
+
+def test_a_rewritten_entry_with_a_resigned_checkpoint_is_caught_by_log_verify(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    key, log, _ = issued
+    entries = _entries(log)
+    entries[1] = bytes(32)
+    _rewrite(log, entries)
+    code, out = run("log", "verify")  # without the key: every checkpoint since disagrees
+    assert code == 1 and "checkpoint of size 2 does not match the entries: entry 1" in out
+    _resign(log, key, entries)  # with it: the new root for size 8 is a second one
+    code, out = run("log", "verify")
+    assert code == 1 and "a second signed root for size 8 (a fork)" in out
+
+
+def test_a_rewritten_log_with_its_history_rewritten_is_caught_by_the_witness(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    key, log, _ = issued
+    assert run("log", "witness", str(log))[0] == 0  # the witness saw size 8
+    entries = _entries(log)
+    entries[1] = bytes(32)
+    entries.append(bytes([9]) * 32)  # and the log grows, as if nothing happened
+    _rewrite(log, entries)
+    note = _resign(log, key, entries)
+    (log / "checkpoints").write_bytes(len(note.encode()).to_bytes(4, "big") + note.encode())
+    assert run("log", "verify")[0] == 0  # the keeper erased every trace of the old tree...
+    code, out = run("log", "witness", str(log))
+    assert code == 1 and "REFUSED (fork)" in out and "does not extend" in out  # ...but not this
+
+
+def test_a_fork_of_the_same_size_is_caught_by_the_witness(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    key, log, _ = issued
+    assert run("log", "witness", str(log / "checkpoint"))[0] == 0
+    entries = _entries(log)
+    entries[-1] = bytes(32)
+    fork = home.parent / "fork.checkpoint"
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    tree = MemoryTree()
+    for e in entries:
+        tree.append_hash(leaf_hash(e))
+    fork.write_text(sign_checkpoint(origin, N, tree.root(), key))
+    code, out = run("log", "witness", str(fork))
+    assert code == 1 and f"REFUSED (fork): fork: two signed checkpoints of size {N}" in out
+
+
+def test_a_fork_in_the_history_is_caught_by_log_verify(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    key, log, _ = issued
+    entries = _entries(log)
+    other = [*entries[:-1], bytes(32)]
+    tree = MemoryTree()
+    for e in other:
+        tree.append_hash(leaf_hash(e))
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    note = sign_checkpoint(origin, N, tree.root(), key).encode()
+    with (log / "checkpoints").open("ab") as fh:
+        fh.write(len(note).to_bytes(4, "big") + note)
+    code, out = run("log", "verify")
+    assert code == 1 and f"a second signed root for size {N} (a fork)" in out
+
+
+def test_a_rollback_is_caught_by_the_witness(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    key, log, _ = issued
+    old = home.parent / "old.checkpoint"
+    shutil.copy(log / "checkpoint", old)
+    old_note = old.read_text()
+    assert run("log", "witness", str(log))[0] == 0
+    # an older checkpoint of the same log (size 8) after the witness saw size 9
+    FileLog(log).append([bytes(32)], key, old_note.split("\n")[0])
+    assert run("log", "witness", str(log))[0] == 0
+    code, out = run("log", "witness", str(old))
+    assert code == 1 and "REFUSED (rollback)" in out and "fewer than the 9" in out
+
+
+def test_a_checkpoint_by_another_key_is_refused(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    _, log, _ = issued
+    stranger = Ed25519PrivateKey.generate()
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    fake = home.parent / "fake.checkpoint"
+    fake.write_text(sign_checkpoint(origin, 100, bytes(32), stranger))
+    code, out = run("log", "witness", str(fake))
+    assert code == 1 and "REFUSED (invalid)" in out and "no signature by a trusted key" in out
+
+
+def test_certificate_verify_log_catches_a_tampered_entry(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    paths = issued[2]
+    assert run("certificate", "verify", str(paths[2]), "--log")[0] == 0
+    tree = json.loads(paths[2].read_text())
+    tree["log_entry"]["inclusion"]["hashes"][0] = "00" * 32
+    paths[2].write_text(json.dumps(tree))
+    code, out = run("certificate", "verify", str(paths[2]), "--log")
+    assert code == 1 and "log: inclusion proof" in out
+    # another certificate's entry, moved over: the hash does not match
+    tree["log_entry"] = json.loads(paths[3].read_text())["log_entry"]
+    paths[2].write_text(json.dumps(tree))
+    code, out = run("certificate", "verify", str(paths[2]), "--log")
+    assert code == 1 and "another certificate" in out
+
+
+def test_certificate_prove_and_a_newer_checkpoint(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    key, log, paths = issued
+    newer = home.parent / "newer.checkpoint"
+    shutil.copy(log / "checkpoint", newer)
+    code, out = run("certificate", "verify", str(paths[0]), "--log", "--checkpoint", str(newer))
+    assert code == 0 and "a newer checkpoint extends" in out
+    code, _ = run("log", "prove-consistency", "1", str(newer), "-o", str(home.parent / "p.json"))
+    assert code == 0
+    code, out = run(
+        "certificate", "verify", str(paths[0]), "--log", "--checkpoint", str(newer),
+        "--consistency-proof", str(home.parent / "p.json"),
+    )  # fmt: skip
+    assert code == 0
+    # the proof of another pair of sizes does not pass for this one
+    code, out = run(
+        "certificate", "verify", str(paths[1]), "--log", "--checkpoint", str(newer),
+        "--consistency-proof", str(home.parent / "p.json"),
+    )  # fmt: skip
+    assert code == 1 and "for sizes 1 -> 8, not 2 -> 8" in out
+    assert run("certificate", "prove", str(paths[0]))[0] == 0
+    proved = json.loads(paths[0].read_text())["log_entry"]
+    assert proved["inclusion"]["tree_size"] == N and proved["checkpoint"]["tree_size"] == N
+    assert run("certificate", "verify", str(paths[0]), "--log")[0] == 0
+    # an unlogged certificate: not in the log, exit 1
+    settings = Settings(home=home, tlog={"enabled": False})
+    lone = sign_certificate(build_certificate("Q?", "B.", [], [], None, settings, []), key)
+    lone_path = home.parent / "lone.json"
+    lone_path.write_text(lone.model_dump_json())
+    code, out = run("certificate", "prove", str(lone_path))
+    assert code == 1 and "NOT IN THE LOG" in out
+    code, out = run("certificate", "verify", str(lone_path), "--log")
+    assert code == 1 and "carries no log entry" in out
+    assert certificate_entry(lone) not in _entries(log)
