@@ -130,3 +130,20 @@ def test_old_layout_is_refused(tmp_path: Path) -> None:
     client.close()
     with pytest.raises(StoreError, match="layout"):
         QdrantStore(path=tmp_path / "q")
+
+
+def test_passage_granularity_over_qdrant_caps_its_native_fusion(tmp_path: Path) -> None:
+    from affidavit.retrieve.retriever import StoreRetriever
+
+    c = StoreContract()
+    s = QdrantStore(path=tmp_path / "q")
+    s.upsert(c.items(), embedder=c.embedder.name)
+    q = "Eiffel Tower Moon landing Curie"
+    fused = StoreRetriever(s, c.embedder, granularity="chunk").search(q, k=50, mode="hybrid")
+    capped = StoreRetriever(s, c.embedder, per_document=1).search(q, k=4, mode="hybrid")
+    first_of_each: list[str] = []
+    for h in fused:
+        if h.chunk.doc_id not in {f.chunk.doc_id for f in fused if f.chunk.id in first_of_each}:
+            first_of_each.append(h.chunk.id)
+    assert [h.chunk.id for h in capped] == first_of_each[:4]
+    s.close()
