@@ -136,3 +136,32 @@ def test_two_concurrent_writers_lose_and_duplicate_nothing(
         assert mine == [entry(w * 10_000 + i) for i in range(40)]
     result = verify_log(log, [key.public_key()])
     assert result.valid and result.checkpoints_checked == 80
+
+
+def test_a_full_disk_mid_append_commits_nothing(
+    tmp_path: Path, key: Ed25519PrivateKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import affidavit.tlog.store as store
+
+    log = FileLog(tmp_path / "log")
+    log.append([entry(i) for i in range(3)], key, ORIGIN)
+    before = log.checkpoint()
+    real_pwrite, calls = os.pwrite, []
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        calls.append(offset)
+        if len(calls) == 2:  # the entries went through; the first node level does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(store.os, "pwrite", full)
+    with pytest.raises(TransparencyLogError, match="No space left"):
+        log.append([entry(3)], key, ORIGIN)
+    monkeypatch.setattr(store.os, "pwrite", real_pwrite)
+    assert log.checkpoint() == before
+    assert verify_log(log, [key.public_key()]).valid
+    log.append([entry(3)], key, ORIGIN)
+    assert [log.entry(i) for i in range(4)] == [entry(i) for i in range(4)]
+    assert verify_log(log, [key.public_key()]).valid
