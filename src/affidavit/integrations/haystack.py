@@ -9,6 +9,8 @@ Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` s
   enforcement mode lets through), ``replies: list[ChatMessage]`` (the same, as a message),
   ``report: AuditReport``, ``trust_passed: bool``. Guardrail mode withholds failing claims;
   enforce mode raises ``EnforcementError`` carrying the report.
+- :class:`AffidavitStreamGuard`: ``query``, ``documents`` -> ``documents``; its
+  ``streaming_callback`` passes a streaming generator's tokens on one decided sentence at a time.
 - :class:`AffidavitVerifier`: the same sockets, but every claim that passes the lexical audit
   must also be entailed by its evidence under the verifier cascade (the project's
   cross-encoder, needs ``affidavit[models]``).
@@ -33,14 +35,15 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from affidavit.core.errors import InputError, MissingDependencyError
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
-    from haystack.dataclasses import ChatMessage
+    from haystack.dataclasses import ChatMessage, StreamingChunk
+    from haystack.utils import deserialize_callable, serialize_callable
     from haystack.utils.filters import document_matches_filter
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -48,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from affidavit.audit.auditor import Auditor
+from affidavit.audit.stream import StreamGuard
 from affidavit.concurrency import offload
 from affidavit.core.report import AuditReport
 from affidavit.core.retrieval import SearchFilters
@@ -195,6 +199,12 @@ def settings_from_dict(data: dict[str, Any] | None) -> Settings | None:
     return Settings(**data)
 
 
+def _audit_from_dict(cls: type, data: dict[str, Any]) -> Any:
+    init = dict(data.get("init_parameters", {}))
+    init["settings"] = settings_from_dict(init.get("settings"))
+    return default_from_dict(cls, {**data, "init_parameters": init})
+
+
 class _AuditBase:
     """What the audit and verification components share.
 
@@ -270,9 +280,7 @@ class _AuditBase:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
         """The component :meth:`to_dict` described (for ``Pipeline.loads``)."""
-        init = dict(data.get("init_parameters", {}))
-        init["settings"] = settings_from_dict(init.get("settings"))
-        return default_from_dict(cls, {**data, "init_parameters": init})
+        return _audit_from_dict(cls, data)
 
     def _audit(
         self,
@@ -407,4 +415,116 @@ class AffidavitVerifier(_AuditBase):
         return result
 
 
-__all__ = ["AffidavitAuditor", "AffidavitRetriever", "AffidavitVerifier", "document_chunks"]
+@component
+class AffidavitStreamGuard(_AuditBase):
+    """Guards a streaming generator: its tokens reach ``on_chunk`` one decided sentence at a
+    time (:class:`~affidavit.audit.stream.StreamGuard`), never before.
+
+    Put it between the retriever and the prompt, so it learns the question and the documents
+    before the generator writes, and give the generator its :meth:`streaming_callback` (or
+    :meth:`astreaming_callback` for ``run_async``)::
+
+        guard = AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="guardrail")
+        p.add_component("guard", guard)
+        p.add_component("llm", OpenAIChatGenerator(streaming_callback=guard.streaming_callback))
+        p.connect("retriever.documents", "guard.documents")
+        p.connect("guard.documents", "prompt.documents")
+
+    Guardrail mode sends each sentence with its failing claims withheld; enforce mode raises
+    ``EnforcementError`` from the callback at the first failing sentence (the generator's run
+    fails); audit mode sends every sentence as written. Fail closed: a token that arrives before
+    the guard has run (no documents known) raises ``InputError``. The last sentence is sent when
+    a chunk carries ``finish_reason``; :attr:`last_report` then holds the whole answer's audit.
+
+    Args:
+        on_chunk: receives every released piece as a ``StreamingChunk`` (the generator's
+            ``meta`` and ``component_info`` kept); a coroutine function for the async callback.
+        mode, allowlist, max_age_days, min_compliance, settings: as :class:`AffidavitAuditor`.
+    """
+
+    def __init__(
+        self,
+        on_chunk: Callable[[StreamingChunk], Any] | None = None,
+        mode: EnforcementMode = "guardrail",
+        allowlist: list[str] | None = None,
+        max_age_days: int | None = None,
+        min_compliance: float | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        _AuditBase.__init__(self, mode, allowlist, max_age_days, min_compliance, settings)
+        self.on_chunk = on_chunk
+        self._guard: StreamGuard | None = None
+        self.last_report: AuditReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component's configuration, ``on_chunk`` by its import path."""
+        data = _AuditBase.to_dict(self)
+        data["init_parameters"]["on_chunk"] = (
+            serialize_callable(self.on_chunk) if self.on_chunk is not None else None
+        )
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """The component :meth:`to_dict` described."""
+        init = dict(data.get("init_parameters", {}))
+        if init.get("on_chunk"):
+            init["on_chunk"] = deserialize_callable(init["on_chunk"])
+        return _audit_from_dict(cls, {**data, "init_parameters": init})
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document]) -> dict[str, Any]:
+        """Arm the guard for this question and these documents; pass the documents on.
+
+        Raises:
+            InputError: a document without text.
+        """
+        self._guard = StreamGuard(self.auditor, query, document_chunks(documents))
+        self.last_report = None
+        return {"documents": documents}
+
+    def _take(self, chunk: StreamingChunk) -> list[StreamingChunk]:
+        guard = self._guard
+        if guard is None:
+            raise InputError(
+                "a streamed token arrived before AffidavitStreamGuard ran: connect "
+                "retriever.documents to guard.documents and guard.documents to the prompt"
+            )
+        shown = [guard.feed(chunk.content)] if chunk.content else []
+        if chunk.finish_reason is not None:
+            shown.append(guard.finish())
+            self.last_report = guard.report
+            self._guard = None
+        return [
+            StreamingChunk(content=t, meta=chunk.meta, component_info=chunk.component_info)
+            for t in shown
+            if t
+        ]
+
+    def streaming_callback(self, chunk: StreamingChunk) -> None:
+        """The generator's ``streaming_callback``: holds tokens until their sentence is decided.
+
+        Raises:
+            InputError: the guard has not run for this question.
+            EnforcementError: enforce mode and a sentence fails.
+        """
+        for out in self._take(chunk):
+            if self.on_chunk is not None:
+                self.on_chunk(out)
+
+    async def astreaming_callback(self, chunk: StreamingChunk) -> None:
+        """:meth:`streaming_callback` for async generators (decisions off the event loop)."""
+        for out in await offload(self._take, chunk):
+            if self.on_chunk is not None:
+                result = self.on_chunk(out)
+                if inspect.isawaitable(result):
+                    await result
+
+
+__all__ = [
+    "AffidavitAuditor",
+    "AffidavitRetriever",
+    "AffidavitStreamGuard",
+    "AffidavitVerifier",
+    "document_chunks",
+]

@@ -253,3 +253,87 @@ def test_the_retriever_exposes_granularity_and_mode(sample_store: Path) -> None:
     )
     with pytest.raises(ConfigError, match="valid: passage, document, chunk"):
         AffidavitRetriever(str(sample_store), granularity="sentence")  # type: ignore[arg-type]
+
+
+WITHHELD = "[withheld: not supported by the sources]"
+TWO = f"{FAITHFUL} {HALLUCINATED}"
+
+
+def streaming_pipeline(store: Path, answers: list[str], guard: object, auditor: object) -> Pipeline:
+    p = Pipeline()
+    p.add_component("retriever", AffidavitRetriever(str(store), top_k=2, mode="bm25"))
+    p.add_component("guard", guard)
+    p.add_component(
+        "prompt", ChatPromptBuilder(template=TEMPLATE, required_variables=["query", "documents"])
+    )
+    p.add_component(
+        "llm", MockChatGenerator(responses=answers, streaming_callback=guard.streaming_callback)
+    )
+    p.add_component("audit", auditor)
+    p.connect("retriever.documents", "guard.documents")
+    p.connect("guard.documents", "prompt.documents")
+    p.connect("prompt.prompt", "llm.messages")
+    p.connect("llm.replies", "audit.replies")
+    p.connect("retriever.documents", "audit.documents")
+    return p
+
+
+def test_a_streaming_callback_gets_each_sentence_once_decided(sample_store: Path) -> None:
+    """Issue 28: a streaming generator's tokens reached the callback unguarded; now each
+    sentence reaches it once decided, failing claims withheld, the same text as the auditor's."""
+    from affidavit.integrations.haystack import AffidavitStreamGuard
+
+    seen: list[str] = []
+    guard = AffidavitStreamGuard(on_chunk=lambda c: seen.append(c.content), mode="guardrail")
+    p = streaming_pipeline(sample_store, [TWO], guard, AffidavitAuditor(mode="guardrail"))
+    out = p.run(inputs() | {"guard": {"query": QUESTION}})
+    assert seen == [FAITHFUL, f" {WITHHELD}"]
+    assert "".join(seen) == out["audit"]["answer"]
+    assert guard.last_report is not None and guard.last_report.trust_passed is False
+
+
+def test_a_streaming_guard_fails_closed(sample_store: Path) -> None:
+    from haystack.dataclasses import StreamingChunk
+
+    from affidavit.core.errors import InputError
+    from affidavit.integrations.haystack import AffidavitStreamGuard
+
+    seen: list[str] = []
+    guard = AffidavitStreamGuard(on_chunk=lambda c: seen.append(c.content), mode="enforce")
+    with pytest.raises(InputError, match="before AffidavitStreamGuard ran"):
+        guard.streaming_callback(StreamingChunk(content="The sky is green."))
+    p = streaming_pipeline(sample_store, [TWO], guard, AffidavitAuditor(mode="audit"))
+    with pytest.raises((EnforcementError, PipelineRuntimeError)):
+        p.run(inputs() | {"guard": {"query": QUESTION}})
+    assert seen == [FAITHFUL]
+
+
+def test_the_async_streaming_callback_and_a_saved_guard() -> None:
+    from haystack.components.generators.utils import print_streaming_chunk
+    from haystack.dataclasses import StreamingChunk
+
+    from affidavit.integrations.haystack import AffidavitStreamGuard
+
+    seen: list[str] = []
+
+    async def on_chunk(chunk: StreamingChunk) -> None:
+        seen.append(chunk.content)
+
+    guard = AffidavitStreamGuard(on_chunk=on_chunk)
+    guard.run(query=QUESTION, documents=[Document(content=FAITHFUL)])
+
+    async def stream() -> None:
+        for i, word in enumerate(TWO.split(" ")):
+            last = i == len(TWO.split(" ")) - 1
+            chunk = StreamingChunk(content=word + ("" if last else " "))
+            if last:
+                chunk = StreamingChunk(content=chunk.content, finish_reason="stop")
+            await guard.astreaming_callback(chunk)
+
+    asyncio.run(stream())
+    assert "".join(seen) == f"{FAITHFUL} {WITHHELD}"
+    p = Pipeline()
+    p.add_component("guard", AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="audit"))
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    loaded = q.get_component("guard")
+    assert loaded.on_chunk is print_streaming_chunk and loaded.audit_settings.mode == "audit"
