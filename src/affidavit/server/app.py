@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from affidavit.core.errors import (
     AffidavitError,
@@ -29,10 +29,12 @@ from affidavit.core.errors import (
     MissingDependencyError,
     RetrievalError,
     StoreError,
+    TransparencyLogError,
 )
 
 try:
     from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
+    from fastapi import Path as PathParam
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from fastapi.staticfiles import StaticFiles
@@ -60,6 +62,7 @@ from affidavit.core.service import (
     TokenEvent,
 )
 from affidavit.core.settings import Settings, load_settings
+from affidavit.core.tlog import Checkpoint, ConsistencyProof, InclusionProof, LogEntryRecord
 from affidavit.core.types import EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
 from affidavit.server.apikeys import ApiKeyStore, AuthError, default_keys_path
@@ -69,6 +72,9 @@ from affidavit.server.limits import WorkQueue as _WorkQueue
 from affidavit.server.metrics import CONTENT_TYPE, Metrics
 from affidavit.server.services import NotReady, Services
 from affidavit.server.tarpit import AuthTarpit
+
+if TYPE_CHECKING:
+    from affidavit.tlog.store import FileLog
 
 log = logging.getLogger(__name__)
 
@@ -659,6 +665,97 @@ def _routes(app: FastAPI, state: _State) -> None:
                 404, f"this server has no signing key ({services.signing_note})"
             )
         return info
+
+    # -- transparency log (docs/concepts/transparency-log.md) ----------------------------------
+
+    def _log_call(work: Callable[[FileLog], Any]) -> Awaitable[Any]:
+        services.require()
+        tlog = services.transparency_log()
+        if tlog is None or tlog.checkpoint() is None:
+            why = "the log is off" if tlog is None else "nothing has been logged yet"
+            raise StarletteHTTPException(404, f"this server has no transparency log ({why})")
+
+        def run() -> Any:
+            try:
+                return work(tlog)
+            except TransparencyLogError as exc:
+                raise StarletteHTTPException(404, exc.message) from None
+            finally:
+                tlog.close()
+
+        return run_in_threadpool(run)
+
+    log_404: dict[int | str, dict[str, Any]] = {
+        404: {"model": ApiError, "description": "no log, or no such entry or size"}
+    }
+
+    @app.get(
+        "/v1/log/checkpoint",
+        tags=["log"],
+        summary="The log's latest signed checkpoint (C2SP tlog-checkpoint, in `note`).",
+        response_model=Checkpoint,
+        responses=log_404,
+    )
+    async def log_checkpoint(caller: str = Depends(reader)) -> Checkpoint:
+        found: Checkpoint = await _log_call(lambda t: t.checkpoint())
+        return found
+
+    @app.get(
+        "/v1/log/entries/{index}",
+        tags=["log"],
+        summary="One entry of the log: a certificate's sha256 and its leaf hash.",
+        response_model=LogEntryRecord,
+        responses=log_404,
+    )
+    async def log_entry(
+        index: Annotated[int, PathParam(ge=0)], caller: str = Depends(reader)
+    ) -> LogEntryRecord:
+        def get(t: FileLog) -> LogEntryRecord:
+            if index >= t.size():
+                raise StarletteHTTPException(404, f"no entry {index} (the log has {t.size()})")
+            return LogEntryRecord(
+                index=index, entry=t.entry(index).hex(), leaf_hash=t.node(0, index).hex()
+            )
+
+        found: LogEntryRecord = await _log_call(get)
+        return found
+
+    @app.get(
+        "/v1/log/proof/inclusion",
+        tags=["log"],
+        summary="The inclusion proof of a certificate (by its sha256, the entry) at a tree size.",
+        response_model=InclusionProof,
+        responses=log_404,
+    )
+    async def log_inclusion(
+        entry: Annotated[str, Query(alias="hash", pattern="^[0-9a-f]{64}$")],
+        size: Annotated[int | None, Query(ge=1)] = None,
+        caller: str = Depends(reader),
+    ) -> InclusionProof:
+        def prove(t: FileLog) -> InclusionProof:
+            index = t.find(bytes.fromhex(entry), size)
+            if index is None:
+                where = f"the first {size}" if size is not None else "the"
+                raise StarletteHTTPException(404, f"no such entry among {where} entries")
+            return t.prove_inclusion(index, size)
+
+        found: InclusionProof = await _log_call(prove)
+        return found
+
+    @app.get(
+        "/v1/log/proof/consistency",
+        tags=["log"],
+        summary="The proof that the tree of size `from` is a prefix of the tree of size `to`.",
+        response_model=ConsistencyProof,
+        responses=log_404,
+    )
+    async def log_consistency(
+        old: Annotated[int, Query(alias="from", ge=1)],
+        new: Annotated[int | None, Query(alias="to", ge=1)] = None,
+        caller: str = Depends(reader),
+    ) -> ConsistencyProof:
+        found: ConsistencyProof = await _log_call(lambda t: t.prove_consistency(old, new))
+        return found
 
 
 def _json(model: Any) -> Response:

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from affidavit.core.certificate import Certificate, CertificateVerification, EvidenceRecord
 from affidavit.core.errors import AffidavitError, ConfigError, EnforcementError
@@ -35,6 +35,9 @@ from affidavit.core.service import (
 from affidavit.core.settings import Settings
 from affidavit.core.types import EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
+
+if TYPE_CHECKING:
+    from affidavit.tlog.store import FileLog
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +284,15 @@ class Services:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ).decode("ascii")
         return PublicKeyInfo(key_id=key_id(pub), public_key_pem=pem)
+
+    def transparency_log(self) -> FileLog | None:
+        """The transparency log of the signing key, or None (no key, or the log is off)."""
+        if self.signing_key is None or not self.settings.tlog.enabled:
+            return None
+        from affidavit.tlog.certificates import default_log_path
+        from affidavit.tlog.store import FileLog
+
+        return FileLog(default_log_path(self.settings, self.signing_key.public_key()))
 
     def ingest(self, folder: Path) -> IngestReport:
         """``affidavit ingest FOLDER`` into the served store."""

@@ -12,7 +12,8 @@ A log is a folder (default ``tlog/`` beside the signing key) holding:
     counts; bytes past them in the other files belong to an append that never committed;
 ``checkpoints``
     every checkpoint signed, each as a 4-byte big-endian length and the note, for
-    ``affidavit log verify`` to compare with the entries;
+    ``affidavit log verify`` to compare with the entries (written after the commit, not
+    fsynced: the next append re-adds a committed checkpoint a crash kept out);
 ``.lock``
     the ``flock`` that serialises writers (readers need none).
 
@@ -20,7 +21,9 @@ An append, under the lock: truncate whatever an interrupted append left past the
 size, write and ``fsync`` the entries and the new nodes, sign the new checkpoint, write it to a
 temporary file, ``fsync``, rename it over ``checkpoint`` and ``fsync`` the folder, then add it to
 ``checkpoints``. A kill at any moment before the rename leaves the previous tree as it was; after
-it, the next append finishes the history.
+it, the next append finishes the history. Before signing, the stored right edge must give the
+committed root, so a damaged node index can never make the log sign a tree that does not extend
+its own (the append is refused instead).
 
 Example:
     >>> import tempfile, pathlib
@@ -321,6 +324,14 @@ class FileLog:
         self._finish_history(current)
         self.close()  # files are truncated and rewritten below: reopen them afterwards
         peaks = CompactRange.from_peaks(size, self._peaks(size))
+        if current is not None and peaks.root().hex() != current.root_hash:
+            # the new root is computed from the stored right edge: one that does not give the
+            # signed root would make the log sign a tree that does not extend its own
+            raise TransparencyLogError(
+                f"the stored nodes of {self.path} do not give its signed root; nothing appended "
+                "(`affidavit log verify` says what differs)",
+                source=str(self.path),
+            )
         new_nodes: dict[int, list[bytes]] = {}
         for entry in entries:
             for level, _, value in peaks.append(leaf_hash(entry)):
@@ -329,12 +340,12 @@ class FileLog:
         _write_at(self.path / ENTRIES, size * HASH_SIZE, b"".join(entries))
         new_size = size + len(entries)
         for level in range(1, new_size.bit_length()):
-            # rewriting from the committed count also drops what a killed append left behind
-            _write_at(
-                self.path / _level_name(level),
-                (size >> level) * HASH_SIZE,
-                b"".join(new_nodes.get(level, [])),
-            )
+            path, keep = self.path / _level_name(level), (size >> level) * HASH_SIZE
+            nodes = new_nodes.get(level)
+            if nodes:
+                _write_at(path, keep, b"".join(nodes))
+            elif path.exists() and path.stat().st_size > keep:
+                _write_at(path, keep, b"")  # what a killed append left past the committed nodes
         note = sign_checkpoint(origin, new_size, peaks.root(), key)
         tmp = self.path / f".{CHECKPOINT}.tmp"
         _write_at(tmp, 0, note.encode("utf-8"))
@@ -355,15 +366,32 @@ class FileLog:
         return peaks
 
     def _append_history(self, note: str) -> None:
+        # no fsync: the committed checkpoint is durable in CHECKPOINT, and the next append adds
+        # it here if a crash lost it; an OS crash can lose only the last few records, which
+        # `log verify` then has fewer of to compare
         data = note.encode("utf-8")
         with (self.path / HISTORY).open("ab") as fh:
             fh.write(_LEN.pack(len(data)) + data)
-            fh.flush()
-            os.fsync(fh.fileno())
 
     def _finish_history(self, current: Checkpoint | None) -> None:
-        """Drop a torn last record, and add the committed checkpoint if a kill kept it out."""
+        """Drop a torn last record, and add the committed checkpoint if a kill kept it out.
+
+        The usual case (the last record is the committed checkpoint) reads only that record;
+        the whole history is read only after an interrupted append.
+        """
         path = self.path / HISTORY
+        if current is not None:
+            data = current.note.encode("utf-8")
+            record = _LEN.pack(len(data)) + data
+            try:
+                with path.open("rb") as fh:
+                    end = fh.seek(0, os.SEEK_END)
+                    if end >= len(record):
+                        fh.seek(end - len(record))
+                        if fh.read(len(record)) == record:
+                            return
+            except FileNotFoundError:
+                pass
         good, last = 0, None
         try:
             with path.open("rb") as fh:
