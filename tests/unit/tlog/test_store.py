@@ -165,3 +165,15 @@ def test_a_full_disk_mid_append_commits_nothing(
     log.append([entry(3)], key, ORIGIN)
     assert [log.entry(i) for i in range(4)] == [entry(i) for i in range(4)]
     assert verify_log(log, [key.public_key()]).valid
+
+
+def test_a_damaged_node_index_is_never_signed_over(tmp_path: Path, key: Ed25519PrivateKey) -> None:
+    log = FileLog(tmp_path / "log")
+    log.append([entry(i) for i in range(4)], key, ORIGIN)
+    before = log.checkpoint()
+    (log.path / "level-02").write_bytes(bytes(32))  # the one peak of a tree of 4, zeroed
+    with pytest.raises(TransparencyLogError, match="do not give its signed root"):
+        log.append([entry(4)], key, ORIGIN)
+    assert log.checkpoint() == before
+    result = verify_log(log, [key.public_key()])
+    assert not result.valid and "stored node 0 of level 2" in result.reasons[0]
