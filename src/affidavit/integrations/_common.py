@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -202,6 +202,30 @@ def shown_answer(report: AuditReport, answer: str) -> str:
     return answer
 
 
+def report_feedback(report: AuditReport) -> str:
+    """One line for an evaluator: every unsupported claim and why, or that all are supported."""
+    bad = [f"{c.text}: {c.reason}" for c in report.claims if not c.supported]
+    if not bad:
+        if not report.claims:
+            return "no checkable claim: nothing was verified"
+        return f"all {len(report.claims)} claim(s) supported by the sources"
+    return "; ".join(bad)
+
+
+def audit_for_evaluation(
+    auditor: Auditor, query: str, chunks: Sequence[Chunk], answer: str
+) -> AuditReport:
+    """The audit as an evaluator needs it: a report, never an exception for a failing answer
+    (an evaluator scores; it does not enforce)."""
+    from affidavit.core.errors import EnforcementError
+
+    try:
+        return auditor.audit(query, chunks, answer)
+    except EnforcementError as exc:
+        report: AuditReport = exc.report
+        return report
+
+
 def _report(mode: str, guarded: str | None) -> AuditReport:
     return AuditReport(
         mode=mode,
@@ -217,9 +241,11 @@ __all__ = [
     "GRANULARITIES",
     "URL_KEYS",
     "StoreSearch",
+    "audit_for_evaluation",
     "chunk_from",
     "hit_metadata",
     "make_auditor",
+    "report_feedback",
     "search_filters",
     "shown_answer",
 ]

@@ -11,6 +11,9 @@ Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` s
   enforce mode raises ``EnforcementError`` carrying the report.
 - :class:`AffidavitStreamGuard`: ``query``, ``documents`` -> ``documents``; its
   ``streaming_callback`` passes a streaming generator's tokens on one decided sentence at a time.
+- :class:`AffidavitEvaluator`: ``questions``, ``predicted_answers`` and ``contexts`` (or
+  ``documents``) -> ``score``, ``individual_scores``, ``trust_passed``, ``results``: a
+  dataset scored by the audit, as Haystack's evaluators do.
 - :class:`AffidavitVerifier`: the same sockets, but every claim that passes the lexical audit
   must also be entailed by its evidence under the verifier cascade (the project's
   cross-encoder, needs ``affidavit[models]``).
@@ -59,8 +62,10 @@ from affidavit.core.settings import AuditSettings, Settings, load_settings
 from affidavit.core.types import Chunk, EnforcementMode
 from affidavit.integrations._common import (
     StoreSearch,
+    audit_for_evaluation,
     chunk_from,
     hit_metadata,
+    report_feedback,
     search_filters,
     shown_answer,
 )
@@ -521,8 +526,102 @@ class AffidavitStreamGuard(_AuditBase):
                     await result
 
 
+@component
+class AffidavitEvaluator(_AuditBase):
+    """Scores a dataset's answers with the audit, as Haystack's evaluators do.
+
+    Inputs are parallel lists, one item per example: ``questions``, ``predicted_answers`` and
+    the evidence, as ``contexts`` (texts) or ``documents`` (with their URLs and dates). Outputs:
+    ``score`` (the mean compliance rate), ``individual_scores`` (each answer's compliance rate),
+    ``trust_passed`` (each answer's verdict), ``results`` (one dict per answer: its scores and
+    every unsupported claim and why) and ``reports``. It scores; it never enforces, whatever
+    the settings' mode. Feed its output to Haystack's ``EvaluationRunResult`` with the other
+    metrics.
+
+    Args:
+        allowlist, max_age_days, min_compliance, settings: as :class:`AffidavitAuditor`.
+
+    Example:
+        >>> out = AffidavitEvaluator().run(
+        ...     questions=["When did the Forth Bridge open?"],
+        ...     predicted_answers=["The Forth Bridge opened on 4 March 1925."],
+        ...     contexts=[["The Forth Bridge opened on 4 March 1890."]])
+        >>> out["score"], out["trust_passed"]
+        (0.0, [False])
+    """
+
+    def __init__(
+        self,
+        allowlist: list[str] | None = None,
+        max_age_days: int | None = None,
+        min_compliance: float | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        _AuditBase.__init__(self, "audit", allowlist, max_age_days, min_compliance, settings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component's configuration (its mode is always ``audit``)."""
+        data = _AuditBase.to_dict(self)
+        data["init_parameters"].pop("mode", None)
+        return data
+
+    @component.output_types(
+        score=float,
+        individual_scores=list[float],
+        trust_passed=list[bool],
+        results=list[dict[str, Any]],
+        reports=list[AuditReport],
+    )
+    def run(
+        self,
+        questions: list[str],
+        predicted_answers: list[str],
+        contexts: list[list[str]] | None = None,
+        documents: list[list[Document]] | None = None,
+    ) -> dict[str, Any]:
+        """Audit every answer against its own evidence.
+
+        Raises:
+            InputError: lists of different lengths, or no evidence list at all.
+        """
+        n = len(questions)
+        evidence: list[list[Chunk]]
+        if documents is not None:
+            evidence = [document_chunks(d) for d in documents]
+        elif contexts is not None:
+            evidence = [[Chunk(text=t) for t in c] for c in contexts]
+        else:
+            raise InputError("give the evidence: contexts (texts) or documents, one list each")
+        if not (len(predicted_answers) == len(evidence) == n):
+            raise InputError(
+                f"questions ({n}), predicted_answers ({len(predicted_answers)}) and the "
+                f"evidence ({len(evidence)}) must have one item per example"
+            )
+        reports = [
+            audit_for_evaluation(self.auditor, q, e, a)
+            for q, a, e in zip(questions, predicted_answers, evidence, strict=True)
+        ]
+        scores = [r.compliance_rate for r in reports]
+        return {
+            # an empty dataset has shown nothing to be supported
+            "score": sum(scores) / n if n else 0.0,
+            "individual_scores": scores,
+            "trust_passed": [r.trust_passed for r in reports],
+            "results": [
+                {
+                    "compliance": r.compliance_rate,
+                    "trust_passed": r.trust_passed,
+                    "feedback": report_feedback(r),
+                }
+                for r in reports
+            ],
+            "reports": reports,
+        }
+
+
 __all__ = [
     "AffidavitAuditor",
+    "AffidavitEvaluator",
     "AffidavitRetriever",
     "AffidavitStreamGuard",
     "AffidavitVerifier",

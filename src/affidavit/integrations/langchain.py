@@ -7,6 +7,8 @@
   report attached; guardrail: failing claims withheld from ``answer``; enforce: raises
   :class:`~affidavit.core.errors.EnforcementError` carrying the report).
 - :class:`AuditCallbackHandler`: audits every top-level run it sees and records the reports.
+- :class:`AuditRunEvaluator`: scores a dataset's answers (a LangSmith run evaluator, and a plain
+  ``(inputs, outputs, reference_outputs)`` evaluator function).
 - :class:`AffidavitChatModel`: affidavit's own generator (the embedded llama.cpp model, or any
   OpenAI-compatible server) as a LangChain chat model, so an example chain runs offline.
 
@@ -48,6 +50,7 @@ try:
     from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.runnables.config import patch_config
     from langchain_core.runnables.utils import AddableDict
+    from langsmith.evaluation import EvaluationResult, EvaluationResults, RunEvaluator
     from pydantic import ConfigDict, PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
@@ -63,9 +66,11 @@ from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Message
 from affidavit.integrations._common import (
     StoreSearch,
+    audit_for_evaluation,
     chunk_from,
     hit_metadata,
     make_auditor,
+    report_feedback,
     search_filters,
     shown_answer,
 )
@@ -721,6 +726,113 @@ class AuditCallbackHandler(BaseCallbackHandler):
             self.on_report(report)
 
 
+class AuditRunEvaluator(RunEvaluator):
+    """Scores a dataset's answers with the audit: a LangSmith run evaluator, and a plain
+    ``(inputs, outputs, reference_outputs)`` evaluator function as well.
+
+    Two scores per answer: ``affidavit_trust`` (1 when the report's ``trust_passed``, else 0)
+    and ``affidavit_compliance`` (the share of supported claims), with every unsupported claim
+    and why in the comment. The question comes from the inputs (``question_key`` or the usual
+    keys), the answer from the outputs (a string, a message or ``outputs[answer_key]``), the
+    documents from ``outputs[context_key]`` or, when the run kept none, the reference outputs'
+    ``context_key`` (Documents, chunk dicts, Chunks or strings). An output that already holds an
+    :class:`AuditRunnable` report is scored by that report. It scores; it never enforces.
+
+    Args:
+        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+        question_key: the input key holding the question.
+        answer_key: the output key holding the answer.
+        context_key: the output (or reference output) key holding the documents.
+
+    Example:
+        >>> score = AuditRunEvaluator()(
+        ...     inputs={"question": "When did the Forth Bridge open?"},
+        ...     outputs={"answer": "The Forth Bridge opened on 4 March 1925.",
+        ...              "context": ["The Forth Bridge opened on 4 March 1890."]})
+        >>> [(r["key"], r["score"]) for r in score["results"]]
+        [('affidavit_trust', 0), ('affidavit_compliance', 0.0)]
+
+        With LangSmith (needs its API): ``langsmith.evaluate(chain.invoke, data="my-dataset",
+        evaluators=[AuditRunEvaluator()])``.
+    """
+
+    KEYS = ("affidavit_trust", "affidavit_compliance")
+
+    def __init__(
+        self,
+        settings: ConfigLike | Auditor = None,
+        *,
+        question_key: str = "question",
+        answer_key: str = "answer",
+        context_key: str = "context",
+    ) -> None:
+        self.auditor = make_auditor(settings)
+        self.question_key = question_key
+        self.answer_key = answer_key
+        self.context_key = context_key
+
+    @property
+    def feedback_keys(self) -> list[str]:
+        """The feedback keys this evaluator emits."""
+        return list(self.KEYS)
+
+    def report(
+        self,
+        inputs: Mapping[str, Any] | str | None,
+        outputs: Any,
+        reference_outputs: Mapping[str, Any] | None = None,
+    ) -> AuditReport:
+        """The audit report for one example.
+
+        Raises:
+            InputError: no answer in ``outputs``, or a malformed document.
+        """
+        if isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport):
+            done: AuditReport = outputs["report"]
+            return done
+        question = question_text(inputs, self.question_key) or question_text(outputs)
+        answer = answer_text(outputs, self.answer_key)
+        docs: Any = outputs.get(self.context_key) if isinstance(outputs, Mapping) else None
+        if not isinstance(docs, list) and reference_outputs is not None:
+            docs = reference_outputs.get(self.context_key)
+        chunks = document_chunks(docs if isinstance(docs, list) else [])
+        return audit_for_evaluation(self.auditor, question, chunks, answer)
+
+    def __call__(
+        self,
+        inputs: Mapping[str, Any] | str | None,
+        outputs: Any,
+        reference_outputs: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Score one example: ``{"results": [{"key", "score", "comment"}, ...]}``."""
+        r = self.report(inputs, outputs, reference_outputs)
+        comment = report_feedback(r)
+        return {
+            "results": [
+                {"key": self.KEYS[0], "score": int(r.trust_passed), "comment": comment},
+                {"key": self.KEYS[1], "score": r.compliance_rate, "comment": comment},
+            ]
+        }
+
+    def evaluate_run(
+        self, run: Any, example: Any = None, evaluator_run_id: UUID | None = None
+    ) -> EvaluationResults:
+        """LangSmith's interface: score a traced run against its dataset example."""
+        scored = self(run.inputs, run.outputs, example.outputs if example is not None else None)
+        return EvaluationResults(
+            results=[
+                EvaluationResult(
+                    key=x["key"],
+                    score=x["score"],
+                    comment=x["comment"],
+                    source_run_id=evaluator_run_id,
+                    target_run_id=getattr(run, "id", None),
+                )
+                for x in scored["results"]
+            ]
+        )
+
+
 class AffidavitChatModel(BaseChatModel):
     """Affidavit's generator as a LangChain chat model (offline with the embedded LLM).
 
@@ -776,6 +888,7 @@ __all__ = [
     "AffidavitChatModel",
     "AffidavitRetriever",
     "AuditCallbackHandler",
+    "AuditRunEvaluator",
     "AuditRunnable",
     "answer_text",
     "document_chunks",

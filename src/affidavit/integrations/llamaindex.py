@@ -69,9 +69,11 @@ from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk
 from affidavit.integrations._common import (
     StoreSearch,
+    audit_for_evaluation,
     chunk_from,
     hit_metadata,
     make_auditor,
+    report_feedback,
     search_filters,
     shown_answer,
 )
@@ -158,13 +160,6 @@ def _text(response: Any) -> str:
     return str(response.response or "")
 
 
-def _feedback(report: AuditReport) -> str:
-    bad = [f"{c.text}: {c.reason}" for c in report.claims if not c.supported]
-    if not bad:
-        return f"all {len(report.claims)} claim(s) supported by the source nodes"
-    return "; ".join(bad)
-
-
 class AuditEvaluationResult(EvaluationResult):
     """An :class:`EvaluationResult` with the full audit report."""
 
@@ -200,19 +195,14 @@ class AuditEvaluator(BaseEvaluator):
         del prompts
 
     def _result(self, query: str | None, chunks: list[Chunk], response: str) -> EvaluationResult:
-        from affidavit.core.errors import EnforcementError
-
-        try:
-            report = self.auditor.audit(query or "", chunks, response)
-        except EnforcementError as exc:
-            report = exc.report  # an evaluator reports; it does not enforce
+        report = audit_for_evaluation(self.auditor, query or "", chunks, response)
         return AuditEvaluationResult(
             query=query,
             contexts=[c.text for c in chunks],
             response=response,
             passing=report.trust_passed,
             score=report.compliance_rate,
-            feedback=_feedback(report),
+            feedback=report_feedback(report),
             report=report,
         )
 

@@ -337,3 +337,33 @@ def test_the_async_streaming_callback_and_a_saved_guard() -> None:
     q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
     loaded = q.get_component("guard")
     assert loaded.on_chunk is print_streaming_chunk and loaded.audit_settings.mode == "audit"
+
+
+def test_the_evaluator_component_scores_a_dataset() -> None:
+    """Issue 28: no Haystack evaluator component."""
+    from affidavit.core.errors import InputError
+    from affidavit.integrations.haystack import AffidavitEvaluator
+
+    url = "https://en.wikipedia.org/wiki/Forth_Bridge"
+    p = Pipeline()
+    p.add_component("affidavit", AffidavitEvaluator(settings=None, min_compliance=1.0))
+    q = Pipeline.loads(p.dumps(), allowed_modules=["affidavit.integrations.haystack"])
+    out = q.run(
+        {
+            "affidavit": {
+                "questions": [QUESTION, QUESTION],
+                "predicted_answers": [FAITHFUL, HALLUCINATED],
+                "documents": [[Document(content=FAITHFUL, meta={"url": url})]] * 2,
+            }
+        }
+    )["affidavit"]
+    assert out["individual_scores"] == [1.0, 0.0] and out["score"] == 0.5
+    assert out["trust_passed"] == [True, False]
+    assert "1925" in out["results"][1]["feedback"]
+    assert out["reports"][0].claims[0].source_url == url
+    ev = AffidavitEvaluator(settings=None)
+    assert ev.audit_settings.mode == "audit"  # an evaluator scores, never enforces
+    with pytest.raises(InputError, match="one item per example"):
+        ev.run(questions=[QUESTION], predicted_answers=[], contexts=[[FAITHFUL]])
+    with pytest.raises(InputError, match="contexts"):
+        ev.run(questions=[QUESTION], predicted_answers=[FAITHFUL])

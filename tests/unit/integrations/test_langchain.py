@@ -290,3 +290,54 @@ def test_the_retriever_exposes_granularity_and_filters(sample_store: Path) -> No
         AffidavitRetriever(store_path=str(sample_store), granularity="page")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="valid: domains"):
         AffidavitRetriever(store_path=str(sample_store), filters={"domain": ["x.org"]})
+
+
+def test_the_run_evaluator_scores_answers_as_langsmith_calls_it(sample_store: Path) -> None:
+    """Issue 28: no LangChain/LangSmith evaluator for datasets."""
+    import datetime
+    import uuid
+
+    from langsmith.evaluation import RunEvaluator
+    from langsmith.schemas import Example, Run
+
+    from affidavit.integrations.langchain import AuditRunEvaluator
+
+    evaluator = AuditRunEvaluator()
+    assert isinstance(evaluator, RunEvaluator)
+    assert evaluator.feedback_keys == ["affidavit_trust", "affidavit_compliance"]
+    # the plain evaluator-function form: (inputs, outputs, reference_outputs)
+    bad = evaluator({"question": QUESTION}, {"answer": HALLUCINATED, "context": [FAITHFUL]})
+    assert [(r["key"], r["score"]) for r in bad["results"]] == [
+        ("affidavit_trust", 0),
+        ("affidavit_compliance", 0.0),
+    ]
+    assert "1925" in bad["results"][0]["comment"]
+    # LangSmith's interface: a traced run of a real chain against its dataset example, the
+    # documents taken from the example's reference outputs when the run kept none
+    answer = rag_string(sample_store, [FAITHFUL]).invoke(QUESTION)
+    run = Run(
+        id=uuid.uuid4(),
+        trace_id=uuid.uuid4(),
+        name="rag",
+        run_type="chain",
+        start_time=datetime.datetime.now(datetime.UTC),
+        inputs={"question": QUESTION},
+        outputs={"output": answer},
+    )
+    example = Example(
+        id=uuid.uuid4(), inputs={"question": QUESTION}, outputs={"context": [FAITHFUL]}
+    )
+    scored = AuditRunEvaluator(answer_key="output").evaluate_run(run, example)
+    assert [(r.key, r.score) for r in scored["results"]] == [
+        ("affidavit_trust", 1),
+        ("affidavit_compliance", 1.0),
+    ]
+    assert scored["results"][0].target_run_id == run.id
+    # an AuditRunnable's output is scored by its own report; enforce settings never raise
+    audited = (rag_dict(sample_store, [HALLUCINATED]) | AuditRunnable()).invoke(QUESTION)
+    enforcing = AuditRunEvaluator({"mode": "enforce"})
+    assert enforcing({"question": QUESTION}, audited)["results"][0]["score"] == 0
+    assert enforcing.report({"question": QUESTION}, audited) is audited["report"]
+    assert (
+        enforcing({}, {"answer": HALLUCINATED, "context": [FAITHFUL]})["results"][0]["score"] == 0
+    )
