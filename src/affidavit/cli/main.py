@@ -88,9 +88,9 @@ def main() -> None:
             msg = safe_terminal(str(exc))[:300]
             if any(k in msg for k in ("malformed", "not a database", "corrupt")):
                 advice = (
-                    "the store database is damaged; `affidavit store check` lists what is; "
-                    "restore it from a backup, or ingest the documents again into a new store "
-                    "(--store NEW_FOLDER)"
+                    "the store database is damaged; `affidavit store check` lists what is, "
+                    "`affidavit store rebuild` salvages every row that can be read and names "
+                    "the documents to ingest again; or restore the store from a backup"
                 )
             else:
                 advice = "the store database could not be used"

@@ -96,6 +96,10 @@ CREATE INDEX IF NOT EXISTS documents_origin ON documents(origin);
 """
 
 _CHUNK_COLS = "rowid, chunk_id, doc_id, start, end, text, url, title, metadata"
+#: The columns of a chunk row as :func:`chunk_row` builds it (everything but the rowid).
+CHUNK_ROW_COLS = (
+    "chunk_id, doc_id, idx, start, end, text, url, title, metadata, domain, date, terms, vector"
+)
 
 
 def chunk_date(meta: dict[str, Any]) -> str | None:
@@ -108,6 +112,53 @@ def chunk_date(meta: dict[str, Any]) -> str | None:
             if d:
                 return d
     return None
+
+
+def chunk_row(
+    analyzer: Analyzer, doc_id: str, idx: int, c: Chunk, vector: np.ndarray
+) -> tuple[Any, ...]:
+    """The values of one chunk row, in the order of :data:`CHUNK_ROW_COLS`."""
+    return (
+        c.id,
+        doc_id,
+        idx,
+        c.start,
+        c.end,
+        c.text,
+        c.url,
+        c.title,
+        json.dumps(c.metadata, ensure_ascii=False, default=str),
+        c.metadata.get("domain"),
+        chunk_date(c.metadata),
+        " ".join(analyzer.tokens(c.text if not c.title else f"{c.title}\n{c.text}")),
+        np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+    )
+
+
+def take_writer_lock(folder: Path) -> int:
+    """Take ``folder/writer.lock`` (flock, not blocking); the file descriptor that holds it.
+
+    Raises:
+        StoreError: another process holds it, or the folder cannot be written.
+    """
+    try:
+        fd = os.open(folder / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write to store folder {folder}: {exc.strerror or exc}", source=str(folder)
+        ) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise StoreError("another process is writing to this store", source=str(folder)) from exc
+    return fd
+
+
+def release_writer_lock(fd: int) -> None:
+    """Release a lock taken by :func:`take_writer_lock`."""
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 def _rrf_scores(rankings: list[tuple[np.ndarray, bool]], n: int, k: int) -> np.ndarray:
@@ -362,27 +413,12 @@ class LocalStore:
         """
         if self._lock_fd is not None:
             return
-        try:
-            fd = os.open(self.path / "writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot write to store folder {self.path}: {exc.strerror or exc}",
-                source=str(self.path),
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise StoreError(
-                "another process is writing to this store", source=str(self.path)
-            ) from exc
-        self._lock_fd = fd
+        self._lock_fd = take_writer_lock(self.path)
 
     def unlock(self) -> None:
         """Release the writer lock."""
         if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
+            release_writer_lock(self._lock_fd)
             self._lock_fd = None
 
     # -- reads --------------------------------------------------------------------------------
@@ -519,31 +555,12 @@ class LocalStore:
                 now,
             ),
         )
-        rows = []
-        for i, (c, v) in enumerate(zip(it.chunks, vecs, strict=True)):
-            rows.append(
-                (
-                    c.id,
-                    doc.id,
-                    i,
-                    c.start,
-                    c.end,
-                    c.text,
-                    c.url,
-                    c.title,
-                    json.dumps(c.metadata, ensure_ascii=False, default=str),
-                    c.metadata.get("domain"),
-                    chunk_date(c.metadata),
-                    " ".join(
-                        self.analyzer.tokens(c.text if not c.title else f"{c.title}\n{c.text}")
-                    ),
-                    v.tobytes(),
-                )
-            )
+        rows = [
+            chunk_row(self.analyzer, doc.id, i, c, v)
+            for i, (c, v) in enumerate(zip(it.chunks, vecs, strict=True))
+        ]
         self._db.executemany(
-            "INSERT INTO chunks (chunk_id, doc_id, idx, start, end, text, url, title, metadata, "
-            "domain, date, terms, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            f"INSERT INTO chunks ({CHUNK_ROW_COLS}) VALUES ({', '.join('?' * 13)})", rows
         )
 
     def _bump(self) -> None:
