@@ -427,24 +427,29 @@ class AffidavitStreamGuard(_AuditBase):
 
     Put it between the retriever and the prompt, so it learns the question and the documents
     before the generator writes, and give the generator its :meth:`streaming_callback` (or
-    :meth:`astreaming_callback` for ``run_async``)::
-
-        guard = AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="guardrail")
-        p.add_component("guard", guard)
-        p.add_component("llm", OpenAIChatGenerator(streaming_callback=guard.streaming_callback))
-        p.connect("retriever.documents", "guard.documents")
-        p.connect("guard.documents", "prompt.documents")
+    :meth:`astreaming_callback` for ``run_async``), as in the example below.
 
     Guardrail mode sends each sentence with its failing claims withheld; enforce mode raises
     ``EnforcementError`` from the callback at the first failing sentence (the generator's run
     fails); audit mode sends every sentence as written. Fail closed: a token that arrives before
     the guard has run (no documents known) raises ``InputError``. The last sentence is sent when
     a chunk carries ``finish_reason``; :attr:`last_report` then holds the whole answer's audit.
+    A guard serves one pipeline run at a time (``run`` arms it for that run's question).
 
     Args:
         on_chunk: receives every released piece as a ``StreamingChunk`` (the generator's
             ``meta`` and ``component_info`` kept); a coroutine function for the async callback.
         mode, allowlist, max_age_days, min_compliance, settings: as :class:`AffidavitAuditor`.
+
+    Example:
+        ```python
+        guard = AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="guardrail")
+        p.add_component("guard", guard)
+        p.add_component("llm", OpenAIChatGenerator(streaming_callback=guard.streaming_callback))
+        p.connect("retriever.documents", "guard.documents")
+        p.connect("guard.documents", "prompt.documents")
+        p.run({"retriever": {"query": q}, "guard": {"query": q}, "prompt": {"query": q}})
+        ```
     """
 
     def __init__(
