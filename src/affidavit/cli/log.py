@@ -4,7 +4,7 @@ Commands:
     affidavit log show [--log-dir DIR] [--json]
     affidavit log verify [--log-dir DIR] [--public-key FILE]...
     affidavit log prove-consistency OLD NEW [--log-dir DIR] [--output FILE]
-    affidavit log witness SOURCE [--proof FILE] [--state DIR] [--public-key FILE]...
+    affidavit log witness URL|DIR|CHECKPOINT [--proof FILE] [--state DIR] [--public-key FILE]...
     affidavit certificate prove CERT [--log-dir DIR] [--output FILE]
 
 The log is the one of your signing key (``tlog/<key id>/`` beside it), or ``tlog.path``, or
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from affidavit.core.settings import Settings
     from affidavit.core.tlog import Checkpoint, ConsistencyProof
+    from affidavit.tlog.monitor import Witness
     from affidavit.tlog.store import FileLog
 
 ConfigOpt = Annotated[
@@ -256,20 +257,30 @@ def log_prove_consistency(
 
 @log_app.command("witness")
 def log_witness(
-    source: Annotated[Path, typer.Argument(help="A log folder, or a signed checkpoint file.")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A server's URL (http://host:port, its /v1/log routes), a log folder, or a "
+            "signed checkpoint file."
+        ),
+    ],
     proof: Annotated[
         Path | None,
         typer.Option(
             "--proof",
             help="Consistency proof JSON from the last size seen (needed with a checkpoint "
-            "file; built from the log when SOURCE is a log folder).",
+            "file; fetched from a URL, built from a log folder).",
         ),
     ] = None,
     state: Annotated[
         Path | None,
         typer.Option(
-            "--state", help="Witness folder (default: tlog.witness_path, <home>/witness)."
+            "--state", help="Witness folder (default: tlog.witness_path, else <home>/witness)."
         ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="AFFIDAVIT_API_KEY", help="Read key for a URL."),
     ] = None,
     public_key: PublicKeyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -277,24 +288,23 @@ def log_witness(
 ) -> None:
     """Accept a log's new checkpoint only if it extends the last one seen (exit 1: fork,
     rollback or a bad signature or proof, with the reason)."""
-    from affidavit.core.limits import read_file_bounded
     from affidavit.tlog.monitor import Witness
-    from affidavit.tlog.note import MAX_NOTE_BYTES
     from affidavit.tlog.store import FileLog
 
     settings = cli_settings(config)
     keys = log_keys(settings, public_key)
     folder = state or settings.tlog.witness_path or settings.resolved_home() / "witness"
-    log = FileLog(source) if source.is_dir() else None
-    note_path = source / "checkpoint" if log is not None else source
-    with usage_errors():
-        try:
-            note = read_file_bounded(note_path, MAX_NOTE_BYTES, "checkpoint").decode("utf-8")
-        except UnicodeDecodeError:
-            raise fail_usage(f"{note_path}: not UTF-8 text") from None
+    witness = Witness(folder.expanduser(), keys)
     given = read_proof_file(proof) if proof is not None else None
+    log: FileLog | None = None
+    if source.startswith(("http://", "https://")):
+        note, given = _fetch_remote(source, api_key, witness, given)
+    else:
+        path = Path(source)
+        log = FileLog(path) if path.is_dir() else None
+        note = _read_note(path / "checkpoint" if log is not None else path)
     with usage_errors():
-        result = Witness(folder.expanduser(), keys).observe(note, given, log=log)
+        result = witness.observe(note, given, log=log)
     if log is not None:
         log.close()
     if as_json:
@@ -304,6 +314,40 @@ def log_witness(
     else:
         typer.echo(f"REFUSED ({result.kind}): {safe_terminal(result.reason)}", err=True)
     raise typer.Exit(EXIT_OK if result.accepted else EXIT_FAIL)
+
+
+def _read_note(path: Path) -> str:
+    from affidavit.core.limits import read_file_bounded
+    from affidavit.tlog.note import MAX_NOTE_BYTES
+
+    with usage_errors():
+        raw = read_file_bounded(path, MAX_NOTE_BYTES, "checkpoint")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail_usage(f"{path}: not UTF-8 text") from None
+
+
+def _fetch_remote(
+    url: str, api_key: str | None, witness: Witness, given: ConsistencyProof | None
+) -> tuple[str, ConsistencyProof | None]:
+    """A server's latest checkpoint, and the proof from the size the witness last saw."""
+    from affidavit.core.errors import ProofError
+    from affidavit.tlog.note import parse_checkpoint
+    from affidavit.tlog.remote import RemoteLog
+
+    remote = RemoteLog(url, api_key)
+    with usage_errors():
+        note = remote.checkpoint().note
+    try:
+        served = parse_checkpoint(note)
+    except ProofError:
+        return note, given  # the witness says what is wrong with it
+    last = witness.last(served.origin)
+    if given is None and last is not None and 0 < last.tree_size < served.tree_size:
+        with usage_errors():
+            given = remote.prove_consistency(last.tree_size, served.tree_size)
+    return note, given
 
 
 def register(app: typer.Typer) -> None:

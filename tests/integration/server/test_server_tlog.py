@@ -3,10 +3,14 @@ routes return verifies offline against the signed checkpoint (issue 30)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from affidavit.certify.keys import load_public_key
+from affidavit.cli.main import app
 from affidavit.core.service import AskResponse
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, InclusionProof, LogEntryRecord
 from affidavit.testing.server import ServedApi as Server
@@ -77,3 +81,16 @@ def test_a_served_certificate_is_logged_and_the_log_routes_prove_it(served: Serv
     assert check_log_entry(first, [key], newer=cp.note, consistency=consistency) == []
     assert get("/v1/log/proof/consistency", **{"from": cp.tree_size + 1}).status_code == 404
     assert httpx.get(served.url + "/v1/log/checkpoint").status_code == 401
+
+
+def test_a_witness_follows_a_served_log_over_http(served: Server, tmp_path: Path) -> None:
+    env = {"AFFIDAVIT_HOME": str(served.home), "AFFIDAVIT_API_KEY": served.keys["read"]}
+    args = ["log", "witness", served.url, "--state", str(tmp_path / "witness")]
+    _ask(served)
+    first = CliRunner().invoke(app, args, env=env)
+    assert first.exit_code == 0 and "first-sight" in first.output, first.output
+    _ask(served)
+    second = CliRunner().invoke(app, args, env=env)
+    assert second.exit_code == 0 and "accepted (consistent)" in second.output, second.output
+    no_key = CliRunner().invoke(app, args, env={"AFFIDAVIT_HOME": str(served.home)})
+    assert no_key.exit_code == 2 and "401" in no_key.output
