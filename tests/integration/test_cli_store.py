@@ -344,3 +344,29 @@ def test_rebuild_remakes_no_chunk_with_other_chunk_settings(
     # the documents that lost chunks are dropped whole, so that ingesting them again re-adds them
     assert set(report["lost_documents"]) == every - _ids(st) != set()
     assert run(["store", "check", "--store", str(st)]).exit_code == 0
+
+
+def test_rebuild_reads_the_leaves_under_a_damaged_interior_page(
+    varied: tuple[Path, Path],
+) -> None:
+    st, _ = varied
+    every, chunks = _ids(st), _ids(st, "chunks")
+    good = _hits(st)
+    db = st / "store.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = con.execute(
+        "SELECT pageno FROM dbstat "
+        "WHERE name = 'documents' AND path = '/' AND pagetype = 'internal'"
+    ).fetchone()
+    con.close()
+    with db.open("r+b") as fh:  # no row of the table can be reached through the b-tree
+        fh.seek((root - 1) * page_size)
+        fh.write(b"\xa5" * page_size)
+    r = run(["store", "rebuild", "--store", str(st)])
+    assert r.exit_code == 0, r.output
+    assert "nothing lost" in r.output
+    assert _ids(st) == every and _ids(st, "chunks") == chunks
+    assert run(["store", "check", "--store", str(st)]).exit_code == 0
+    assert _hits(st) == good

@@ -4,8 +4,10 @@ SQLite is the local store's source of truth, so a corrupt page in ``store.sqlite
 repaired from the derived index. What can be done without a backup, in named steps:
 
 1. **read** every row that can still be read, table by table, by rowid ranges (a range that
-   raises is read again row by row, so one bad page costs only its own rows); the ids of
-   documents whose row is lost are learnt from the chunks and from the tables' own indexes;
+   raises is read again row by row, so one bad page costs only its own rows); where a damaged
+   interior page hides intact leaves, the leaf pages are read directly (never the freelist,
+   whose pages may hold deleted rows); the ids of documents whose row is lost are learnt from
+   the chunks and from the tables' own indexes;
 2. **check** each surviving chunk against its document (its text is the document's slice and
    its id is the one the chunker gives that slice) and re-chunk every document with the ingest
    chunker: the chunk ids must be the ones that survived, else the chunker settings differ from
@@ -30,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import mmap
 import os
 import sqlite3
 import time
@@ -187,22 +190,35 @@ class _Read:
     docs: dict[int, tuple[Any, ...]]
     chunks: dict[int, tuple[Any, ...]]
     known_ids: dict[str, str | None]  # every doc id named anywhere -> its origin when known
-    doc_bad_rows: list[int]
+    unnamed_doc_rows: list[int]  # unreadable document rowids no index names (an upper bound)
     chunk_seq: int
+    raw_docs: int = 0  # rows found only by reading the leaf pages directly
+    raw_chunks: int = 0
 
 
-def _read(con: sqlite3.Connection) -> _Read:
+def _read(con: sqlite3.Connection, db: Path) -> _Read:
     meta = {str(k): str(v) for k, v in _partial(con, "SELECT key, value FROM meta")}
     seq_rows = _try(con, "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'") or []
     chunk_seq = int(seq_rows[0][0]) if seq_rows and seq_rows[0][0] is not None else 0
     # the indexes hold (key, rowid): ids (and origins) of rows whose table page is lost
-    by_index = _partial(
-        con, "SELECT doc_id, rowid FROM documents INDEXED BY sqlite_autoindex_documents_1"
-    )
+    sql = "SELECT doc_id, rowid FROM documents INDEXED BY sqlite_autoindex_documents_1"
+    whole = _try(con, sql)
+    by_index = whole if whole is not None else _partial(con, sql)
     origins = dict(_partial(con, "SELECT rowid, origin FROM documents INDEXED BY documents_origin"))
     chunk_index = _partial(con, "SELECT doc_id, rowid FROM chunks INDEXED BY chunks_doc")
     docs = _read_table(con, "documents", _DOC_COLS, [r for _, r in by_index])
     chunks = _read_table(con, "chunks", _CHUNK_COLS, [chunk_seq, *(r for _, r in chunk_index)])
+    raw_docs = raw_chunks = 0
+    if docs.bad_rowids or chunks.bad_rowids:
+        raw = _raw_scan(db)
+        if raw is not None:
+            # the rows read through the b-tree win; the page scan only adds rowids they lack
+            for rid, row in raw[0].items():
+                if rid not in docs.rows:
+                    docs.rows[rid], raw_docs = row, raw_docs + 1
+            for rid, row in raw[1].items():
+                if rid not in chunks.rows:
+                    chunks.rows[rid], raw_chunks = row, raw_chunks + 1
     known: dict[str, str | None] = {}
     for doc_id, rid in by_index:
         known[str(doc_id)] = origins.get(rid)
@@ -216,7 +232,172 @@ def _read(con: sqlite3.Connection) -> _Read:
             known.setdefault(str(got[0][0]), None)
     for row in docs.rows.values():
         known[str(row[0])] = str(row[2])
-    return _Read(meta, docs.rows, chunks.rows, known, docs.bad_rowids, chunk_seq)
+    # with the whole doc_id index read, every lost document is named; without it, a document
+    # row that is unreadable may be one nothing else names
+    unnamed = [] if whole is not None else sorted(set(docs.bad_rowids) - set(docs.rows))
+    return _Read(meta, docs.rows, chunks.rows, known, unnamed, chunk_seq, raw_docs, raw_chunks)
+
+
+# -- 1b. read the pages themselves, where a damaged interior page hides intact leaves ----------
+
+
+def _varint(buf: bytes | mmap.mmap, i: int) -> tuple[int, int]:
+    v = 0
+    for n in range(8):
+        b = buf[i + n]
+        v = (v << 7) | (b & 0x7F)
+        if b < 0x80:
+            return v, i + n + 1
+    return (v << 8) | buf[i + 8], i + 9
+
+
+def _record(payload: bytes) -> tuple[Any, ...]:
+    size, i = _varint(payload, 0)
+    types = []
+    while i < size:
+        t, i = _varint(payload, i)
+        types.append(t)
+    out: list[Any] = []
+    pos = size
+    for t in types:
+        if t == 0:
+            out.append(None)
+        elif 1 <= t <= 6:
+            n = (1, 2, 3, 4, 6, 8)[t - 1]
+            out.append(int.from_bytes(payload[pos : pos + n], "big", signed=True))
+            pos += n
+        elif t == 7:
+            out.append(float(np.frombuffer(payload[pos : pos + 8], dtype=">f8")[0]))
+            pos += 8
+        elif t in (8, 9):
+            out.append(t - 8)
+        elif t >= 12:
+            n = (t - 12) // 2
+            raw = payload[pos : pos + n]
+            if len(raw) != n:
+                raise ValueError("record runs past its payload")
+            out.append(raw.decode("utf-8") if t % 2 else bytes(raw))
+            pos += n
+        else:
+            raise ValueError(f"reserved serial type {t}")
+    return tuple(out)
+
+
+def _freelist(data: mmap.mmap, page_size: int, pages: int) -> set[int] | None:
+    """Pages on the freelist (they may hold deleted rows), or None when it cannot be read."""
+    free: set[int] = set()
+    trunk = int.from_bytes(data[32:36], "big")
+    while trunk:
+        if not 1 <= trunk <= pages or trunk in free:
+            return None
+        free.add(trunk)
+        off = (trunk - 1) * page_size
+        count = int.from_bytes(data[off + 4 : off + 8], "big")
+        if count > page_size // 4:
+            return None
+        for k in range(count):
+            free.add(int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big"))
+        trunk = int.from_bytes(data[off : off + 4], "big")
+    return free if len(free) == int.from_bytes(data[36:40], "big") else None
+
+
+def _leaf_rows(
+    data: mmap.mmap, page: int, page_size: int, usable: int
+) -> Iterator[tuple[int, bytes]]:
+    """(rowid, payload) of each cell of a table leaf page; a cell that does not parse is skipped."""
+    off = (page - 1) * page_size
+    hdr = off + (100 if page == 1 else 0)
+    if data[hdr] != 0x0D:
+        return
+    cells = int.from_bytes(data[hdr + 3 : hdr + 5], "big")
+    pages = len(data) // page_size
+    x = usable - 35
+    m = (usable - 12) * 32 // 255 - 23
+    for c in range(min(cells, page_size // 2)):
+        with contextlib.suppress(IndexError, ValueError):
+            at = off + int.from_bytes(data[hdr + 8 + 2 * c : hdr + 10 + 2 * c], "big")
+            size, at = _varint(data, at)
+            rowid, at = _varint(data, at)
+            if size <= x:
+                yield rowid, data[at : at + size]
+                continue
+            k = m + (size - m) % (usable - 4)
+            local = k if k <= x else m
+            parts, seen = [data[at : at + local]], set()
+            nxt = int.from_bytes(data[at + local : at + local + 4], "big")
+            got = local
+            while nxt and got < size:
+                if not 1 <= nxt <= pages or nxt in seen:
+                    raise ValueError("broken overflow chain")
+                seen.add(nxt)
+                o = (nxt - 1) * page_size
+                take = min(usable - 4, size - got)
+                parts.append(data[o + 4 : o + 4 + take])
+                got += take
+                nxt = int.from_bytes(data[o : o + 4], "big")
+            if got == size:
+                yield rowid, b"".join(parts)
+
+
+def _looks_like(row: tuple[Any, ...], table: str) -> bool:
+    if table == "documents":
+        return (
+            len(row) == 9
+            and all(isinstance(row[i], str) for i in (0, 1, 2, 3, 5, 6, 7))
+            and isinstance(row[8], (int, float))
+        )
+    return (
+        len(row) == 14
+        and row[0] is None  # the rowid alias column is stored as NULL
+        and isinstance(row[1], str)
+        and row[1].startswith("chunk-")
+        and isinstance(row[13], bytes)
+    )
+
+
+def _raw_scan(db: Path) -> tuple[dict[int, tuple[Any, ...]], dict[int, tuple[Any, ...]]] | None:
+    """Rows of documents and chunks read from the table leaf pages directly, or None.
+
+    For when a damaged interior page hides leaves that are intact. Only pages that are not on
+    the freelist are read (a freed page may hold rows deleted long ago); None when the freelist
+    or the header cannot be read, or the text encoding is not UTF-8.
+    """
+    with db.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size < 100:
+            return None
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _scan_pages(data)
+
+
+def _scan_pages(
+    data: mmap.mmap,
+) -> tuple[dict[int, tuple[Any, ...]], dict[int, tuple[Any, ...]]] | None:
+    if len(data) < 100 or data[:16] != b"SQLite format 3\x00":
+        return None
+    page_size = int.from_bytes(data[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or int.from_bytes(data[56:60], "big") not in (0, 1):
+        return None
+    usable = page_size - data[20]
+    pages = len(data) // page_size
+    free = _freelist(data, page_size, pages)
+    if free is None:
+        return None
+    docs: dict[int, tuple[Any, ...]] = {}
+    chunks: dict[int, tuple[Any, ...]] = {}
+    for page in range(1, pages + 1):
+        if page in free:
+            continue
+        for rowid, payload in _leaf_rows(data, page, page_size, usable):
+            try:
+                row = _record(payload)
+            except (IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+                continue
+            if _looks_like(row, "documents"):
+                docs.setdefault(rowid, row)
+            elif _looks_like(row, "chunks"):
+                chunks.setdefault(rowid, row[1:])
+    return docs, chunks
 
 
 # -- 2. check and 3. re-create ------------------------------------------------------------------
@@ -475,7 +656,7 @@ def salvage(
                     f"nothing can be read from {db}: its schema is unreadable or missing",
                     source=str(db),
                 )
-            read = _read(con)
+            read = _read(con, db)
         finally:
             con.close()
         plan = _plan(read, chunker, embedder)
@@ -512,15 +693,18 @@ def salvage(
         len(plan.make),
         len(plan.lost),
     )
-    named = {d.doc_id for d in plan.lost}
-    unknown = len(read.doc_bad_rows) if not named and read.doc_bad_rows else 0
+    if read.raw_docs or read.raw_chunks:
+        plan.notes.append(
+            f"{read.raw_docs} documents and {read.raw_chunks} chunks were read from table pages "
+            "that the damaged b-tree no longer reaches"
+        )
     return SalvageReport(
         documents=len(plan.docs),
         chunks_kept=kept,
         chunks_recreated=len(plan.make),
         documents_rechunked=tuple(plan.rechunked),
         lost=tuple(plan.lost),
-        unknown_lost_rows=unknown,
+        unknown_lost_rows=len(read.unnamed_doc_rows),
         damaged_copy=aside,
         notes=tuple(plan.notes),
     )
