@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from affidavit.core.errors import TransparencyLogError
-from affidavit.tlog.merkle import MemoryTree, leaf_hash, verify_consistency, verify_inclusion
+from affidavit.tlog.merkle import (
+    MemoryTree,
+    leaf_hash,
+    root_hash,
+    verify_consistency,
+    verify_inclusion,
+)
 from affidavit.tlog.monitor import verify_log
 from affidavit.tlog.note import open_checkpoint
 from affidavit.tlog.store import FileLog
@@ -177,3 +185,23 @@ def test_a_damaged_node_index_is_never_signed_over(tmp_path: Path, key: Ed25519P
     assert log.checkpoint() == before
     result = verify_log(log, [key.public_key()])
     assert not result.valid and "stored node 0 of level 2" in result.reasons[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=12))
+def test_any_sequence_of_batches_stores_the_same_tree_as_memory(batches: list[int]) -> None:
+    import tempfile
+
+    key = Ed25519PrivateKey.generate()
+    with tempfile.TemporaryDirectory() as tmp:
+        log, ref, n = FileLog(Path(tmp) / "log"), MemoryTree(), 0
+        for count in batches:
+            log.append([entry(n + i) for i in range(count)], key, ORIGIN)
+            for i in range(count):
+                ref.append_hash(leaf_hash(entry(n + i)))
+            n += count
+        for level, nodes in enumerate(ref.levels):
+            assert [log.node(level, i) for i in range(len(nodes))] == nodes
+        for size in range(1, n + 1):
+            assert log.root(size) == root_hash(ref, size)
+        log.close()
