@@ -34,6 +34,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from affidavit.core.errors import ProofError, TransparencyLogError
+from affidavit.core.locks import exclusive
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogVerification, WitnessResult
 from affidavit.tlog.certificates import check_consistency
 from affidavit.tlog.merkle import HASH_SIZE, CompactRange, leaf_hash
@@ -190,11 +191,21 @@ class Witness:
     ) -> WitnessResult:
         """Check a new checkpoint against the last one seen; keep it if it extends it.
 
+        Two witness runs on one state folder take turns (a file lock), so neither judges against
+        a checkpoint the other is replacing.
+
         Args:
             note: the new signed checkpoint.
             proof: the consistency proof from the last size seen to the new one.
             log: a log to build that proof from when ``proof`` is None.
         """
+        self.state.mkdir(parents=True, exist_ok=True)
+        with exclusive(self.state / ".lock"):
+            return self._observe(note, proof, log)
+
+    def _observe(
+        self, note: str, proof: ConsistencyProof | None, log: FileLog | None
+    ) -> WitnessResult:
         try:
             new = open_checkpoint(note, self.keys)
         except ProofError as exc:
@@ -234,7 +245,6 @@ class Witness:
         return WitnessResult(accepted=True, kind="consistent", reason=reason, **seen)
 
     def _keep(self, checkpoint: Checkpoint) -> None:
-        self.state.mkdir(parents=True, exist_ok=True)
         path = self._path(checkpoint.origin)
         tmp = path.with_name(f".{path.name}.tmp")
         with tmp.open("w", encoding="utf-8") as fh:
