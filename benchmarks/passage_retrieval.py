@@ -444,7 +444,7 @@ def main() -> None:
         },
         "embedder": embedder.config(),
     }
-    default = "hybrid passage, 3 per document"
+    default = "hybrid passage, 3 per document, document prior"
     for label, items in () if args.ask_only else (("single", single), ("multi_part", multi)):
         runs, secs = run_variants(store, embedder, [it["question"] for it in items], VARIANTS)
         rows: dict[str, dict[str, float]] = {}

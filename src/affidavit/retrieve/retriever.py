@@ -77,7 +77,7 @@ class StoreRetriever:
         granularity: Granularity = "passage",
         per_document: int = 3,
         merge_neighbours: bool = False,
-        document_prior: bool = False,
+        document_prior: bool = True,
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")

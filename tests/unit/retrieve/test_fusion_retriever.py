@@ -200,7 +200,7 @@ def test_passage_granularity_is_chunk_fusion_capped_per_document(tmp_path: Path)
     q = "radium glows radioactive 1898"
     fused = StoreRetriever(store, emb, granularity="chunk").search(q, k=50)
     for cap in (1, 2, 3):
-        hits = StoreRetriever(store, emb, per_document=cap).search(q, k=4)
+        hits = StoreRetriever(store, emb, per_document=cap, document_prior=False).search(q, k=4)
         # the chunk fusion's order, skipping a document's chunks past the cap
         seen: dict[str | None, int] = {}
         expected = []
@@ -248,7 +248,7 @@ def test_settings_choose_the_granularity(tmp_path: Path) -> None:
     s = load_settings(overrides={"retrieve": {"granularity": "document", "per_document": 2}})
     r = StoreRetriever.from_settings(store, emb, s.retrieve)
     assert (r.granularity, r.per_document, r.merge_neighbours) == ("document", 2, False)
-    assert r.document_prior is False
+    assert r.document_prior is True
     with pytest.raises(SettingsError, match="passage"):
         load_settings(overrides={"retrieve": {"granularity": "page"}})
     with pytest.raises(SettingsError, match="unknown setting"):
@@ -259,8 +259,8 @@ def test_document_prior_adds_the_parent_document_ranking(tmp_path: Path) -> None
     emb = FakeEmbedder()
     store = _passage_store(tmp_path, emb)
     q = "radium paint glows"
-    plain = StoreRetriever(store, emb, per_document=4).search(q, k=6)
-    prior = StoreRetriever(store, emb, per_document=4, document_prior=True).search(q, k=6)
+    plain = StoreRetriever(store, emb, per_document=4, document_prior=False).search(q, k=6)
+    prior = StoreRetriever(store, emb, per_document=4).search(q, k=6)
     docs = StoreRetriever(store, emb, granularity="document").search(q, k=50)
     doc_rank: dict[str | None, int] = {}
     for h in docs:

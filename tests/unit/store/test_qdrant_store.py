@@ -140,7 +140,9 @@ def test_passage_granularity_over_qdrant_caps_its_native_fusion(tmp_path: Path) 
     s.upsert(c.items(), embedder=c.embedder.name)
     q = "Eiffel Tower Moon landing Curie"
     fused = StoreRetriever(s, c.embedder, granularity="chunk").search(q, k=50, mode="hybrid")
-    capped = StoreRetriever(s, c.embedder, per_document=1).search(q, k=4, mode="hybrid")
+    capped = StoreRetriever(s, c.embedder, per_document=1, document_prior=False).search(
+        q, k=4, mode="hybrid"
+    )
     first_of_each: list[str] = []
     for h in fused:
         if h.chunk.doc_id not in {f.chunk.doc_id for f in fused if f.chunk.id in first_of_each}:
