@@ -6,7 +6,12 @@ then the verified rendering replaces it: badges per claim, sources, corrections.
 
 Options: ``--corpus DIR`` (default: ``sample_corpus/`` at the repository root), ``--mode``
 (default ``mixed`` so withheld sentences are visible with their badges), ``--question Q``
-(repeatable; replaces the built-in questions), ``--store DIR`` (keep the store there).
+(repeatable; replaces the built-in questions), ``--store DIR`` (keep the store there),
+``--certify DIR`` (keep the certificates there; by default they go to a temporary folder).
+
+Every answer is certified: signed with a demo key of its own (``DIR/keys/signing.pem``, never the
+user's key), appended to that key's transparency log, then checked as a user would check it,
+``affidavit certificate verify CERT --log --store STORE --public-key PUB`` (the command is printed).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from affidavit.core.types import DisplayMode
 
 log = logging.getLogger(__name__)
@@ -95,8 +102,10 @@ def run(
     *,
     mode: str = "mixed",
     store_dir: Path | None = None,
+    certify_dir: Path | None = None,
 ) -> int:
-    """Ingest ``corpus`` and ask each question; returns the process exit code."""
+    """Ingest ``corpus``, ask each question and certify each answer; returns the exit code
+    (1 when an answer or its certificate check fails)."""
     from rich.console import Console
     from rich.live import Live
     from rich.rule import Rule
@@ -115,9 +124,14 @@ def run(
             console.print("sample_corpus/ not found: using the built-in two-document corpus")
         where = store_dir or Path(tmp) / "store"
         _ingest(corpus, where)
+        certs = certify_dir or Path(tmp) / "certificates"
+        key = _demo_key(certs)
         settings = load_settings()
+        settings = settings.model_copy(
+            update={"certify": settings.certify.model_copy(update={"key_path": key})}
+        )
         try:
-            pipe = build_pipeline(settings, store_path=where)
+            pipe = build_pipeline(settings, store_path=where, certify=True)
         except AffidavitError as exc:
             console.print(f"error: {exc.message}", markup=False)
             return 2
@@ -129,8 +143,10 @@ def run(
             except AffidavitError as exc:
                 console.print(f"error: {exc.message}", markup=False)
                 return 1
-        for question in questions:
+        failed = False
+        for n, question in enumerate(questions, start=1):
             console.print(Rule(question))
+            cert = certs / f"answer-{n}.cert.json"
             provisional = Text(style="dim")
             try:
                 with Live(provisional, console=console, transient=True) as live:
@@ -139,7 +155,7 @@ def run(
                         text.append(piece)
                         live.update(text)
 
-                    result = pipe.ask(question, mode=display, on_token=show)
+                    result = pipe.ask(question, mode=display, on_token=show, certify=cert)
             except AffidavitError as exc:
                 console.print(f"error: {exc.message}", markup=False)
                 return 1
@@ -147,7 +163,47 @@ def run(
                 # citations were removed or corrected: show what the model actually wrote
                 console.print(Text("model wrote: " + result.trace.raw_answer, style="dim"))
             print_result(console, result)
-    return 0
+            failed |= not _check_certificate(console, cert, where, key)
+    return 1 if failed else 0
+
+
+def _demo_key(certs: Path) -> Path:
+    """The demo's own signing key under ``certs/keys`` (made on first use; never the user's)."""
+    from affidavit.certify.keys import generate_key
+
+    key = certs / "keys" / "signing.pem"
+    if not key.exists():
+        generate_key(key)
+    return key
+
+
+def _check_certificate(console: Console, cert: Path, store: Path, key: Path) -> bool:
+    """Run ``affidavit certificate verify CERT --log`` as a user would; print its verdict."""
+    import os
+    import subprocess
+
+    from affidavit.certify.keys import public_key_path
+
+    pub = public_key_path(key)
+    args = ["certificate", "verify", str(cert), "--log", "--store", str(store)]
+    args += ["--public-key", str(pub)]
+    env = {**os.environ, "AFFIDAVIT_CERTIFY__KEY_PATH": str(key)}
+    done = subprocess.run(
+        [sys.executable, "-m", "affidavit.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    said = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    verdict = said[0] if said else f"exit {done.returncode}"
+    console.print(f"certificate {cert.name}: {verdict}", markup=False, highlight=False)
+    console.print(f"  check it yourself: affidavit {' '.join(args)}", markup=False, style="dim")
+    if done.returncode != 0:
+        for line in said[1:]:
+            console.print(f"  {line}", markup=False)
+    return done.returncode == 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, default=None, help="keep the store in this folder")
     parser.add_argument("--mode", choices=("strict", "mixed", "debug"), default="mixed")
     parser.add_argument("--question", action="append", default=None, help="ask this instead")
+    parser.add_argument(
+        "--certify", type=Path, default=None, help="keep the certificates (and demo key) here"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs index builds at DEBUG
@@ -164,7 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if corpus is not None and not corpus.is_dir():
         print(f"error: no such folder: {corpus}", file=sys.stderr)
         return 2
-    return run(corpus, args.question or SAMPLE_QUESTIONS, mode=args.mode, store_dir=args.store)
+    return run(
+        corpus,
+        args.question or SAMPLE_QUESTIONS,
+        mode=args.mode,
+        store_dir=args.store,
+        certify_dir=args.certify,
+    )
 
 
 if __name__ == "__main__":
