@@ -198,8 +198,9 @@ def _check_certificate(console: Console, cert: Path, store: Path, key: Path) -> 
     )
     said = (done.stdout.strip() or done.stderr.strip()).splitlines()
     verdict = said[0] if said else f"exit {done.returncode}"
-    console.print(f"certificate {cert.name}: {verdict}", markup=False, highlight=False)
-    console.print(f"  check it yourself: affidavit {' '.join(args)}", markup=False, style="dim")
+    console.print(f"certificate {cert.name}: {verdict}", markup=False, soft_wrap=True)
+    command = f"  check it yourself: affidavit {' '.join(args)}"
+    console.print(command, markup=False, style="dim", soft_wrap=True)
     if done.returncode != 0:
         for line in said[1:]:
             console.print(f"  {line}", markup=False)
