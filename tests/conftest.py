@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,35 @@ def build_store(path: Path) -> Path:
 def sample_store(tmp_path: Path) -> Path:
     """A store folder holding the Forth Bridge and Eiffel Tower documents."""
     return build_store(tmp_path / "store")
+
+
+def make_page_tree_pdf(fanout: int, per_node: int, text: bytes = b"The same page again.") -> bytes:
+    """A PDF whose page tree holds one page object ``fanout * per_node`` times."""
+    content = b"BT /F1 12 Tf 72 720 Td (" + text + b") Tj ET"
+    objs = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [%b] /Count %d >>" % (b"3 0 R " * fanout, fanout * per_node),
+        3: b"<< /Type /Pages /Parent 2 0 R /Kids [%b] /Count %d >>"
+        % (b"4 0 R " * per_node, per_node),
+        4: b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+        b"/Resources << /Font << /F1 6 0 R >> >> >>",
+        5: b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
+        6: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    }
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for n, body in objs.items():
+        offsets[n] = len(out)
+        out += b"%d 0 obj\n%b\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for n in sorted(objs):
+        out += b"%010d 00000 n \n" % offsets[n]
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+@pytest.fixture
+def page_tree_pdf() -> Callable[..., bytes]:
+    """:func:`make_page_tree_pdf`, for the hostile-input tests of ingest and of the upload API."""
+    return make_page_tree_pdf

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -16,31 +17,6 @@ from affidavit.core.service import IngestJob
 from affidavit.testing.server import ServedApi as Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _tree_pdf(fanout: int, per_node: int) -> bytes:
-    content = b"BT /F1 12 Tf 72 720 Td (The same page again.) Tj ET"
-    objs = {
-        1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        2: b"<< /Type /Pages /Kids [%b] /Count %d >>" % (b"3 0 R " * fanout, fanout * per_node),
-        3: b"<< /Type /Pages /Parent 2 0 R /Kids [%b] /Count %d >>"
-        % (b"4 0 R " * per_node, per_node),
-        4: b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
-        b"/Resources << /Font << /F1 6 0 R >> >> >>",
-        5: b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
-        6: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    }
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for n, body in objs.items():
-        offsets[n] = len(out)
-        out += b"%d 0 obj\n%b\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    for n in sorted(objs):
-        out += b"%010d 00000 n \n" % offsets[n]
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
 
 
 def _wait_job(server: Server, job_id: str) -> IngestJob:
@@ -54,12 +30,12 @@ def _wait_job(server: Server, job_id: str) -> IngestJob:
         time.sleep(0.2)
 
 
-def test_hostile_uploads_fail_alone(served: Server) -> None:
+def test_hostile_uploads_fail_alone(served: Server, page_tree_pdf: Callable[..., bytes]) -> None:
     deep = '{"id": "deep-1", "text": "Deep.", "metadata": ' + '{"x": ' * 980 + "{}" + "}" * 981
     plain = json.dumps({"id": "plain-1", "text": "The heron Quillmark-9 nests on the roof."})
     files = [
-        ("files", ("tree.pdf", _tree_pdf(330, 330), "application/pdf")),
-        ("files", ("many.pdf", _tree_pdf(300, 300), "application/pdf")),
+        ("files", ("tree.pdf", page_tree_pdf(330, 330), "application/pdf")),
+        ("files", ("many.pdf", page_tree_pdf(300, 300), "application/pdf")),
         ("files", ("records.jsonl", (deep + "\n" + plain + "\n").encode(), "application/jsonl")),
         ("files", ("good.txt", b"The lighthouse Vexwold-3 shines over the bay.", "text/plain")),
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,31 +21,7 @@ from affidavit.ingest.pipeline import Ingestor
 from affidavit.store.local import LocalStore
 from affidavit.testing.embedder import FakeEmbedder
 
-
-def page_tree_pdf(fanout: int, per_node: int, text: bytes = b"The same page again.") -> bytes:
-    """A PDF whose page tree holds one page object ``fanout * per_node`` times."""
-    content = b"BT /F1 12 Tf 72 720 Td (" + text + b") Tj ET"
-    objs = {
-        1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        2: b"<< /Type /Pages /Kids [%b] /Count %d >>" % (b"3 0 R " * fanout, fanout * per_node),
-        3: b"<< /Type /Pages /Parent 2 0 R /Kids [%b] /Count %d >>"
-        % (b"4 0 R " * per_node, per_node),
-        4: b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
-        b"/Resources << /Font << /F1 6 0 R >> >> >>",
-        5: b"<< /Length %d >>\nstream\n%b\nendstream" % (len(content), content),
-        6: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    }
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for n, body in objs.items():
-        offsets[n] = len(out)
-        out += b"%d 0 obj\n%b\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    for n in sorted(objs):
-        out += b"%010d 00000 n \n" % offsets[n]
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
+PdfBuilder = Callable[..., bytes]  # the page_tree_pdf fixture (tests/conftest.py)
 
 
 def _run(folder: Path, tmp_path: Path) -> dict[str, tuple[str, str | None]]:
@@ -57,7 +34,7 @@ def _run(folder: Path, tmp_path: Path) -> dict[str, tuple[str, str | None]]:
     return {Path(o.source).name: (o.status, o.reason) for o in report.outcomes}
 
 
-def test_a_small_honest_pdf_still_loads(tmp_path: Path) -> None:
+def test_a_small_honest_pdf_still_loads(tmp_path: Path, page_tree_pdf: PdfBuilder) -> None:
     docs = load_pdf(tmp_path / "ok.pdf", page_tree_pdf(2, 3))
     assert docs[0].metadata["page_count"] == 6
     assert docs[0].text.count("The same page again.") == 6
@@ -66,7 +43,7 @@ def test_a_small_honest_pdf_still_loads(tmp_path: Path) -> None:
 # -- 26.5: the whole error family of each loader's library -------------------------------------
 
 
-def test_pypdf_limit_error_fails_only_that_file(tmp_path: Path) -> None:
+def test_pypdf_limit_error_fails_only_that_file(tmp_path: Path, page_tree_pdf: PdfBuilder) -> None:
     raw = page_tree_pdf(330, 330)  # 108,900 entries: pypdf raises LimitReachedError
     assert len(raw) < 5000
     folder = tmp_path / "in"
@@ -80,7 +57,7 @@ def test_pypdf_limit_error_fails_only_that_file(tmp_path: Path) -> None:
 
 
 def test_any_pypdf_error_is_one_failed_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page_tree_pdf: PdfBuilder
 ) -> None:
     from pypdf import PageObject
     from pypdf.errors import PyPdfError
@@ -126,7 +103,9 @@ def test_a_broken_docx_fails_with_a_reason(tmp_path: Path, xml: bytes) -> None:
 # -- 26.7: pages and text capped relative to the file's size ----------------------------------
 
 
-def test_ninety_thousand_references_to_one_page_are_refused_quickly(tmp_path: Path) -> None:
+def test_ninety_thousand_references_to_one_page_are_refused_quickly(
+    tmp_path: Path, page_tree_pdf: PdfBuilder
+) -> None:
     raw = page_tree_pdf(300, 300)
     assert len(raw) < 4400  # the probe's 4.3 KB file
     t0 = time.perf_counter()
@@ -136,14 +115,16 @@ def test_ninety_thousand_references_to_one_page_are_refused_quickly(tmp_path: Pa
     assert "90000" in err.value.message or "90,000" in err.value.message
 
 
-def test_text_past_the_cap_for_the_file_size_is_refused(tmp_path: Path) -> None:
+def test_text_past_the_cap_for_the_file_size_is_refused(
+    tmp_path: Path, page_tree_pdf: PdfBuilder
+) -> None:
     # few enough pages to pass the page cap, but far more text than 5 KB of PDF can hold
     raw = page_tree_pdf(10, 20, text=b"Lorem ipsum dolor sit amet. " * 40)
     with pytest.raises(IngestError, match="text"):
         load_pdf(tmp_path / "wordy.pdf", raw)
 
 
-def test_the_run_goes_on_past_a_refused_pdf(tmp_path: Path) -> None:
+def test_the_run_goes_on_past_a_refused_pdf(tmp_path: Path, page_tree_pdf: PdfBuilder) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "tree.pdf").write_bytes(page_tree_pdf(300, 300))
