@@ -164,6 +164,13 @@ def run(
                 console.print(Text("model wrote: " + result.trace.raw_answer, style="dim"))
             print_result(console, result)
             failed |= not _check_certificate(console, cert, where, key)
+        if certify_dir is None:
+            console.print(
+                "(the certificates and the store go with this run's temporary folder: "
+                "--certify DIR --store DIR keep them)",
+                style="dim",
+                markup=False,
+            )
     return 1 if failed else 0
 
 
