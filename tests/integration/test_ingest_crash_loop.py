@@ -38,6 +38,18 @@ def _state(store: LocalStore) -> tuple[dict[str, tuple[str, int]], list[str], tu
     return records, hits, store.count()
 
 
+def _uninterrupted_seconds(path: Path, docs: Path) -> float:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), str(docs)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    start = time.monotonic()
+    assert proc.stdout.readline().strip() == "done"
+    duration = time.monotonic() - start
+    proc.wait()
+    return duration
+
+
 def test_kill_9_at_random_points_of_ingest(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -50,6 +62,9 @@ def test_kill_9_at_random_points_of_ingest(tmp_path: Path) -> None:
     expected = _state(reference)
     reference.close()
 
+    # The kill points are drawn from how long an uninterrupted ingest takes on this machine, so a
+    # fast machine is interrupted as often as a slow one (a fixed 0-1 s window let CI finish first).
+    duration = _uninterrupted_seconds(tmp_path / "timing", docs)
     rng = random.Random(2026)
     killed = 0
     for run in range(RUNS):
@@ -58,7 +73,7 @@ def test_kill_9_at_random_points_of_ingest(tmp_path: Path) -> None:
             [sys.executable, "-c", CHILD, str(path), str(docs)], stdout=subprocess.PIPE, text=True
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 1.0))
+        time.sleep(rng.uniform(0.0, 0.8 * duration))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed += proc.returncode == -signal.SIGKILL
