@@ -1,7 +1,7 @@
 """Contracts of the ingest, store and retrieve stages (beside the shared ones in ``types.py``).
 
 ``Chunk``, ``Document`` and ``Hit`` live in :mod:`affidavit.core.types`; this module adds the
-ingest report, sentence spans and search filters.
+ingest report, sentence spans, search filters and the documents a user owns (list, show, delete).
 
 Example:
     >>> r = IngestReport(outcomes=(FileOutcome(source="a.txt", status="added", chunks=2),))
@@ -11,13 +11,15 @@ Example:
 
 from __future__ import annotations
 
-from datetime import date
+import re
+import unicodedata
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from affidavit.core.text import escape_surrogates
-from affidavit.core.types import Frozen
+from affidavit.core.types import Frozen, sha256_text
 
 OutcomeStatus = Literal["added", "skipped", "replaced", "failed", "pruned"]
 
@@ -98,3 +100,81 @@ class SearchFilters(Frozen):
     def is_empty(self) -> bool:
         """True when no filter is set."""
         return not (self.domains or self.date_from or self.date_to or self.doc_ids)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def content_doc_id(text: str) -> str:
+    """The id of a file's document: derived from its normalised text, not from where it lies.
+
+    The text is NFC-normalised and every run of white space becomes one space, so the same
+    content extracted from a copy, a renamed file or another upload has the same id.
+
+    Example:
+        >>> content_doc_id("330 m  tall\n") == content_doc_id("330 m tall")
+        True
+        >>> content_doc_id("a")[:4]
+        'doc-'
+    """
+    normal = _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    return "doc-" + sha256_text(normal)[:20]
+
+
+class DocumentInfo(Frozen):
+    """A stored document as its owner sees it (never a path on the machine that stores it).
+
+    Example:
+        >>> DocumentInfo(id="doc-1", source="a.txt", names=("a.txt", "copy.txt"), chunks=2).names
+        ('a.txt', 'copy.txt')
+    """
+
+    id: str = Field(description="Document id (derived from the normalised text for files).")
+    source: str = Field(
+        description="The name it is shown under: path relative to the ingested folder, uploaded "
+        "file name, or the URL of a JSONL record."
+    )
+    names: tuple[str, ...] = Field(
+        default=(),
+        description="Every name the same content was ingested under, the shown one first.",
+    )
+    title: str | None = Field(default=None, description="Title, if the format has one.")
+    mime: str = Field(default="", description="Detected content type.")
+    chunks: int = Field(default=0, ge=0, description="Chunks stored for it.")
+    content_hash: str = Field(default="", description="sha256 of the stored text.")
+
+    @field_validator("id", "source", "title", mode="before")
+    @classmethod
+    def _printable(cls, v: object) -> object:
+        return escape_surrogates(v) if isinstance(v, str) else v
+
+
+class DocumentList(Frozen):
+    """The documents in a store (``affidavit documents list``, ``GET /v1/documents``)."""
+
+    documents: tuple[DocumentInfo, ...] = Field(default=(), description="Sorted by source.")
+    chunks_total: int = Field(default=0, ge=0, description="Chunks stored, all documents.")
+
+
+class DocumentDeletion(Frozen):
+    """What deleting one document removed (``affidavit documents delete``)."""
+
+    id: str = Field(description="The deleted document's id.")
+    source: str = Field(default="", description="The name it was shown under.")
+    chunks_removed: int = Field(
+        default=0, ge=0, description="Chunks removed from the lexical and vector indexes."
+    )
+
+
+class DeletedChunk(Frozen):
+    """A record that a chunk was removed from the store (kept so a certificate that cites it
+    can say why its evidence is gone)."""
+
+    chunk_id: str = Field(description="Id of the removed chunk.")
+    doc_id: str = Field(description="Id of the document it belonged to.")
+    source: str = Field(default="", description="The name its document was shown under.")
+    deleted_at: datetime = Field(description="When it was removed (UTC).")
+    reason: Literal["deleted", "replaced", "pruned"] = Field(
+        description="deleted: its document was deleted; replaced: a newer version of the file "
+        "replaced it; pruned: its file was gone at an ingest with --prune."
+    )

@@ -20,8 +20,9 @@ from urllib.parse import urlparse
 
 from affidavit.core.errors import IngestError, InputError, MissingDependencyError
 from affidavit.core.limits import loads_json
+from affidavit.core.retrieval import content_doc_id
 from affidavit.core.text import jsonl_lines
-from affidavit.core.types import Document, sha256_text
+from affidavit.core.types import Document
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +43,6 @@ PDF_BYTES_PER_PAGE = 16
 MAX_PDF_TEXT_CHARS = 50_000_000  # as much as the largest text file by default (50 MB)
 PDF_TEXT_CHARS_PER_BYTE = 20
 _PDF_TEXT_FLOOR = 64_000  # a tiny honest PDF may hold a page or two of text
-
-
-def file_doc_id(path: Path) -> str:
-    """Document id of a file: stable for its resolved absolute path."""
-    return "doc-" + sha256_text(str(path.resolve()))[:20]
 
 
 def decode_utf8(raw: bytes, source: str) -> str:
@@ -112,7 +108,7 @@ def load_text(path: Path, raw: bytes, *, markdown: bool = False) -> list[Documen
         title = first if len(first) <= 80 and not first.endswith((".", "?", "!")) else path.stem
     return [
         Document(
-            id=file_doc_id(path),
+            id=content_doc_id(text),
             text=text,
             source=str(path),
             title=title,
@@ -207,10 +203,11 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
     meta["page_count"] = n_pages
     if created:
         meta["date"] = created
+    text = "\n\n".join(parts)
     return [
         Document(
-            id=file_doc_id(path),
-            text="\n\n".join(parts),
+            id=content_doc_id(text),
+            text=text,
             source=str(path),
             title=title,
             mime="application/pdf",
@@ -334,10 +331,11 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
         meta["date"] = created
     if props.author:
         meta["author"] = props.author
+    text = "\n\n".join(blocks)
     return [
         Document(
-            id=file_doc_id(path),
-            text="\n\n".join(blocks),
+            id=content_doc_id(text),
+            text=text,
             source=str(path),
             title=(props.title or "").strip() or None,
             mime="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -374,7 +372,7 @@ def load_html(path: Path, raw: bytes) -> list[Document]:
         meta["date"] = published
     return [
         Document(
-            id=file_doc_id(path),
+            id=content_doc_id(text),
             text=text,
             source=str(path),
             title=getattr(result, "title", None) or None,

@@ -1,8 +1,12 @@
 """The ingest run: walk inputs, load, chunk, embed, write to the store, report every outcome.
 
+A file's document is known by its content (its id is derived from the normalised text, see
+:func:`~affidavit.core.retrieval.content_doc_id`): the same content under another name is
+recognised and that name recorded (no new chunks); an edited file's new version replaces the old
+one, whose chunks go once no other file holds that content. JSONL records keep their own ids.
+
 Example:
     >>> from affidavit.core.settings import IngestSettings
-from affidavit.core.text import find_lone_surrogate
     >>> from affidavit.store.local import LocalStore
     >>> from affidavit.testing.embedder import FakeEmbedder
     >>> store = LocalStore(tmp_path / "store")  # doctest: +SKIP
@@ -16,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -31,12 +35,16 @@ from affidavit.ingest.detect import MIME, UnsupportedType, detect
 from affidavit.ingest.loaders import iter_jsonl, load_docx, load_html, load_pdf, load_text
 from affidavit.ingest.walk import walk
 from affidavit.retrieve.base import Embedder
-from affidavit.store.base import DocRecord, DocumentBatchItem, Store
+from affidavit.store.base import DocRecord, DocumentBatchItem, DocumentOwnerStore, Store
 
 logger = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int, str], None]
 """Called as ``progress(files_done, files_total, current_source)``."""
+
+OriginFn = Callable[[Path, Path | None], str]
+"""``origin(path, root)``: how the store knows the input file a document came from (its resolved
+absolute path by default) - the key by which an edited or vanished file is recognised."""
 
 
 @dataclass
@@ -55,6 +63,19 @@ class _Run:
     pending_chunks: int = 0
     seen_ids: dict[str, str] = field(default_factory=dict)
     failed_origins: set[str] = field(default_factory=set)
+    seen_origins: set[str] = field(default_factory=set)
+    # (doc id, origin, shown source): more names of content already stored or pending
+    names: list[tuple[str, str, str]] = field(default_factory=list)
+    # (origin, ids of its documents now): other documents lose that name once these are written
+    files: list[tuple[str, set[str]]] = field(default_factory=list)
+    origins: set[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.origins = {o for r in self.records.values() for o in r.origins}
+
+    def stored_from(self, origin: str) -> bool:
+        """A document was stored from this input file before the run."""
+        return origin in self.origins
 
 
 class Ingestor:
@@ -65,6 +86,8 @@ class Ingestor:
         embedder: embeds chunk texts (its name is recorded in the store).
         settings: the ``ingest`` settings section (chunk size, overlap, file size limit).
         batch_chunks: chunks embedded and committed together (one transaction).
+        origin: how the store knows an input file (default: its resolved absolute path; the
+            server uses the uploaded file name, so a new upload of an edited file replaces it).
     """
 
     def __init__(
@@ -74,12 +97,15 @@ class Ingestor:
         settings: IngestSettings | None = None,
         *,
         batch_chunks: int = 256,
+        origin: OriginFn | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings or IngestSettings()
         self.chunker = SentenceChunker(self.settings.chunk_size, self.settings.chunk_overlap)
         self.batch_chunks = batch_chunks
+        self.origin = origin or (lambda path, root: os.path.realpath(path))
+        self.owner = store if isinstance(store, DocumentOwnerStore) else None
 
     def ingest(
         self,
@@ -123,6 +149,7 @@ class Ingestor:
                     continue
                 self._file(f.path, run, f.root)
             self._flush(run)
+            self._names(run)
             if progress:
                 progress(len(found), len(found), "")
             if prune:
@@ -143,7 +170,8 @@ class Ingestor:
     # -- one file -------------------------------------------------------------------------------
 
     def _file(self, path: Path, run: _Run, root: Path | None = None) -> None:
-        origin = os.path.realpath(path)
+        origin = self.origin(path, root)
+        run.seen_origins.add(origin)
         try:
             docs = [self._shown_as(d, path, root) for d in self._load(path, run)]
         except (IngestError, UnsupportedType, OSError) as exc:
@@ -168,6 +196,8 @@ class Ingestor:
             # flush inside the file too: a large JSONL commits in batches, not all at the end
             if run.pending_chunks >= self.batch_chunks:
                 self._flush(run)
+        if docs and not any(_is_record(d) for d in docs):
+            run.files.append((origin, {d.id for d in docs}))
 
     def _shown_as(self, doc: Document, path: Path, root: Path | None) -> Document:
         """The document with its file path as users see it: relative to the ingested root (or
@@ -250,6 +280,26 @@ class Ingestor:
             )
             run.failed_origins.add(origin)
             return
+        old = run.records.get(doc.id)
+        first = run.seen_ids.get(doc.id)
+        if not _is_record(doc) and (
+            first is not None or (old is not None and origin not in old.origins)
+        ):
+            # the same content as a stored (or just read) document: its new name is recorded
+            shown = first if first is not None else (old.source if old else "") or doc.id
+            run.names.append((doc.id, origin, doc.source))
+            run.seen_ids.setdefault(doc.id, doc.source)
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="skipped",
+                    doc_id=doc.id,
+                    chunks=old.chunks if old is not None else 0,
+                    mime=doc.mime,
+                    reason=f"same content as {shown} (this name recorded)",
+                )
+            )
+            return
         if doc.id in run.seen_ids:
             run.outcomes.append(
                 FileOutcome(
@@ -262,7 +312,6 @@ class Ingestor:
             )
             return
         run.seen_ids[doc.id] = doc.source
-        old = run.records.get(doc.id)
         if old is not None and old.content_hash == doc.content_hash:
             run.outcomes.append(
                 FileOutcome(
@@ -299,7 +348,8 @@ class Ingestor:
                 )
             )
             return
-        status = "added" if old is None else "replaced"
+        replaces = old is not None or (not _is_record(doc) and run.stored_from(origin))
+        status = "replaced" if replaces else "added"
         outcome = FileOutcome(
             source=doc.source, status=status, doc_id=doc.id, chunks=len(chunks), mime=doc.mime
         )
@@ -353,30 +403,69 @@ class Ingestor:
             return f"cannot embed or store: {exc}"
         return None
 
+    def _names(self, run: _Run) -> None:
+        """Record the new names of content already stored, then take each file's name off the
+        documents it no longer holds (an edited file's old version; deleted when nameless)."""
+        if self.owner is None:
+            return
+        for doc_id, origin, source in run.names:
+            if origin not in run.failed_origins:
+                self.owner.add_name(doc_id, origin, source)
+        moved = [
+            (rec.doc_id, origin)
+            for origin, ids in run.files
+            if origin not in run.failed_origins
+            for rec in run.records.values()
+            if rec.doc_id not in ids and origin in rec.origins
+        ]
+        for doc_id in self.owner.remove_names(moved, reason="replaced"):
+            rec = run.records[doc_id]
+            logger.info("document %s replaced by a new version of %s", doc_id, rec.source)
+
     def _prune(self, paths: Sequence[Path | str], run: _Run) -> None:
         roots = [os.path.realpath(p) for p in paths]
-        gone: list[DocRecord] = []
+
+        def under(origin: str, folders: Iterable[str]) -> bool:
+            return any(origin == f or origin.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+        vanished: list[tuple[DocRecord, str, str]] = []  # (record, origin, shown name)
         for rec in self.store.records().values():
-            if rec.doc_id in run.seen_ids or any(
-                rec.origin == f or rec.origin.startswith(f.rstrip(os.sep) + os.sep)
-                for f in run.failed_origins
-            ):
-                continue  # still there, or unreadable this time (or under such a folder): kept
-            if any(
-                rec.origin == r or rec.origin.startswith(r.rstrip(os.sep) + os.sep) for r in roots
-            ):
-                gone.append(rec)
-        if gone:
-            self.store.delete([r.doc_id for r in gone])
+            seen = rec.doc_id in run.seen_ids
+            shown = {rec.origin: rec.source, **{a.origin: a.source for a in rec.aliases}}
+            vanished += [
+                (rec, o, shown[o] or o)
+                for o in rec.origins
+                # still there, or unreadable this time (or under such a folder): kept
+                if under(o, roots)
+                and not under(o, run.failed_origins)
+                and not (seen and o in run.seen_origins)
+            ]
+        if self.owner is not None:
+            deleted = set(
+                self.owner.remove_names([(r.doc_id, o) for r, o, _ in vanished], reason="pruned")
+            )
+        else:  # a store that keeps one name per document: it goes with that name
+            vanished = [v for v in vanished if v[1] == v[0].origin]
+            deleted = {r.doc_id for r, _, _ in vanished}
+            if deleted:
+                self.store.delete(sorted(deleted))
         run.outcomes.extend(
             FileOutcome(
-                source=r.origin,
+                source=name,
                 status="pruned",
-                doc_id=r.doc_id,
-                reason="no longer present in the input",
+                doc_id=rec.doc_id,
+                reason="no longer present in the input"
+                if rec.doc_id in deleted
+                else "no longer present in the input (the same content is still stored under "
+                "another name)",
             )
-            for r in gone
+            for rec, _, name in vanished
         )
+
+
+def _is_record(doc: Document) -> bool:
+    """A JSONL record: known by its own id, not by its content."""
+    return doc.mime == MIME["jsonl"]
 
 
 def _unencodable(doc: Document) -> str | None:

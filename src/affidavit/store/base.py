@@ -8,13 +8,22 @@ Two implementations pass the same contract tests (``affidavit.testing.store_cont
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from affidavit.core.retrieval import SearchFilters
+from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document, Frozen
 from affidavit.retrieve.base import Vectors
+
+DeletionReason = Literal["deleted", "replaced", "pruned"]
+
+
+class DocName(Frozen):
+    """One more name a stored document's content was ingested under."""
+
+    origin: str = Field(description="The input file (as --prune and edits know it).")
+    source: str = Field(description="The name shown to users (never an absolute server path).")
 
 
 class DocRecord(Frozen):
@@ -24,6 +33,17 @@ class DocRecord(Frozen):
     content_hash: str = Field(description="sha256 of the document text when it was stored.")
     origin: str = Field(description="The input file it came from (for --prune).")
     chunks: int = Field(default=0, ge=0, description="Number of chunks stored for it.")
+    source: str = Field(default="", description="The name it is shown under.")
+    title: str | None = Field(default=None, description="Title, if any.")
+    mime: str = Field(default="", description="Detected content type.")
+    aliases: tuple[DocName, ...] = Field(
+        default=(), description="Other files the same content was ingested from, oldest first."
+    )
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Every input file the document is stored for: its own, then its aliases'."""
+        return (self.origin, *(a.origin for a in self.aliases))
 
 
 class ScoredChunk(Frozen):
@@ -64,7 +84,8 @@ class Store(Protocol):
         ...
 
     def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents and their chunks; returns how many documents were removed."""
+        """Remove documents, their chunks and vectors from every index; returns how many
+        documents were removed (a :class:`DocumentOwnerStore` remembers each removed chunk)."""
         ...
 
     def get_document(self, doc_id: str) -> Document | None:
@@ -101,6 +122,40 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release files and connections."""
+        ...
+
+
+@runtime_checkable
+class DocumentOwnerStore(Protocol):
+    """A store that keeps the documents a user owns: every name a document's content was
+    ingested under, the removal record of every chunk, and a consistency check.
+
+    Both stores of the library implement it (and pass ``affidavit.testing.store_contract``); the
+    ingest pipeline works without it, recording no second name for the same content.
+    """
+
+    def add_name(self, doc_id: str, origin: str, source: str) -> bool:
+        """Record that a stored document's content was also ingested from ``origin`` (shown as
+        ``source``); False when the document is unknown or already has that name."""
+        ...
+
+    def remove_names(
+        self, names: Sequence[tuple[str, str]], *, reason: DeletionReason = "replaced"
+    ) -> list[str]:
+        """Take ``(doc_id, origin)`` names off their documents; a document left with no name is
+        deleted (as ``delete``, its chunks remembered with ``reason``). When a document's own
+        name goes and another remains, the oldest other name becomes its own. Returns the ids of
+        the documents deleted."""
+        ...
+
+    def deleted_chunks(self, chunk_ids: Sequence[str]) -> dict[str, DeletedChunk]:
+        """The removal records of those of ``chunk_ids`` that were removed (and not stored
+        again since), by chunk id."""
+        ...
+
+    def check(self) -> list[str]:
+        """Consistency problems found, in plain words (empty when consistent): chunks without a
+        document, chunk counts that disagree, indexed entries of removed chunks."""
         ...
 
 

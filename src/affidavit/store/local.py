@@ -2,7 +2,8 @@
 
 Layout of the folder (default ``.affidavit``)::
 
-    store.sqlite        documents, chunks (text, offsets, metadata, terms, float32 vector blob)
+    store.sqlite        documents, chunks (text, offsets, metadata, terms, float32 vector blob),
+                        names (more files a document's content came from), deleted_chunks
     index/gen-<G>/      derived from generation G: rowids.npy, vectors.npy, bm25/ (bm25s), READY
                         (READY: row counts and the size and sha256 of every file beside it)
     writer.lock         held (flock) by the one process that writes
@@ -36,17 +37,18 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from affidavit.core.errors import StoreError
-from affidavit.core.retrieval import SearchFilters
+from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.retrieve.base import Vectors
 from affidavit.retrieve.text import Analyzer
-from affidavit.store.base import DocRecord, DocumentBatchItem, ScoredChunk
+from affidavit.store.base import DeletionReason, DocName, DocRecord, DocumentBatchItem, ScoredChunk
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,20 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
 CREATE INDEX IF NOT EXISTS documents_origin ON documents(origin);
+CREATE TABLE IF NOT EXISTS names (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    origin TEXT NOT NULL,
+    source TEXT NOT NULL,
+    added_at REAL NOT NULL,
+    PRIMARY KEY (doc_id, origin)
+);
+CREATE TABLE IF NOT EXISTS deleted_chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    deleted_at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
 """
 
 _CHUNK_COLS = "rowid, chunk_id, doc_id, start, end, text, url, title, metadata"
@@ -423,15 +439,39 @@ class LocalStore:
 
     # -- reads --------------------------------------------------------------------------------
 
+    def _has_table(self, name: str) -> bool:
+        """A store written before a table existed, opened read-only, lacks it."""
+        row = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
+
     def records(self) -> dict[str, DocRecord]:
         """Every stored document's record, by doc id."""
         with self._snapshot():
             rows = self._db.execute(
                 "SELECT d.doc_id, d.content_hash, d.origin, "
-                "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d"
+                "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id), d.source, d.title, "
+                "d.mime FROM documents d"
             ).fetchall()
+            aliases: dict[str, list[DocName]] = {}
+            if self._has_table("names"):
+                for doc_id, origin, source in self._db.execute(
+                    "SELECT doc_id, origin, source FROM names ORDER BY added_at, rowid"
+                ):
+                    aliases.setdefault(doc_id, []).append(DocName(origin=origin, source=source))
         return {
-            r[0]: DocRecord(doc_id=r[0], content_hash=r[1], origin=r[2], chunks=r[3]) for r in rows
+            r[0]: DocRecord(
+                doc_id=r[0],
+                content_hash=r[1],
+                origin=r[2],
+                chunks=r[3],
+                source=r[4],
+                title=r[5],
+                mime=r[6],
+                aliases=tuple(aliases.get(r[0], ())),
+            )
+            for r in rows
         }
 
     def get_document(self, doc_id: str) -> Document | None:
@@ -540,14 +580,27 @@ class LocalStore:
             raise StoreError(
                 f"{len(it.chunks)} chunks but {vecs.shape[0]} vectors", source=doc.source
             )
+        self._tombstone("doc_id = ?", (doc.id,), "replaced", now)
         self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.id,))
+        origin, source = it.origin, doc.source
+        if self._db.execute(
+            "SELECT 1 FROM names WHERE doc_id = ? AND origin = ?", (doc.id, origin)
+        ).fetchone():
+            # a new version from one of its other names: the name it is shown under stays
+            origin, source = self._db.execute(
+                "SELECT origin, source FROM documents WHERE doc_id = ?", (doc.id,)
+            ).fetchone()
+        # an upsert, not INSERT OR REPLACE: a replaced row would take its names with it
         self._db.execute(
-            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO "
+            "UPDATE SET content_hash = excluded.content_hash, origin = excluded.origin, "
+            "source = excluded.source, title = excluded.title, mime = excluded.mime, "
+            "text = excluded.text, metadata = excluded.metadata, updated_at = excluded.updated_at",
             (
                 doc.id,
                 doc.content_hash,
-                it.origin,
-                doc.source,
+                origin,
+                source,
                 doc.title,
                 doc.mime,
                 doc.text,
@@ -562,23 +615,122 @@ class LocalStore:
         self._db.executemany(
             f"INSERT INTO chunks ({CHUNK_ROW_COLS}) VALUES ({', '.join('?' * 13)})", rows
         )
+        # a chunk stored again (the same content ingested after a delete) is no longer removed
+        self._db.execute(
+            "DELETE FROM deleted_chunks WHERE chunk_id IN "
+            "(SELECT chunk_id FROM chunks WHERE doc_id = ?)",
+            (doc.id,),
+        )
+
+    def _tombstone(self, where: str, args: tuple[Any, ...], reason: str, now: float) -> None:
+        """Remember the chunks matching ``where`` as removed (inside the caller's transaction)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO deleted_chunks "
+            "SELECT c.chunk_id, c.doc_id, d.source, ?, ? FROM chunks c "
+            f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.{where}",
+            (now, reason, *args),
+        )
 
     def _bump(self) -> None:
         self._db.execute(
             "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
         )
 
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents and their chunks; returns how many were removed."""
+    def delete(self, doc_ids: Sequence[str], *, reason: DeletionReason = "deleted") -> int:
+        """Remove documents, their names and chunks (so their rows of the lexical index and the
+        vector matrix, rebuilt from the tables); returns how many were removed. Each removed
+        chunk is remembered (:meth:`deleted_chunks`)."""
         if not doc_ids:
             return 0
-        removed = 0
         with self._write():
-            for d in doc_ids:
-                self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (d,))
-                removed += self._db.execute("DELETE FROM documents WHERE doc_id = ?", (d,)).rowcount
+            removed = self._delete_rows(doc_ids, reason, time.time())
             self._bump()
         return removed
+
+    def _delete_rows(self, doc_ids: Sequence[str], reason: str, now: float) -> int:
+        removed = 0
+        for d in doc_ids:
+            self._tombstone("doc_id = ?", (d,), reason, now)
+            self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (d,))
+            self._db.execute("DELETE FROM names WHERE doc_id = ?", (d,))
+            removed += self._db.execute("DELETE FROM documents WHERE doc_id = ?", (d,)).rowcount
+        return removed
+
+    def add_name(self, doc_id: str, origin: str, source: str) -> bool:
+        """Record another file the document's content was ingested from; False when the
+        document is unknown or already has that name."""
+        with self._write():
+            row = self._db.execute(
+                "SELECT origin FROM documents WHERE doc_id = ?", (doc_id,)
+            ).fetchone()
+            if row is None or row[0] == origin:
+                return False
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO names VALUES (?, ?, ?, ?)",
+                (doc_id, origin, source, time.time()),
+            )
+            return cur.rowcount > 0
+
+    def remove_names(
+        self, names: Sequence[tuple[str, str]], *, reason: DeletionReason = "replaced"
+    ) -> list[str]:
+        """Take names off documents; delete those left with none. Returns the deleted ids."""
+        if not names:
+            return []
+        gone: list[str] = []
+        now = time.time()
+        with self._write():
+            for doc_id, origin in names:
+                self._db.execute(
+                    "DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, origin)
+                )
+                row = self._db.execute(
+                    "SELECT origin FROM documents WHERE doc_id = ?", (doc_id,)
+                ).fetchone()
+                if row is None or row[0] != origin:
+                    continue
+                other = self._db.execute(
+                    "SELECT origin, source FROM names WHERE doc_id = ? "
+                    "ORDER BY added_at, rowid LIMIT 1",
+                    (doc_id,),
+                ).fetchone()
+                if other is None:
+                    self._delete_rows([doc_id], reason, now)
+                    gone.append(doc_id)
+                    continue
+                self._db.execute(
+                    "UPDATE documents SET origin = ?, source = ? WHERE doc_id = ?",
+                    (other[0], other[1], doc_id),
+                )
+                self._db.execute(
+                    "DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, other[0])
+                )
+            if gone:
+                self._bump()
+        return gone
+
+    def deleted_chunks(self, chunk_ids: Sequence[str]) -> dict[str, DeletedChunk]:
+        """Removal records of those chunks that were removed (and not stored again)."""
+        out: dict[str, DeletedChunk] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        with self._snapshot():
+            if not ids or not self._has_table("deleted_chunks"):
+                return out
+            for b in range(0, len(ids), 500):
+                part = ids[b : b + 500]
+                q = (
+                    "SELECT chunk_id, doc_id, source, deleted_at, reason FROM deleted_chunks "
+                    f"WHERE chunk_id IN ({','.join('?' * len(part))})"
+                )
+                for cid, doc_id, source, at, why in self._db.execute(q, part):
+                    out[cid] = DeletedChunk(
+                        chunk_id=cid,
+                        doc_id=doc_id,
+                        source=source,
+                        deleted_at=datetime.fromtimestamp(at, UTC),
+                        reason=why,
+                    )
+        return out
 
     # -- derived indexes ----------------------------------------------------------------------
 
@@ -1023,11 +1175,51 @@ class LocalStore:
                 ).fetchone()[0]
                 if dim and bad:
                     problems.append(f"database: {bad} chunks with a vector of the wrong size")
+                problems += self._lifecycle_problems()
             except sqlite3.DatabaseError as exc:  # a page too damaged to even be checked
                 problems.append(f"database: {exc}")
             if problems:
                 return problems  # the index is derived from a damaged database: not checked
-            return [f"index: {p}" for p in self.index_problems()]
+            index = self.index_problems()
+            if not index:
+                index = self._index_rows_problems()
+            return [f"index: {p}" for p in index]
+
+    def _lifecycle_problems(self) -> list[str]:
+        """Rows left behind by a delete: names of no document, chunks recorded as removed."""
+        problems = []
+        if self._has_table("names"):
+            n = self._db.execute(
+                "SELECT COUNT(*) FROM names WHERE doc_id NOT IN (SELECT doc_id FROM documents)"
+            ).fetchone()[0]
+            if n:
+                problems.append(f"database: {n} document names without a document")
+        if self._has_table("deleted_chunks"):
+            n = self._db.execute(
+                "SELECT COUNT(*) FROM chunks "
+                "WHERE chunk_id IN (SELECT chunk_id FROM deleted_chunks)"
+            ).fetchone()[0]
+            if n:
+                problems.append(f"database: {n} chunks recorded as removed are still stored")
+        return problems
+
+    def _index_rows_problems(self) -> list[str]:
+        """The persisted index of this generation indexes exactly the stored chunks (no lexical
+        entry or vector of a removed chunk, none missing)."""
+        d = self._gen_dir(self.generation())
+        if not (d / "READY").is_file():
+            return []  # not built yet: built from the tables on the next search
+        try:
+            indexed = set(np.load(d / "rowids.npy").tolist())
+        except (OSError, ValueError) as exc:
+            return [f"rowids.npy unreadable: {exc}"]
+        stored = {int(r) for (r,) in self._db.execute("SELECT rowid FROM chunks")}
+        problems = []
+        if indexed - stored:
+            problems.append(f"{len(indexed - stored)} indexed chunks are no longer stored")
+        if stored - indexed:
+            problems.append(f"{len(stored - indexed)} stored chunks are not indexed")
+        return problems
 
     def close(self) -> None:
         """Release the database and the writer lock."""

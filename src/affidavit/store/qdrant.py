@@ -9,6 +9,8 @@ Three collections, each created with the settings in docs/store.md:
 * ``<name>_docs``: one point per document, with the same two vectors at document level (the
   normalised mean of its chunk vectors; BM25 of title + whole text) and its record.
 * ``<name>_meta``: the embedder, dimension, analyser and BM25 length constants.
+* ``<name>_deleted``: one point per removed chunk (its document, name, when and why), created on
+  the first delete, so a certificate citing a removed chunk can say why it is gone.
 
 Searches run in the engine with the Query API: ``search_hybrid`` fuses the chunk-level sparse and
 dense prefetches with RRF; ``search_documents`` (parent-document hybrid, the default of
@@ -37,21 +39,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from affidavit.core.errors import MissingDependencyError, StoreError
-from affidavit.core.retrieval import SearchFilters
+from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.retrieve.base import Vectors
 from affidavit.retrieve.text import Analyzer
-from affidavit.store.base import DocRecord, DocumentBatchItem, ScoredChunk
+from affidavit.store.base import DeletionReason, DocName, DocRecord, DocumentBatchItem, ScoredChunk
 from affidavit.store.local import chunk_date
 
 logger = logging.getLogger(__name__)
@@ -143,6 +146,7 @@ class QdrantStore:
         self.chunks_col = f"{collection}_chunks"
         self.docs_col = f"{collection}_docs"
         self.meta_col = f"{collection}_meta"
+        self.deleted_col = f"{collection}_deleted"
         self.dim = dim
         self._meta_cache: dict[str, Any] | None = None
         self._ensure_meta()
@@ -321,10 +325,19 @@ class QdrantStore:
     ) -> None:
         m = self._m
         c_avg, d_avg = float(meta["avgdl_chunks"]), float(meta["avgdl_docs"])
-        self._delete_chunks([it.document.id for it in items])
+        ids = [it.document.id for it in items]
+        before = self._doc_payloads(ids)
+        self._tombstone(self._chunk_ids_of(ids), "replaced")
+        self._delete_chunks(ids)
         chunk_points, doc_points = [], []
         for it, terms_per_chunk, d_terms in zip(items, chunk_terms, doc_terms, strict=True):
             doc = it.document
+            old = before.get(doc.id, {})
+            aliases = list(old.get("aliases") or [])
+            origin, source = it.origin, doc.source
+            if any(a.get("origin") == origin for a in aliases):
+                # a new version from one of its other names: the name it is shown under stays
+                origin, source = old["origin"], old.get("source", source)
             for c, v, terms in zip(it.chunks, it.vectors, terms_per_chunk, strict=True):
                 chunk_points.append(
                     m.PointStruct(
@@ -349,9 +362,15 @@ class QdrantStore:
                     payload={
                         "doc_id": doc.id,
                         "content_hash": doc.content_hash,
-                        "origin": it.origin,
+                        "origin": origin,
+                        "source": source,
+                        "title": doc.title,
+                        "mime": doc.mime,
+                        "aliases": aliases,
                         "chunks": len(it.chunks),
-                        "document": json.loads(doc.model_dump_json()),
+                        "document": json.loads(
+                            doc.model_copy(update={"source": source}).model_dump_json()
+                        ),
                         **_filter_payload(it.chunks[0].metadata if it.chunks else doc.metadata),
                     },
                 )
@@ -360,6 +379,90 @@ class QdrantStore:
             self.client.upsert(self.chunks_col, chunk_points[i : i + _UPSERT_BATCH], wait=True)
         for i in range(0, len(doc_points), _UPSERT_BATCH):
             self.client.upsert(self.docs_col, doc_points[i : i + _UPSERT_BATCH], wait=True)
+        if self.client.collection_exists(self.deleted_col):
+            # a chunk stored again (the same content after a delete) is no longer removed
+            again = [_pid("deleted:" + p.payload["chunk"]["id"]) for p in chunk_points]
+            for i in range(0, len(again), _UPSERT_BATCH):
+                self.client.delete(
+                    self.deleted_col, points_selector=m.PointIdsList(points=again[i : i + 512])
+                )
+
+    def _doc_payloads(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not doc_ids or not self.client.collection_exists(self.docs_col):
+            return {}
+        got = self.client.retrieve(
+            self.docs_col,
+            [_pid("doc:" + d) for d in doc_ids],
+            with_payload=["doc_id", "origin", "source", "aliases"],
+        )
+        return {p.payload["doc_id"]: dict(p.payload) for p in got if p.payload}
+
+    def _chunk_points(self, doc_ids: Sequence[str] | None = None) -> list[Any]:
+        """Every chunk point's id and doc id (of these documents only, when given)."""
+        m = self._m
+        if not self.client.collection_exists(self.chunks_col):
+            return []
+        flt = (
+            None
+            if doc_ids is None
+            else m.Filter(
+                must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=list(doc_ids)))]
+            )
+        )
+        out: list[Any] = []
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(
+                self.chunks_col,
+                scroll_filter=flt,
+                limit=1000,
+                offset=offset,
+                with_payload=["doc_id", "chunk"],
+            )
+            out.extend(pts)
+            if offset is None:
+                return out
+
+    def _chunk_ids_of(self, doc_ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not doc_ids:
+            return []
+        return [
+            (p.payload["chunk"]["id"], p.payload["doc_id"])
+            for p in self._chunk_points(doc_ids)
+            if p.payload
+        ]
+
+    def _tombstone(self, chunks: Sequence[tuple[str, str]], reason: str) -> None:
+        """Remember ``(chunk_id, doc_id)`` chunks as removed."""
+        m = self._m
+        if not chunks:
+            return
+        if not self.client.collection_exists(self.deleted_col):
+            self.client.create_collection(
+                self.deleted_col,
+                vectors_config={"none": m.VectorParams(size=1, distance=m.Distance.DOT)},
+            )
+        sources = {
+            d: pl.get("source", "")
+            for d, pl in self._doc_payloads(list({d for _, d in chunks})).items()
+        }
+        now = time.time()
+        points = [
+            m.PointStruct(
+                id=_pid("deleted:" + cid),
+                vector={"none": [0.0]},
+                payload={
+                    "chunk_id": cid,
+                    "doc_id": d,
+                    "source": sources.get(d, ""),
+                    "deleted_at": now,
+                    "reason": reason,
+                },
+            )
+            for cid, d in chunks
+        ]
+        for i in range(0, len(points), _UPSERT_BATCH):
+            self.client.upsert(self.deleted_col, points[i : i + _UPSERT_BATCH], wait=True)
 
     def _delete_chunks(self, doc_ids: Sequence[str]) -> None:
         m = self._m
@@ -374,18 +477,109 @@ class QdrantStore:
             ),
         )
 
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents and their chunks."""
+    def delete(self, doc_ids: Sequence[str], *, reason: DeletionReason = "deleted") -> int:
+        """Remove documents, their chunks (dense and sparse vectors) and names; each removed
+        chunk is remembered (:meth:`deleted_chunks`)."""
         m = self._m
-        existing = self.records()
-        gone = [d for d in doc_ids if d in existing]
-        self._delete_chunks(list(doc_ids))
-        if gone:
-            self.client.delete(
-                self.docs_col,
-                points_selector=m.PointIdsList(points=[_pid("doc:" + d) for d in gone]),
-            )
+        gone = list(self._doc_payloads(list(dict.fromkeys(doc_ids))))
+        try:
+            self._tombstone(self._chunk_ids_of(gone), reason)
+            self._delete_chunks(list(doc_ids))
+            if gone:
+                self.client.delete(
+                    self.docs_col,
+                    points_selector=m.PointIdsList(points=[_pid("doc:" + d) for d in gone]),
+                )
+        except Exception as exc:  # network / local-mode errors
+            raise StoreError(f"cannot delete from Qdrant: {exc}", source=self.docs_col) from exc
         return len(gone)
+
+    def add_name(self, doc_id: str, origin: str, source: str) -> bool:
+        """Record another file the document's content was ingested from."""
+        pl = self._doc_payloads([doc_id]).get(doc_id)
+        if pl is None or pl.get("origin") == origin:
+            return False
+        aliases = list(pl.get("aliases") or [])
+        if any(a.get("origin") == origin for a in aliases):
+            return False
+        aliases.append({"origin": origin, "source": source})
+        self.client.set_payload(
+            self.docs_col, payload={"aliases": aliases}, points=[_pid("doc:" + doc_id)], wait=True
+        )
+        return True
+
+    def remove_names(
+        self, names: Sequence[tuple[str, str]], *, reason: DeletionReason = "replaced"
+    ) -> list[str]:
+        """Take names off documents; delete those left with none. Returns the deleted ids."""
+        gone: list[str] = []
+        for doc_id, origin in names:
+            pl = self._doc_payloads([doc_id]).get(doc_id)
+            if pl is None:
+                continue
+            aliases = [a for a in pl.get("aliases") or [] if a.get("origin") != origin]
+            update: dict[str, Any] = {"aliases": aliases}
+            if pl.get("origin") == origin:
+                if not aliases:
+                    self.delete([doc_id], reason=reason)
+                    gone.append(doc_id)
+                    continue
+                first = aliases.pop(0)
+                update = {"origin": first["origin"], "source": first["source"], "aliases": aliases}
+            self.client.set_payload(
+                self.docs_col, payload=update, points=[_pid("doc:" + doc_id)], wait=True
+            )
+        return gone
+
+    def deleted_chunks(self, chunk_ids: Sequence[str]) -> dict[str, DeletedChunk]:
+        """Removal records of those chunks that were removed (and not stored again)."""
+        if not chunk_ids or not self.client.collection_exists(self.deleted_col):
+            return {}
+        got = self.client.retrieve(
+            self.deleted_col,
+            [_pid("deleted:" + c) for c in dict.fromkeys(chunk_ids)],
+            with_payload=True,
+        )
+        out = {}
+        for p in got:
+            pl = p.payload or {}
+            out[pl["chunk_id"]] = DeletedChunk(
+                chunk_id=pl["chunk_id"],
+                doc_id=pl["doc_id"],
+                source=pl.get("source", ""),
+                deleted_at=datetime.fromtimestamp(float(pl["deleted_at"]), UTC),
+                reason=pl["reason"],
+            )
+        return out
+
+    def check(self) -> list[str]:
+        """Consistency of the collections: every chunk point has its document point, each
+        document's chunk count is what is stored, no chunk recorded as removed is stored."""
+        counted: Counter[str] = Counter()
+        chunk_ids = []
+        for p in self._chunk_points():
+            pl = p.payload or {}
+            counted[pl.get("doc_id", "")] += 1
+            chunk_ids.append(pl.get("chunk", {}).get("id", ""))
+        docs = {
+            (p.payload or {}).get("doc_id", ""): int((p.payload or {}).get("chunks", 0))
+            for p in self._doc_points()
+        }
+        problems = []
+        orphans = sum(n for d, n in counted.items() if d not in docs)
+        if orphans:
+            problems.append(f"{self.chunks_col}: {orphans} chunk points without a document")
+        for d, n in sorted(docs.items()):
+            if counted.get(d, 0) != n:
+                problems.append(
+                    f"{self.docs_col}: document {d} records {n} chunks, {counted.get(d, 0)} stored"
+                )
+        removed = self.deleted_chunks(chunk_ids)
+        if removed:
+            problems.append(
+                f"{self.chunks_col}: {len(removed)} chunks recorded as removed are still stored"
+            )
+        return problems
 
     def refresh(self) -> None:
         """Nothing to do: Qdrant indexes on write."""
@@ -397,7 +591,16 @@ class QdrantStore:
         if not self.client.collection_exists(self.docs_col):
             return out
         offset = None
-        fields = ["doc_id", "content_hash", "origin", "chunks"]
+        fields = [
+            "doc_id",
+            "content_hash",
+            "origin",
+            "chunks",
+            "source",
+            "title",
+            "mime",
+            "aliases",
+        ]
         while True:
             pts, offset = self.client.scroll(
                 self.docs_col, limit=1000, offset=offset, with_payload=fields
@@ -416,6 +619,12 @@ class QdrantStore:
                 content_hash=pl["content_hash"],
                 origin=pl["origin"],
                 chunks=pl.get("chunks", 0),
+                source=pl.get("source") or "",
+                title=pl.get("title"),
+                mime=pl.get("mime") or "",
+                aliases=tuple(
+                    DocName(origin=a["origin"], source=a["source"]) for a in pl.get("aliases") or []
+                ),
             )
         return out
 

@@ -24,7 +24,13 @@ from affidavit.core.errors import StoreError
 from affidavit.core.retrieval import SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.ingest.chunking import SentenceChunker
-from affidavit.store.base import DocumentBatchItem, DocumentHybridStore, HybridStore, Store
+from affidavit.store.base import (
+    DocumentBatchItem,
+    DocumentHybridStore,
+    DocumentOwnerStore,
+    HybridStore,
+    Store,
+)
 from affidavit.testing.embedder import FakeEmbedder
 
 DOCS = [
@@ -249,3 +255,81 @@ class StoreContract:
         assert {
             h.chunk.doc_id for h in store.search_hybrid(q, self.embedder.embed([q])[0], 5, f)
         } == {"eiffel"}
+
+    # -- documents a user owns (names, delete, removal records, consistency) --------------------
+
+    def owner(self, store: Store) -> DocumentOwnerStore:
+        if not isinstance(store, DocumentOwnerStore):
+            pytest.skip("backend keeps no document names or removal records")
+        return store
+
+    def test_delete_leaves_a_consistent_store(self, store: Store) -> None:
+        owner = self.owner(store)
+        self.filled(store)
+        assert owner.check() == []
+        chunk_ids = [c.id for c in self.items()[1].chunks]
+        q = self.embedder.embed(["Marie Curie discovered polonium"])[0]
+        assert any(h.chunk.doc_id == "curie" for h in store.search_dense(q, 10))
+        assert store.delete(["curie"]) == 1
+        store.refresh()
+        assert owner.check() == []
+        # gone from the lexical index and from the vectors alike
+        assert store.search_lexical("polonium radium Nobel", 10) == []
+        assert all(h.chunk.doc_id != "curie" for h in store.search_dense(q, 10))
+        assert store.get_chunks(chunk_ids) == []
+        removed = owner.deleted_chunks([*chunk_ids, self.items()[0].chunks[0].id])
+        assert set(removed) == set(chunk_ids)
+        assert {r.reason for r in removed.values()} == {"deleted"}
+        assert {r.doc_id for r in removed.values()} == {"curie"}
+        # stored again: no longer recorded as removed
+        store.upsert(self.items([DOCS[1]]), embedder=self.embedder.name)
+        store.refresh()
+        assert owner.deleted_chunks(chunk_ids) == {}
+        assert owner.check() == []
+
+    def test_names(self, store: Store) -> None:
+        owner = self.owner(store)
+        self.filled(store)
+        assert owner.add_name("curie", "/in/copy.txt", "copy.txt") is True
+        assert owner.add_name("curie", "/in/copy.txt", "copy.txt") is False
+        assert owner.add_name("curie", DOCS[1].source, "again") is False  # its own name
+        assert owner.add_name("nope", "/in/x.txt", "x.txt") is False
+        rec = store.records()["curie"]
+        assert rec.origins == (DOCS[1].source, "/in/copy.txt")
+        assert [a.source for a in rec.aliases] == ["copy.txt"]
+        # its own name goes: the other becomes its own, nothing is deleted
+        assert owner.remove_names([("curie", DOCS[1].source)]) == []
+        rec = store.records()["curie"]
+        assert (rec.origin, rec.source, rec.aliases) == ("/in/copy.txt", "copy.txt", ())
+        assert store.count()[0] == 3
+        # the last name goes: so does the document, with its chunks
+        assert owner.remove_names([("curie", "/in/copy.txt")], reason="pruned") == ["curie"]
+        store.refresh()
+        assert "curie" not in store.records()
+        assert store.search_lexical("polonium", 5) == []
+        removed = owner.deleted_chunks([c.id for c in self.items()[1].chunks])
+        assert {r.reason for r in removed.values()} == {"pruned"}
+        assert owner.check() == []
+
+    def test_replace_keeps_names_and_records_replaced_chunks(self, store: Store) -> None:
+        owner = self.owner(store)
+        self.filled(store)
+        owner.add_name("eiffel", "/in/tower.txt", "tower.txt")
+        old = [c.id for c in self.items()[0].chunks]
+        new = Document.model_validate(
+            {
+                **DOCS[0].model_dump(),
+                "text": "The Eiffel Tower is 330 metres tall.",
+                "content_hash": "",
+            }
+        )
+        items = self.items([new])
+        store.upsert(
+            [items[0].model_copy(update={"origin": "/in/tower.txt"})], embedder=self.embedder.name
+        )
+        store.refresh()
+        rec = store.records()["eiffel"]
+        # a new version read from its other name: the name it is shown under stays
+        assert rec.origin == DOCS[0].source and rec.origins == (DOCS[0].source, "/in/tower.txt")
+        assert {r.reason for r in owner.deleted_chunks(old).values()} == {"replaced"}
+        assert owner.check() == []
