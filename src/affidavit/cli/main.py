@@ -31,6 +31,7 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "audit",
     "ingest",
+    "documents",
     "store",
     "verify",
     "certify",

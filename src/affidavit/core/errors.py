@@ -92,6 +92,12 @@ class StoreError(AffidavitError):
     stage = "store"
 
 
+class DocumentNotFound(InputError):
+    """No stored document has the id asked for (``affidavit documents``: exit 2; HTTP 404)."""
+
+    stage = "store"
+
+
 class RetrievalError(AffidavitError):
     """Retrieval failed."""
 
