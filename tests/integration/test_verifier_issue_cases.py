@@ -54,25 +54,16 @@ def test_the_readme_audit_certify_example_passes(tmp_path: Path) -> None:
     assert runner.invoke(app, ["certificate", "verify", str(cert)], env=env).exit_code == 0
 
 
-# what the default (fast) tier still gets wrong: kept as strict expected failures, so that a
-# model that fixes them turns these tests red until the marks come off. The accurate stage gets
-# both right (tests/integration/test_verifier_accurate_model.py) but loses held out
-# (benchmarks/results/verifier_ablation_accurate.json), so it is not the default.
-FAST_TIER_MISSES = pytest.mark.xfail(
-    strict=True, reason="the fast MiniLM verifier supports it (issue 24, still open)"
-)
-
-
 @pytest.mark.parametrize(
     ("claim", "evidence"),
     [
-        pytest.param(
-            "Paris is in Germany.", "Paris is the capital of France.", marks=FAST_TIER_MISSES
-        ),
+        # the fast model supports it (p 0.63): the wrong-place check withholds it
+        ("Paris is in Germany.", "Paris is the capital of France."),
+        # the lexical who-did-what check: the evidence gives the predicate to Armstrong
         ("Buzz Aldrin became the first person to step onto the lunar surface.", APOLLO),
-        pytest.param(
-            "Michael Collins walked on the Moon with Armstrong.", APOLLO, marks=FAST_TIER_MISSES
-        ),
+        # the fast model supports it (p 0.66) from the sentences about Armstrong and Aldrin;
+        # against the sentences about Collins it does not (subject focus)
+        ("Michael Collins walked on the Moon with Armstrong.", APOLLO),
     ],
 )
 def test_wrong_place_and_swapped_roles_are_not_supported(claim: str, evidence: str) -> None:

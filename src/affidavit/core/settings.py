@@ -301,6 +301,14 @@ class VerifySettings(Section):
         "model also reads a *fronted* date as support whatever its value, and the average let "
         "'The Eiffel Tower was completed in 1887.' (the date of its start) through.",
     )
+    subject_focus: bool = Field(
+        default=True,
+        description="Who did what: a supported claim that opens with a name is judged again "
+        "against the evidence without the sentences about someone else, and withheld unless that "
+        "also supports it ('Michael Collins walked on the Moon with Armstrong.' against a passage "
+        "where Armstrong and Aldrin walked and Collins stayed in orbit). One more judgement per "
+        "such claim; it can only withhold, never support.",
+    )
     split_sentences: bool = Field(
         default=True,
         description="Judge a claim of several sentences sentence by sentence (each against its "
@@ -524,8 +532,22 @@ class ServeSettings(Section):
     ingest_queue: int = Field(
         default=8, ge=1, description="Ingest jobs allowed to wait; more get 503."
     )
+    keep_uploads_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Seconds an uploaded file is kept after its ingest job ends, ingested or "
+        "failed (0: removed as soon as the job ends). The job's record, with each file's "
+        "outcome, is kept either way; the store keeps the text and chunks it needs.",
+    )
     retry_after_s: int = Field(
         default=2, ge=1, description="Retry-After sent with 503 when a queue is full."
+    )
+    access_log: bool = Field(
+        default=True,
+        description="One line per request on stderr (logger affidavit.access): client, method, "
+        "route, status, milliseconds and the request id (X-Request-ID, taken from the request "
+        "when it sends a short safe one, else made here, and returned on every response). "
+        "Never the query string, a body or a key.",
     )
     rate_limit_per_minute: float = Field(
         default=600.0, ge=0, description="Requests per minute per key (or client); 0: no limit."

@@ -60,7 +60,12 @@ from affidavit.verify.evidence import (
     rank_windows,
     sentence_candidates,
 )
-from affidavit.verify.lexical import move_time_adverbial, role_mismatch, verbatim_support
+from affidavit.verify.lexical import (
+    move_time_adverbial,
+    role_mismatch,
+    subject_focus,
+    verbatim_support,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +112,7 @@ class _Run:
     conflict: bool = False
     missing: bool = False
     name_missing: bool = False
+    misplaced: bool = False  # the claim names a country or state where the evidence names another
     matched: bool = False
     model_score: StageScore | None = None
 
@@ -325,31 +331,39 @@ class ClaimCascade:
         first person to step onto the lunar surface." against a passage saying Armstrong did)."""
         if v.label != "supported" or any(st.stage == "verbatim" for st in v.stages):
             return v
-        for sent in _sentences(claim) or [claim]:
+        sentences = _sentences(claim) or [claim]
+        for sent in sentences:
             for chunk in chunks:
                 found = role_mismatch(sent.text, chunk.text)
-                if found is None:
-                    continue
-                who, pred = found
-                detail = f"the evidence says {who} {pred[:80]}, not the claim's subject"
-                stage = StageScore(
-                    stage="roles",
-                    p_entail=0.0,
-                    p_neutral=1.0 - v.p_contradict,
-                    p_contradict=v.p_contradict,
-                    label="unsupported",
-                    decided=True,
-                    detail=detail,
-                )
-                return v.model_copy(
-                    update={
-                        "label": "unsupported",
-                        "p_entail": 0.0,
-                        "p_neutral": 1.0 - v.p_contradict,
-                        "evidence": (),
-                        "stages": (*v.stages, stage),
-                        "reason": f"not verified: {detail} (p(supported) {v.p_entail:.2f} before)",
-                    }
+                if found is not None:
+                    who, pred = found
+                    return _withheld(
+                        v, f"the evidence says {who} {pred[:80]}, not the claim's subject"
+                    )
+        if not self.settings.subject_focus or self.combiner is None:
+            return v
+        for sent in sentences:
+            focused: list[Chunk] = []
+            changed = False
+            for chunk in chunks:
+                text = subject_focus(sent.text, chunk.text)
+                if text is None:
+                    focused.append(chunk)
+                elif text:
+                    focused.append(chunk.model_copy(update={"text": text}))
+                    changed = True
+                else:
+                    changed = True
+            if not changed:
+                continue
+            if not focused:
+                return _withheld(v, "the evidence only says this of someone else")
+            again = self._combined(sent, *self._runs(sent, focused))
+            if again.label != "supported":
+                return _withheld(
+                    v,
+                    "supported only by sentences about someone else: the sentences about the "
+                    f"claim's subject give p(supported) {again.p_entail:.2f}",
                 )
         return v
 
@@ -556,6 +570,7 @@ class ClaimCascade:
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]
         run.name_missing = any(r.absent and r.check in NON_DECISIVE for r in results)
+        run.misplaced = any(r.check == "entity" and r.evidence_value is not None for r in failed)
         # the combiner's signal is what the checks found (it was fitted on exactly that)
         run.conflict, run.missing = bool(conflicts), bool(missing)
         run.matched = (
@@ -829,7 +844,7 @@ class ClaimCascade:
             # evidence that states otherwise outweighs the combiner's overall score
             label, evidence = "contradicted", tuple(e for v in contra for e in v.evidence)
             reason = contra[0].reason
-        elif p >= tau_e and not any(r.conflict for r in runs):
+        elif p >= tau_e and not any(r.conflict or r.misplaced for r in runs):
             label = "supported"
             spans: list[EvidenceSpan] = []
             for v, r in zip(part_verdicts, parts, strict=True):
@@ -838,9 +853,14 @@ class ClaimCascade:
             reason = f"combiner: p(supported) {p:.2f} >= {tau_e:g}"
         elif p >= tau_e:
             label = "unsupported"
+            what = (
+                "a differing value"
+                if any(r.conflict for r in runs)
+                else "a different country or state in the evidence"
+            )
             reason = (
-                f"combiner: p(supported) {p:.2f} >= {tau_e:g}, but a typed check found a "
-                "differing value: not verified"
+                f"combiner: p(supported) {p:.2f} >= {tau_e:g}, but a typed check found "
+                f"{what}: not verified"
             )
         else:
             label = "unsupported"
@@ -987,6 +1007,29 @@ def _probs(s: StageScore) -> tuple[float, float, float]:
     return (s.p_entail, s.p_neutral, s.p_contradict)
 
 
+def _withheld(v: Verdict, detail: str) -> Verdict:
+    """``v`` made unsupported by a who-did-what finding (recorded as a ``roles`` stage)."""
+    stage = StageScore(
+        stage="roles",
+        p_entail=0.0,
+        p_neutral=1.0 - v.p_contradict,
+        p_contradict=v.p_contradict,
+        label="unsupported",
+        decided=True,
+        detail=detail,
+    )
+    return v.model_copy(
+        update={
+            "label": "unsupported",
+            "p_entail": 0.0,
+            "p_neutral": 1.0 - v.p_contradict,
+            "evidence": (),
+            "stages": (*v.stages, stage),
+            "reason": f"not verified: {detail} (p(supported) {v.p_entail:.2f} before)",
+        }
+    )
+
+
 def _model_pe(run: _Run) -> float:
     """The model's p_entail of a run (0 when the model did not score it)."""
     return run.model_score.p_entail if run.model_score is not None else 0.0
@@ -1016,6 +1059,8 @@ def _sentences(claim: Claim) -> list[Claim]:
 
 def _absence(r: CheckResult) -> bool:
     """A failed check that found nothing to compare in the evidence (vs. a conflicting value)."""
+    if r.check == "entity" and r.status == "fail" and r.evidence_value is not None:
+        return True  # a wrong place (checks.check_entities): unsupported, not contradicted
     return r.absent and r.check in ABSENCE_CHECKS
 
 

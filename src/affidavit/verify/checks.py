@@ -43,6 +43,7 @@ from affidavit.verify.numbers import (
     find_dates,
     find_quantities,
 )
+from affidavit.verify.places import wrong_place
 
 CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polarity", "comparative")
 
@@ -528,6 +529,20 @@ def check_entities(claim: str, evidence: str) -> CheckResult:
             return _na("entity", "the evidence is about something else")
         missing = [n for n in missing if not _present(n, ev)]
     if missing:
+        placed = wrong_place(claim, evidence)
+        if placed is not None:
+            # a country or state the evidence never names, where it names another: the claim
+            # puts it in the wrong place ("Paris is in Germany." against "... capital of
+            # France."). Decisive, but as unsupported: the evidence says where, not where not.
+            where, rivals = placed
+            others = ", ".join(dict.fromkeys(q.name for q in rivals))
+            return CheckResult(
+                check="entity",
+                status="fail",
+                reason=f"the claim names {where.name}; the evidence names {others} instead",
+                claim_value=where.name,
+                evidence_value=others,
+            )
         # a sentence-initial capitalised word missing from the evidence is a name unless the
         # rest of the claim's names are all present and it looks like an ordinary word
         shown = ", ".join(f"'{m}'" for m in dict.fromkeys(missing))

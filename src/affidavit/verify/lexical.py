@@ -646,6 +646,128 @@ def role_mismatch(claim: str, evidence: str) -> tuple[str, str] | None:
     return found
 
 
+_PRONOUN_OPENERS = frozenset(["he", "she", "they", "his", "her", "their", "him", "them"])
+# capitalised words that open a sentence without naming anyone
+_OPENERS = frozenset(
+    [
+        "however",
+        "although",
+        "though",
+        "during",
+        "following",
+        "despite",
+        "since",
+        "until",
+        "today",
+        "later",
+        "meanwhile",
+        "initially",
+        "finally",
+        "originally",
+        "currently",
+        "also",
+        "both",
+        "each",
+        "many",
+        "most",
+        "some",
+        "several",
+        "all",
+        "other",
+        "another",
+        "one",
+        "two",
+        "three",
+        "first",
+        "according",
+        "because",
+        "unlike",
+        "like",
+        "once",
+        "now",
+        "what",
+        "who",
+        "which",
+        "where",
+        "why",
+        "how",
+    ]
+)
+
+
+def _name_words(name: str, text: str) -> set[str]:
+    """The words of a capitalised run that name someone: not function words, not sentence
+    openers, and not ordinary words the text also writes in lower case."""
+    low = {w for w in WORD_RE.findall(text) if w.islower()}
+    return {
+        w.lower()
+        for w in WORD_RE.findall(name)
+        if w.lower() not in _NOT_NAMES
+        and w.lower() not in STOPWORDS
+        and w.lower() not in _OPENERS
+        and (w.lower() not in low or w.isupper())
+    }
+
+
+def subject_focus(claim: str, evidence: str) -> str | None:
+    """The evidence without the sentences about the claim's other participants; None when the
+    claim does not open with a name or names no one else, the evidence never mentions its
+    subject, or no sentence would go.
+
+    "Michael Collins walked on the Moon with Armstrong." against the Apollo 11 passage keeps
+    "Michael Collins flew the command module Columbia alone in lunar orbit while they were on
+    the surface." and the sentences that name no one, and drops "Armstrong became the first person
+    to step onto the lunar surface ...": what the claim says its subject did with someone must
+    be supported by what the evidence says of that subject, not by what it says the other one
+    did. A sentence is about the other participant when it opens with their name (sharing no word
+    with the claim's subject) and never mentions the subject; one opening with a pronoun ("She
+    ...", "They ...") continues the sentence before it. Sentences about people the claim does
+    not name stay (news text calls its subject "the Filipino" or "the Scot" as often as by
+    name). Used only to withhold (the claim must also be supported by this focused evidence),
+    never to support.
+    """
+    if "?" in claim:
+        return None
+    m = _CLAIM_SUBJECT.match(fold_text(claim).rstrip(" .!?"))
+    if m is None:
+        return None
+    subject = _name_words(m.group("name"), claim + " " + evidence)
+    # the claim's other participants ("... with Armstrong"): only sentences that open with one
+    # of them are taken away (a role swap), never those about anyone the claim does not name
+    partners: set[str] = set()
+    for run in re.finditer(_NAME, m.group("pred")):
+        partners |= _name_words(run.group(0), claim + " " + evidence)
+    partners -= subject
+    if not subject or not partners:
+        return None
+    spans = sentence_spans(evidence)
+    kept: list[str] = []
+    mentions = dropped = 0
+    previous = "neutral"
+    for a, b in spans:
+        sent = evidence[a:b]
+        words = _words_lower(sent)
+        if not words:
+            continue
+        if subject & set(words):
+            status = "subject"
+            mentions += 1
+        elif words[0] in _PRONOUN_OPENERS:
+            status = previous
+        else:
+            opener = _CLAIM_SUBJECT.match(fold_text(sent))
+            others = _name_words(opener.group("name"), evidence) if opener else set()
+            status = "other" if others & partners else "neutral"
+        previous = status
+        if status == "other":
+            dropped += 1
+        else:
+            kept.append(sent.strip())
+    if not mentions or not dropped:
+        return None
+    return " ".join(kept)
+
+
 def fold_text(text: str) -> str:
     """Spaces and quotes made uniform (for :func:`role_mismatch`)."""
     return " ".join(text.translate(_NORM_QUOTES).split())

@@ -7,8 +7,9 @@ import pytest
 from affidavit.core.settings import PolicySettings, VerifySettings
 from affidavit.core.types import CheckResult, Chunk
 from affidavit.verify.cascade import ClaimCascade, claim_from_text
+from affidavit.verify.combiner import Combiner
 from affidavit.verify.fakes import ScriptedScorer
-from affidavit.verify.lexical import role_mismatch
+from affidavit.verify.lexical import role_mismatch, subject_focus
 
 APOLLO = (
     "Apollo 11 was the American spaceflight that first landed humans on the Moon. Commander "
@@ -74,3 +75,88 @@ def test_the_cascade_withholds_a_swapped_role_the_model_supports() -> None:
         [chunk],
     )
     assert ok.label == "supported"
+
+
+# ---------------------------------------------------------------------- subject focus
+COLLINS = (
+    APOLLO + " Michael Collins flew the command module Columbia alone in lunar orbit while they "
+    "were on the surface. The crew returned to Earth on July 24, 1969."
+)
+CURIE = (
+    "Marie Curie was the first woman to win a Nobel Prize. She shared the 1903 Nobel Prize in "
+    "Physics with Pierre Curie and Henri Becquerel, and she won the 1911 Nobel Prize in Chemistry "
+    "alone. Albert Einstein won the 1921 Nobel Prize in Physics. He was born in Ulm."
+)
+
+
+def test_subject_focus_drops_the_sentences_about_someone_else() -> None:
+    focused = subject_focus("Michael Collins walked on the Moon with Armstrong.", COLLINS)
+    assert focused is not None
+    assert "Collins flew the command module" in focused
+    assert "The crew returned" in focused  # names no one: kept
+    assert "Armstrong became" not in focused and "Buzz Aldrin landed" not in focused
+    # a sentence opening with a pronoun goes with the one before it
+    einstein = subject_focus("Marie Curie won the 1921 Nobel Prize with Albert Einstein.", CURIE)
+    assert einstein is not None
+    assert "she won the 1911 Nobel Prize" in einstein
+    assert "Einstein" not in einstein and "Ulm" not in einstein
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # the evidence never names the claim's subject: nothing to focus on
+        ("Yuri Gagarin orbited the Earth.", APOLLO),
+        # every sentence is about the subject (or no one): nothing would go
+        ("Neil Armstrong walked on the Moon.", "Neil Armstrong walked on the Moon in 1969."),
+        # not a claim that opens with a name
+        ("The first Moon landing was in 1969.", APOLLO),
+        ("Who walked on the Moon? Neil Armstrong.", APOLLO),
+        # the claim names no one else: sentences about other people stay (news text calls its
+        # subject "the Filipino" as often as by name)
+        ("Marie Curie won two Nobel Prizes.", CURIE),
+        # a capitalised opener is not a name ("However ...")
+        (
+            "Marie Curie won two prizes with Pierre.",
+            "Marie Curie won a prize with Pierre. However the second came later.",
+        ),
+    ],
+)
+def test_subject_focus_leaves_what_it_cannot_tell(claim: str, evidence: str) -> None:
+    assert subject_focus(claim, evidence) is None
+
+
+def _focus_cascade(**kw: object) -> ClaimCascade:
+    # a model that reads only whether "walked on the Moon" appears anywhere (ignores who)
+    def probs(claim: str, evidence: str) -> tuple[float, float, float]:
+        ok = "step onto the lunar surface" in evidence or "Collins" not in claim
+        return (0.9, 0.08, 0.02) if ok else (0.1, 0.8, 0.1)
+
+    return ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1, **kw),  # type: ignore[arg-type]
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": ScriptedScorer(fn=probs)},
+        check_fn=lambda c, e: [CheckResult(check="number", status="pass")],
+        combiner=Combiner(
+            features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
+        ),
+    )
+
+
+def test_the_cascade_withholds_what_only_others_sentences_support() -> None:
+    casc = _focus_cascade()
+    chunk = Chunk(text=COLLINS, id="apollo")
+    v = casc.verify(claim_from_text("Michael Collins walked on the Moon with Armstrong."), [chunk])
+    assert v.label == "unsupported" and v.complete and v.p_entail == 0.0
+    assert v.stages[-1].stage == "roles" and "someone else" in v.reason
+    # the same claim about someone the focused sentences do support stays supported
+    ok = casc.verify(claim_from_text("Neil Armstrong walked on the Moon."), [chunk])
+    assert ok.label == "supported"
+    # switched off, the model's verdict stands
+    off = _focus_cascade(subject_focus=False)
+    assert (
+        off.verify(
+            claim_from_text("Michael Collins walked on the Moon with Armstrong."), [chunk]
+        ).label
+        == "supported"
+    )
