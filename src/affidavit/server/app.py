@@ -66,6 +66,7 @@ from affidavit.core.tlog import Checkpoint, ConsistencyProof, InclusionProof, Lo
 from affidavit.core.types import EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
 from affidavit.server.apikeys import ApiKeyStore, AuthError, default_keys_path
+from affidavit.server.documents import document_routes
 from affidavit.server.jobs import IngestJobs
 from affidavit.server.limits import Cancelled, QueueFull, RateLimited, RateLimiter, Timeout
 from affidavit.server.limits import WorkQueue as _WorkQueue
@@ -240,7 +241,10 @@ class _State:
             "verify", concurrency=serve.verify_concurrency, max_waiting=serve.verify_queue
         )
         self.jobs = IngestJobs(
-            self._ingest, settings.resolved_home() / "uploads", max_queued=serve.ingest_queue
+            self._ingest,
+            settings.resolved_home() / "uploads",
+            max_queued=serve.ingest_queue,
+            keep_uploads_s=serve.keep_uploads_s,
         )
         self.metrics.watch_queue("llm", lambda: self.llm.depth)
         self.metrics.watch_queue("verify", lambda: self.verify.depth)
@@ -620,6 +624,8 @@ def _routes(app: FastAPI, state: _State) -> None:
         services.require()
         data = [(f.filename or "upload", await f.read()) for f in files]
         return state.jobs.submit(data)
+
+    document_routes(app, services, reader, writer)
 
     @app.get(
         "/v1/jobs/{job_id}",

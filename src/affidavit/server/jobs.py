@@ -4,6 +4,10 @@ Jobs run one at a time (the store takes one writer) through the library's own
 :class:`~affidavit.ingest.pipeline.Ingestor`, so a file that fails to parse is recorded on its job
 with the reason and everything already stored stays as it was. Job records live in the memory of
 the server process (a restart forgets finished jobs, never stored documents).
+
+Uploaded files are kept only ``serve.keep_uploads_s`` seconds after their job ends (default 0:
+removed at once, whether ingested or failed; the job record stays). Folders a previous server
+process left behind are removed at start-up once that long has passed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import queue
 import re
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -54,6 +59,7 @@ class IngestJobs:
         ingest: runs the library's ingest on a folder and returns its report.
         upload_dir: where each job's files are kept (``<upload_dir>/<job id>/``).
         max_queued: jobs allowed to wait; one more is refused (503).
+        keep_uploads_s: seconds a job's files are kept after it ends (0: removed at once).
     """
 
     def __init__(
@@ -62,12 +68,16 @@ class IngestJobs:
         upload_dir: Path,
         *,
         max_queued: int,
+        keep_uploads_s: float = 0.0,
     ) -> None:
         self._ingest = ingest
         self.upload_dir = upload_dir
+        self.keep_uploads_s = keep_uploads_s
         self._jobs: dict[str, IngestJob] = {}
+        self._ended: dict[str, float] = {}  # job id -> when it ended, until its files go
         self._lock = threading.Lock()
         self._queue: queue.Queue[str | None] = queue.Queue(maxsize=max_queued)
+        self._leftovers()
         self._thread = threading.Thread(target=self._work, name="affidavit-ingest", daemon=True)
         self._thread.start()
 
@@ -117,41 +127,76 @@ class IngestJobs:
         with self._lock:
             self._jobs[job_id] = self._jobs[job_id].model_copy(update=update)
 
+    def _leftovers(self) -> None:
+        """Upload folders of an earlier server process: their jobs are gone with it."""
+        try:
+            folders = [p for p in self.upload_dir.iterdir() if p.is_dir()]
+        except OSError:
+            return  # no upload folder yet
+        for p in folders:
+            try:
+                ended = p.stat().st_mtime
+            except OSError:
+                continue
+            self._ended[p.name] = ended
+
+    def _expire(self) -> None:
+        """Remove the files of jobs that ended more than ``keep_uploads_s`` ago."""
+        now = time.time()
+        for job_id, ended in list(self._ended.items()):
+            if now - ended >= self.keep_uploads_s:
+                shutil.rmtree(self.upload_dir / job_id, ignore_errors=True)
+                del self._ended[job_id]
+
     def _work(self) -> None:
         while True:
-            job_id = self._queue.get()
+            self._expire()
+            try:
+                # wake at least once a minute (and when the next upload is due) to remove files
+                wait = min([60.0] + [max(0.1, self.keep_uploads_s)] * bool(self._ended))
+                job_id = self._queue.get(timeout=wait)
+            except queue.Empty:
+                continue
             if job_id is None:
+                self._expire()
                 return
             self._set(job_id, state="running")
-            folder = self.upload_dir / job_id
             try:
-                report = self._ingest(folder)
-            except AffidavitError as exc:
-                log.warning("ingest job %s failed: %s", job_id, exc.message)
-                self._set(job_id, state="failed", error=exc.message, finished_at=datetime.now(UTC))
-                continue
-            except Exception as exc:  # the job thread must survive any one job
-                log.exception("ingest job %s crashed", job_id)
-                self._set(
-                    job_id,
-                    state="failed",
-                    error=f"{type(exc).__name__}: {exc}",
-                    finished_at=datetime.now(UTC),
-                )
-                continue
-            outcomes = tuple(
-                o.model_copy(update={"source": _relative(o, folder)}) for o in report.outcomes
-            )
-            failed = [o for o in outcomes if o.status == "failed"]
+                self._run(job_id)
+            finally:
+                self._ended[job_id] = time.time()
+                self._expire()
+
+    def _run(self, job_id: str) -> None:
+        folder = self.upload_dir / job_id
+        try:
+            report = self._ingest(folder)
+        except AffidavitError as exc:
+            log.warning("ingest job %s failed: %s", job_id, exc.message)
+            self._set(job_id, state="failed", error=exc.message, finished_at=datetime.now(UTC))
+            return
+        except Exception as exc:  # the job thread must survive any one job
+            log.exception("ingest job %s crashed", job_id)
             self._set(
                 job_id,
-                state="failed" if failed and len(failed) == len(outcomes) else "done",
-                outcomes=outcomes,
-                # the report names files as uploaded too, never by their path on this server
-                report=report.model_copy(update={"outcomes": outcomes}),
-                error="; ".join(f"{o.source}: {o.reason}" for o in failed) or None,
+                state="failed",
+                error=f"{type(exc).__name__}: {exc}",
                 finished_at=datetime.now(UTC),
             )
+            return
+        outcomes = tuple(
+            o.model_copy(update={"source": _relative(o, folder)}) for o in report.outcomes
+        )
+        failed = [o for o in outcomes if o.status == "failed"]
+        self._set(
+            job_id,
+            state="failed" if failed and len(failed) == len(outcomes) else "done",
+            outcomes=outcomes,
+            # the report names files as uploaded too, never by their path on this server
+            report=report.model_copy(update={"outcomes": outcomes}),
+            error="; ".join(f"{o.source}: {o.reason}" for o in failed) or None,
+            finished_at=datetime.now(UTC),
+        )
 
     def close(self) -> None:
         """Stop the job thread after the running job."""

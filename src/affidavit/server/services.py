@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from affidavit.core.certificate import Certificate, CertificateVerification, EvidenceRecord
 from affidavit.core.errors import AffidavitError, ConfigError, EnforcementError
 from affidavit.core.report import AuditReport
-from affidavit.core.retrieval import IngestReport
+from affidavit.core.retrieval import DocumentDeletion, DocumentInfo, DocumentList, IngestReport
 from affidavit.core.service import (
     AskRequest,
     AskResponse,
@@ -77,6 +77,8 @@ class Services:
         self.load_error: str | None = None
         self.loaded_at: float | None = None
         self._lock = threading.Lock()
+        # one writer at a time in this process: an ingest job, or a delete
+        self._store_writes = threading.Lock()
         self._auditors: dict[tuple[str | None, bool], Any] = {}
         self.store: Any = None
         self.embedder: Any = None
@@ -295,10 +297,45 @@ class Services:
         return FileLog(default_log_path(self.settings, self.signing_key.public_key()))
 
     def ingest(self, folder: Path) -> IngestReport:
-        """``affidavit ingest FOLDER`` into the served store."""
-        from affidavit.ingest.pipeline import Ingestor
+        """``affidavit ingest FOLDER`` into the served store.
 
-        report: IngestReport = Ingestor(self.store, self.embedder, self.settings.ingest).ingest(
-            [folder]
-        )
+        An uploaded file is known to the store by its name (``upload:NAME``), not by the folder
+        of its job, so a new upload of an edited file replaces the old version, and the same
+        content uploaded under another name is one document with two names.
+        """
+        from affidavit.ingest.pipeline import Ingestor, relative_path
+
+        def origin(path: Path, root: Path | None) -> str:
+            return "upload:" + relative_path(path, root)
+
+        with self._store_writes:
+            ingestor = Ingestor(self.store, self.embedder, self.settings.ingest, origin=origin)
+            report: IngestReport = ingestor.ingest([folder])
         return report
+
+    def documents(self) -> DocumentList:
+        """``affidavit documents list``."""
+        from affidavit.store.documents import list_documents
+
+        return list_documents(self.store)
+
+    def document(self, doc_id: str) -> DocumentInfo:
+        """``affidavit documents show ID``.
+
+        Raises:
+            DocumentNotFound: no such document.
+        """
+        from affidavit.store.documents import show_document
+
+        return show_document(self.store, doc_id)
+
+    def delete_document(self, doc_id: str) -> DocumentDeletion:
+        """``affidavit documents delete ID`` (after the running ingest job, never during it).
+
+        Raises:
+            DocumentNotFound: no such document.
+        """
+        from affidavit.store.documents import delete_document
+
+        with self._store_writes:
+            return delete_document(self.store, doc_id)
