@@ -6,7 +6,9 @@ retrieval trimmed, from the stored chunk and the recorded kept sentences, format
 each recorded span still hashes to its recorded sha256, runs the given
 :class:`~affidavit.verify.base.ClaimVerifier` on the claim and those passages, decides under the
 certificate's own policy, and compares with the recorded decision. Missing evidence or a hash
-mismatch is a disagreement: a replay never agrees by default. A claim whose evidence came from the
+mismatch is a disagreement: a replay never agrees by default. Evidence the store deleted on
+purpose (its document deleted, replaced or pruned) is said to be deleted, with when and why, and
+its claim is listed as not replayed. A claim whose evidence came from the
 web is not replayed (no store holds it) and is listed as such, neither agreeing nor disagreeing.
 
 Example:
@@ -34,6 +36,7 @@ from affidavit.certify.verify import EvidenceLookup
 from affidavit.core.certificate import Certificate, EvidenceRecord, ReplayResult
 from affidavit.core.correction import refined_chunk
 from affidavit.core.errors import AffidavitError
+from affidavit.core.retrieval import DeletedChunk
 from affidavit.core.types import Chunk, Decision, sha256_text
 from affidavit.policy.render import decide
 from affidavit.verify.base import ClaimVerifier
@@ -120,6 +123,7 @@ def replay_certificate(
     mismatches: list[str] = []
     not_replayed: list[str] = []
     decisions: dict[str, Decision] = {}
+    deleted: list[str] = []
     for record in cert.claims:
         claim = record.claim
         web = _web_evidence(record.evidence)
@@ -136,6 +140,15 @@ def replay_certificate(
             mismatches.append(f"claim {claim.id}: evidence could not be read ({exc.message})")
             continue
         missing = [cid for cid in wanted if cid not in chunks]
+        removed = _removed(evidence, missing)
+        if removed:
+            deleted.extend(c for c in removed if c not in deleted)
+            not_replayed.append(
+                f"claim {claim.id}: "
+                + "; ".join(_removed_reason(removed[c]) for c in missing if c in removed)
+                + ", so the claim cannot be replayed"
+            )
+            continue
         if missing:
             mismatches.append(
                 f"claim {claim.id}: evidence chunk(s) {', '.join(missing)} not in the store"
@@ -164,6 +177,35 @@ def replay_certificate(
         mismatches=tuple(mismatches),
         not_replayed=tuple(not_replayed),
         decisions=decisions,
+        deleted_chunks=tuple(deleted),
+    )
+
+
+def _removed(evidence: EvidenceSource, chunk_ids: Sequence[str]) -> dict[str, DeletedChunk]:
+    """The removal records of missing chunks, from a store that keeps them (else none)."""
+    lookup = getattr(evidence, "deleted_chunks", None)
+    if not chunk_ids or not callable(lookup):
+        return {}
+    try:
+        found: dict[str, DeletedChunk] = lookup(chunk_ids)
+    except AffidavitError as exc:  # then the chunks are reported missing, never passed
+        logger.warning("removal records unreadable: %s", exc.message)
+        return {}
+    return found
+
+
+_WHY = {
+    "deleted": "its document was deleted",
+    "replaced": "a new version of its document replaced it",
+    "pruned": "its file was gone at an ingest with --prune",
+}
+
+
+def _removed_reason(r: DeletedChunk) -> str:
+    name = f" ({r.source})" if r.source else ""
+    return (
+        f"evidence chunk {r.chunk_id} was deleted from the store on "
+        f"{r.deleted_at:%Y-%m-%d %H:%M} UTC: {_WHY[r.reason]} ({r.doc_id}{name})"
     )
 
 

@@ -294,6 +294,7 @@ def certificate_verify(
                 "mismatches": list(replayed.mismatches) if replayed is not None else [],
                 "not_replayed": not_replayed,
                 "decisions": dict(replayed.decisions) if replayed is not None else {},
+                "deleted_chunks": list(replayed.deleted_chunks) if replayed is not None else [],
                 "complete": replayed is not None and not not_replayed,
             }
         typer.echo(dump_json(out))

@@ -240,3 +240,9 @@ class ReplayResult(Frozen):
     decisions: dict[str, Decision] = Field(
         default_factory=dict, description="The replayed decision per claim id."
     )
+    deleted_chunks: tuple[str, ...] = Field(
+        default=(),
+        description="Evidence chunks the store removed since the certificate was issued (their "
+        "document deleted, replaced by a new version or pruned); each claim resting on one is "
+        "in ``not_replayed``, saying so.",
+    )
