@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 2
 export HAYSTACK_TELEMETRY_ENABLED ?= False
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: demo test lint typecheck unit docs docs-cli venv install-dev install-demo bench clean
+.PHONY: demo test lint typecheck unit docs docs-cli venv install-dev install-demo bench clean docker-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ docs-cli: $(BIN)/typer
 
 demo: install-demo
 	$(BIN)/python -m affidavit.demo
+
+# opt-in, not part of `make test`: builds both container images (installing Debian's docker.io and
+# making a base image with debootstrap where needed, as root) and runs them offline
+# (docs/how-to/docker.md); STEPS="build audit" runs some steps only
+docker-test:
+	bash scripts/docker-test.sh
 
 clean:
 	rm -rf $(VENV) .affidavit .pytest_cache .mypy_cache .ruff_cache site
