@@ -14,9 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+import uuid
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -40,6 +49,7 @@ try:
     from fastapi.staticfiles import StaticFiles
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException as StarletteHTTPException
+    from starlette.routing import Match
 except ImportError as exc:  # pragma: no cover - the server extra installs them
     raise MissingDependencyError("fastapi", "server", purpose="affidavit serve") from exc
 
@@ -62,6 +72,7 @@ from affidavit.core.service import (
     TokenEvent,
 )
 from affidavit.core.settings import Settings, load_settings
+from affidavit.core.text import safe_one_line
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, InclusionProof, LogEntryRecord
 from affidavit.core.types import EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
@@ -78,6 +89,7 @@ if TYPE_CHECKING:
     from affidavit.tlog.store import FileLog
 
 log = logging.getLogger(__name__)
+access_log = logging.getLogger("affidavit.access")
 
 __all__ = ["create_app"]
 
@@ -95,13 +107,6 @@ _ERRORS: dict[int, str] = {
     502: "upstream_failed",
     503: "unavailable",
     504: "timeout",
-}
-
-# every documented error answer carries an ApiError body
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": ApiError, "description": name.replace("_", " ")}
-    for code, name in _ERRORS.items()
-    if code not in (404, 405, 415, 500, 502)
 }
 
 _CSP = (
@@ -164,9 +169,10 @@ _RETRY_AFTER = _RetryAfter()
 class _Limits:
     """ASGI middleware: body size limit (413) and request metrics, around everything else."""
 
-    def __init__(self, app: Any, *, state: _State) -> None:
+    def __init__(self, app: Any, *, state: _State, routes: Sequence[Any] = ()) -> None:
         self.app = app
         self.state = state
+        self.routes = routes
 
     async def __call__(
         self,
@@ -182,10 +188,15 @@ class _Limits:
         limit = int((serve.max_upload_mb if upload else serve.max_body_mb) * 1024 * 1024)
         start = time.perf_counter()
         status = {"code": 500}
+        given = dict(scope.get("headers") or []).get(b"x-request-id", b"")
+        request_id = given.decode("ascii") if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
 
         async def sending(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                message["headers"] = [*headers, (b"x-request-id", request_id.encode("ascii"))]
             await send(message)
 
         try:
@@ -208,14 +219,44 @@ class _Limits:
 
             await self.app(scope, limited, sending)
         finally:
-            route = scope.get("route")
-            path = getattr(route, "path", None) or (
-                "/static" if scope["path"].startswith("/static/") else "unmatched"
-            )
+            path = _route_of(scope, self.routes)
+            seconds = time.perf_counter() - start
             self.state.metrics.requests.labels(
                 method=scope["method"], route=path, status=str(status["code"])
             ).inc()
-            self.state.metrics.latency.labels(route=path).observe(time.perf_counter() - start)
+            self.state.metrics.latency.labels(route=path).observe(seconds)
+            if self.state.settings.serve.access_log:
+                client = scope.get("client") or ("-", 0)
+                access_log.info(
+                    '%s "%s %s" %d %.0fms route=%s request_id=%s',
+                    client[0],
+                    scope["method"],
+                    safe_one_line(scope["path"])[:300],
+                    status["code"],
+                    seconds * 1000,
+                    path,
+                    request_id,
+                )
+
+
+# a request id the client may choose: short, and nothing a log line or a header could misread
+_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
+
+
+def _route_of(scope: Mapping[str, Any], routes: Sequence[Any]) -> str:
+    """The route template a request went to (its metrics label), also for requests answered
+    before routing (an early 413) and routes FastAPI does not tag (/openapi.json, mounts)."""
+    tagged = getattr(scope.get("route"), "path", None)
+    if tagged:
+        return str(tagged)
+    for candidate in routes:
+        try:
+            match, _ = candidate.matches(scope)
+        except Exception:
+            continue
+        if match != Match.NONE:
+            return str(getattr(candidate, "path", "unmatched") or "unmatched")
+    return "unmatched"
 
 
 class _State:
@@ -292,18 +333,19 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             "also upload documents."
         ),
         lifespan=lifespan,
-        responses=_ERROR_RESPONSES,
-        # FastAPI's /docs and /redoc pages load their scripts from a CDN: not served, so that
-        # nothing here runs third-party code (the schema itself is at /openapi.json)
+        # FastAPI's own /docs and /redoc load their scripts from a CDN: /docs is served from
+        # the files installed with the server extra instead (_api_page), nothing from elsewhere
         docs_url=None,
         redoc_url=None,
     )
     app.state.affidavit = state
     _handlers(app, state)
     _routes(app, state)
+    _api_page(app)
+    _document_security(app)
     web = resources.files("affidavit.server") / "web"
     app.mount("/static", StaticFiles(directory=str(web)), name="static")
-    app.add_middleware(_Limits, state=state)
+    app.add_middleware(_Limits, state=state, routes=app.router.routes)
     # outermost: an address over its failed-check limit is delayed and refused before any of
     # the framework runs (issue 25.7); known keys and /healthz pass undelayed
     app.add_middleware(
@@ -315,6 +357,113 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         on_refuse=lambda reason: state.metrics.rejections.labels(reason=reason).inc(),
     )
     return app
+
+
+_SECURITY_SCHEME = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key from `affidavit keys api create --name NAME` (read or write "
+        "scope). Needed once the server has any key; a loopback server without keys is open.",
+    }
+}
+
+
+def _document_security(app: FastAPI) -> None:
+    """The schema says which operations need a key (the ``bearer`` scheme) and lists the error
+    answers each can really give: 401/403/429 (and 503/504: models loading, queue full, past the
+    budget) only where a key is checked, 413 only where a body is read."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        from fastapi.openapi.utils import get_openapi
+
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            summary=app.summary,
+            description=app.description,
+            routes=app.routes,
+        )
+        guarded = {}
+        for route in app.routes:
+            dependant = getattr(route, "dependant", None)
+            if dependant is None:
+                continue
+            names = {getattr(d.call, "__name__", "") for d in dependant.dependencies}
+            for method in getattr(route, "methods", ()):
+                guarded[(route.path, method.lower())] = bool(names & {"reader", "writer"})  # type: ignore[attr-defined]
+        schema.setdefault("components", {}).setdefault("securitySchemes", {}).update(
+            _SECURITY_SCHEME
+        )
+        schemas = schema["components"].setdefault("schemas", {})
+        schemas.setdefault("ApiError", ApiError.model_json_schema())
+        ref = {"$ref": "#/components/schemas/ApiError"}
+        for path, ops in schema.get("paths", {}).items():
+            for method, op in ops.items():
+                responses = op.setdefault("responses", {})
+                needs_key = guarded.get((path, method), False)
+                codes: list[int] = []
+                if needs_key:
+                    op["security"] = [{"bearer": []}]
+                    codes += [400, 401, 403, 429, 503, 504]
+                if method in ("post", "put", "patch"):
+                    codes += [400, 413]
+                if "422" in responses or method in ("post", "put", "patch"):
+                    codes.append(422)
+                for code in codes:
+                    entry = responses.setdefault(
+                        str(code), {"description": _ERRORS[code].replace("_", " ")}
+                    )
+                    entry.setdefault("content", {"application/json": {"schema": ref}})
+                    if (
+                        entry["content"]
+                        .get("application/json", {})
+                        .get("schema", {})
+                        .get("$ref", "")
+                        .endswith("/HTTPValidationError")
+                    ):
+                        entry["content"]["application/json"]["schema"] = ref
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+_DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>affidavit API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/api-docs/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="/api-docs/swagger-ui-bundle.js"></script>
+<script src="/static/api-docs.js"></script></body></html>
+"""
+
+
+def _api_page(app: FastAPI) -> None:
+    """``/docs``: the interactive API page (Swagger UI from the ``fastapi-offline`` package of
+    the server extra, served from here, under the page's CSP: no CDN, no inline script)."""
+    try:
+        import fastapi_offline
+    except ImportError:  # pragma: no cover - the server extra installs it
+        log.warning("fastapi-offline is not installed: /docs is not served")
+        return
+    files = resources.files(fastapi_offline) / "static"
+    app.mount("/api-docs", StaticFiles(directory=str(files)), name="api-docs")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return HTMLResponse(
+            _DOCS_PAGE,
+            headers={
+                "Content-Security-Policy": _CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
 
 
 def _version() -> str:
@@ -343,8 +492,12 @@ def _handlers(app: FastAPI, state: _State) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        bad_json = next((e for e in errors if e.get("type") == "json_invalid"), None)
+        if bad_json is not None:
+            return _error(400, _json_syntax_message(bad_json, await request.body()))
         parts = []
-        for e in exc.errors()[:5]:
+        for e in errors[:5]:
             loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
             parts.append(f"{loc}: {e.get('msg', 'invalid')}")
         return _error(422, "; ".join(parts) or "invalid request")
@@ -357,6 +510,20 @@ def _handlers(app: FastAPI, state: _State) -> None:
     async def crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("%s %s crashed", request.method, request.url.path)
         return _error(500, f"internal error ({type(exc).__name__}); see the server log")
+
+
+def _json_syntax_message(error: Mapping[str, Any], body: bytes) -> str:
+    """'the body is not valid JSON: Expecting ',' delimiter at line 3, column 5' (pydantic
+    reports an offset and 'JSON decode error' only)."""
+    reason = str((error.get("ctx") or {}).get("error") or "not valid JSON")
+    loc = error.get("loc") or ()
+    offset = loc[-1] if loc and isinstance(loc[-1], int) else None
+    if offset is None:
+        return f"the body is not valid JSON: {reason}"
+    head = body[:offset].decode("utf-8", "replace")
+    line = head.count("\n") + 1
+    column = len(head) - (head.rfind("\n") + 1) + 1
+    return f"the body is not valid JSON: {reason} at line {line}, column {column}"
 
 
 def _keys_required(state: _State) -> bool:
@@ -833,4 +1000,10 @@ def app_from_environment() -> Any:
     import os
 
     config = os.environ.get("AFFIDAVIT_SERVE_CONFIG") or None
+    if not access_log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s access %(message)s"))
+        access_log.addHandler(handler)
+        access_log.setLevel(logging.INFO)
+        access_log.propagate = False
     return create_app(load_settings(config))

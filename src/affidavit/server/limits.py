@@ -149,8 +149,9 @@ class WorkQueue:
         # acquired their slots, and each must still find a place
         if self.running + self.waiting >= self.concurrency + self.max_waiting:
             raise QueueFull(
-                f"the {self.name} queue is full ({self.running} running, {self.waiting} "
-                "waiting); retry after the Retry-After seconds"
+                f"the server is busy: all {self.concurrency} {self.name} slot(s) and "
+                f"{self.max_waiting} waiting place(s) are taken (serve.{self.name}_concurrency, "
+                f"serve.{self.name}_queue); retry after the Retry-After header's seconds"
             )
         self.waiting += 1
         return Ticket(self)

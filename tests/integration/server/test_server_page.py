@@ -176,3 +176,86 @@ def test_page_ask_evidence_trace_certificate_audit(
     page.screenshot(path=str(SCREENS / "ask-strict.png"), full_page=True)
     assert not errors, errors
     context.close()
+
+
+def test_page_points_users_ran_into(browser: Any, served: Server) -> None:
+    """Issue 28, the page: the legend before any question, a Stop button, an Audit that cannot
+    reach the server, readable freshness, the compared passage of an unverified claim, what a
+    certificate holds, titles on dropped lines, a phone-width trace, the /docs page."""
+    from playwright.sync_api import expect
+
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(served.url + "/")
+    # the colour legend waits for an answer (a display rule used to override `hidden`)
+    expect(page.locator("#legend")).to_be_hidden()
+    expect(page.locator("#stop-button")).to_be_hidden()
+
+    page.click("summary")
+    page.fill("#api-key", served.keys["write"])
+    # Stop: the running question is cancelled and nothing unverified stays on the page
+    page.fill("#question", "Who discovered polonium?")
+    page.select_option("#mode", "mixed")
+    page.click("#ask-button")
+    expect(page.locator("#stop-button")).to_be_visible()
+    page.click("#stop-button")
+    expect(page.locator("#ask-status")).to_contain_text("stopped", timeout=20_000)
+    expect(page.locator("#stop-button")).to_be_hidden()
+    expect(page.locator("#ask-button")).to_be_enabled()
+
+    # a full answer: its unverified sentence shows the passage it was compared with
+    page.click("#ask-button")
+    expect(page.locator("#ask-status")).to_contain_text("done:", timeout=60_000)
+    expect(page.locator("#legend")).to_be_visible()
+    unverified = page.locator("#answer .sentence.unverified").first
+    unverified.click()
+    card = page.locator("#evidence .claim-card").first
+    expect(card).to_contain_text("Compared with")
+    expect(card.locator(".chunk").first).to_contain_text("Curie")
+    assert "No evidence span was found" not in card.inner_text()
+
+    # the certificate view shows what the signature covers
+    page.click("#tab-cert")
+    content = page.locator("#cert-content")
+    expect(content).to_contain_text("Who discovered polonium?")
+    expect(content).to_contain_text("born on the Moon")
+    assert content.locator(".cert-claims li").count() >= 2
+
+    # dropped lines name the passage, not a chunk id; the trace fits a phone
+    page.click("#tab-trace")
+    for line in page.locator("#trace p.note").all_inner_texts():
+        if line.startswith("dropped: "):
+            assert line.startswith("dropped: ["), line
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SCREENS / "trace-phone.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 392
+    page.set_viewport_size({"width": 1100, "height": 900})
+
+    # Audit: readable freshness; a server that cannot be reached is said, not "auditing..."
+    page.click("#tab-audit")
+    page.fill("#audit-chunks", "The Forth Bridge opened on 4 March 1890.")
+    page.fill("#audit-response", "The Forth Bridge opened on 4 March 1890.")
+    page.click("#audit-form button[type=submit]")
+    expect(page.locator("#audit-report")).to_contain_text("TRUST", timeout=20_000)
+    assert "supported_fresh" not in page.inner_text("#audit-report")
+    page.route("**/v1/audit*", lambda route: route.abort())
+    page.click("#audit-form button[type=submit]")
+    expect(page.locator("#audit-status")).to_contain_text("could not be reached", timeout=10_000)
+    page.unroute("**/v1/audit*")
+    # the one failed load is the audit request this test aborted
+    assert [e for e in errors if "net::ERR_FAILED" not in e] == [], errors
+
+    # the interactive API page, from this server alone
+    api = context.new_page()
+    api_errors: list[str] = []
+    api.on("pageerror", lambda exc: api_errors.append(str(exc)))
+    api.goto(served.url + "/docs")
+    expect(api.locator(".swagger-ui").first).to_be_visible(timeout=20_000)
+    expect(api.locator("body")).to_contain_text("/v1/ask", timeout=20_000)
+    api.screenshot(path=str(SCREENS / "api-docs.png"))
+    assert not api_errors, api_errors
+    context.close()

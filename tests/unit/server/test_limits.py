@@ -21,7 +21,7 @@ def test_full_queue_refuses_at_once() -> None:
         await asyncio.sleep(0.05)
         assert (q.running, q.waiting) == (1, 1)
         t0 = time.monotonic()
-        with pytest.raises(QueueFull, match="llm queue is full"):
+        with pytest.raises(QueueFull, match="llm slot"):
             q.enter()
         assert time.monotonic() - t0 < 0.01
         gate.set()

@@ -201,7 +201,20 @@ function showEvidence(seg, resp, button) {
         el("span", { text: "p_contradict " + fmt(v.p_contradict) })),
     );
     if (v.reason) card.append(el("p", { class: "reason", text: v.reason }));
-    if (!v.evidence.length) card.append(el("p", { class: "empty", text: "No evidence span was found." }));
+    if (!v.evidence.length) {
+      // nothing supports or contradicts it: show what it was compared with (its cited passages,
+      // else every passage the model saw), the values the checks looked up marked
+      const cited = (o.claim.citations || []).map((n) => resp.result.trace.context[n - 1]).filter(Boolean);
+      const compared = cited.length ? cited : resp.result.trace.context;
+      const marks = v.checks.filter((c) => c.status === "fail" && c.evidence_value).map((c) => c.evidence_value);
+      card.append(el("p", { class: "where", text: "No passage states it. Compared with:" }));
+      for (const chunk of compared.slice(0, 3)) {
+        const n = resp.result.trace.context.indexOf(chunk) + 1;
+        card.append(el("p", { class: "where", text: "passage [" + n + "] " + (chunk.title || chunk.url || chunk.id) }));
+        const at = marks.map((m) => [m, chunk.text.indexOf(m)]).find(([, i]) => i >= 0);
+        card.append(at ? highlighted(chunk.text, at[1], at[1] + at[0].length) : el("p", { class: "chunk compared", text: chunk.text }));
+      }
+    }
     for (const ev of v.evidence) {
       const chunk = ctx.get(ev.chunk_id);
       const n = resp.result.trace.context.findIndex((c) => c.id === ev.chunk_id) + 1;
@@ -265,11 +278,15 @@ async function ask(ev) {
   state.tokens = "";
   state.live = { hits: null, grading: null, refinement: null };
   status.textContent = "retrieving...";
+  const stop = new AbortController();
+  state.stop = stop;
+  $("stop-button").hidden = false;
   try {
     const resp = await fetch("/v1/ask", {
       method: "POST",
       headers: { ...headers(true), Accept: "text/event-stream" },
       body: JSON.stringify({ question, mode: $("mode").value, correct: $("correct").checked }),
+      signal: stop.signal,
     });
     if (!resp.ok) { status.textContent = await explain(resp); return; }
     await readEvents(resp, (name, data) => {
@@ -299,9 +316,18 @@ async function ask(ev) {
       } else if (name === "error") { status.textContent = "failed: " + data.error.message; }
     });
   } catch (e) {
-    status.textContent = "failed: " + e;
+    if (stop.signal.aborted) {
+      // nothing unverified stays on the page: the provisional text goes with the stream
+      box.replaceChildren();
+      box.classList.remove("provisional");
+      status.textContent = "stopped: the question was cancelled (nothing was verified)";
+    } else {
+      status.textContent = "failed: " + (e.message || e);
+    }
   } finally {
     $("ask-button").disabled = false;
+    $("stop-button").hidden = true;
+    state.stop = null;
   }
 }
 
@@ -345,7 +371,13 @@ function renderTrace(resp) {
   }
   box.append(el("h2", { text: "What refinement kept (the passages the model saw)" }));
   box.append(table(["#", "source", "text"], t.context.map((ch, i) => [String(i + 1), ch.title || ch.url || ch.doc_id || "", ch.text])));
-  for (const d of t.corrective_detail.dropped || []) box.append(el("p", { class: "note", text: "dropped: " + d }));
+  const titles = new Map(t.retrieval_hits.map((h, i) => [h.chunk.id, "[" + (i + 1) + "] " + (h.chunk.title || h.chunk.url || h.chunk.doc_id || h.chunk.id)]));
+  for (const line of t.corrective_detail.dropped || []) {
+    const cut = line.indexOf(": ");
+    const id = cut > 0 ? line.slice(0, cut) : "";
+    const named = titles.has(id) ? titles.get(id) + ": " + line.slice(cut + 2) : line;
+    box.append(el("p", { class: "note", text: "dropped: " + named }));
+  }
   if (d.fallback) box.append(el("p", { class: "note", text: "kept whole: " + d.fallback }));
   box.append(el("h2", { text: "Web fallback" }));
   box.append(el("p", { text: t.web_queries.length ? "ran with the query: " + t.web_queries.join("; ") : "did not run" }));
@@ -362,6 +394,22 @@ function setCertificate(cert) {
   $("cert-download").disabled = false;
   $("cert-summary").className = "";
   $("cert-summary").textContent = "Signed by key " + cert.key_id + " at " + cert.created_at + "; " + cert.claims.length + " claims.";
+  $("cert-content").replaceChildren(...certificateContent(cert));
+}
+
+function certificateContent(cert) {
+  // what the signature covers, as a reader checks it: the question, the answer, each claim
+  const out = [];
+  if (cert.question) out.push(el("h3", { text: "Question" }), el("p", { class: "cert-question", text: cert.question }));
+  out.push(el("h3", { text: "Answer" }), el("p", { class: "chunk cert-answer", text: cert.answer }));
+  const ol = el("ol", { class: "cert-claims" });
+  for (const c of cert.claims) {
+    const cls = c.decision === "verified" ? "verified" : c.label === "contradicted" ? "contradicted" : "unverified";
+    ol.append(el("li", {}, el("span", { class: "sentence " + cls, text: c.decision }), " ", c.claim.text,
+      el("span", { class: "note", text: " (" + c.reason + ")" })));
+  }
+  out.push(el("h3", { text: "Claims" }), ol);
+  return out;
 }
 
 function download() {
@@ -381,10 +429,19 @@ async function verifyFile(file) {
     out.replaceChildren(el("p", { class: "invalid", text: "INVALID: " + file.name + " is not JSON (" + e.message + ")" }));
     return;
   }
-  const resp = await fetch("/v1/certificates/verify", { method: "POST", headers: headers(true), body: JSON.stringify(tree) });
-  if (!resp.ok) { out.replaceChildren(el("p", { class: "invalid", text: await explain(resp) })); return; }
-  const r = await resp.json();
+  let resp, r;
+  try {
+    resp = await fetch("/v1/certificates/verify", { method: "POST", headers: headers(true), body: JSON.stringify(tree) });
+    if (!resp.ok) { out.replaceChildren(el("p", { class: "invalid", text: await explain(resp) })); return; }
+    r = await resp.json();
+  } catch (e) {
+    out.replaceChildren(el("p", { class: "error", text: "failed: the server could not be reached (" + e.message + ")" }));
+    return;
+  }
   out.replaceChildren(el("p", { class: r.valid ? "valid" : "invalid", text: r.valid ? "VALID" : "INVALID" }));
+  if (tree && typeof tree.answer === "string" && Array.isArray(tree.claims)) {
+    try { out.append(...certificateContent(tree)); } catch (e) { /* a malformed claim list: the verdict says so */ }
+  }
   if (r.key_id) out.append(el("p", { text: "signed by key " + r.key_id }));
   if (r.valid) out.append(el("p", { text: r.evidence_checked + " evidence hashes checked" }));
   const ul = el("ul");
@@ -409,6 +466,8 @@ function setupDrop() {
 }
 
 // -- audit --------------------------------------------------------------------------------------
+const FRESHNESS = { supported_fresh: "fresh", supported_stale: "stale", unsupported: "-" };
+
 function parseChunks(text) {
   return text.split(/\n\s*\n/).map((p) => p.trim()).filter(Boolean).map((p) => {
     const m = p.match(/^url:\s*(\S+)\s*\n([\s\S]*)$/);
@@ -426,15 +485,21 @@ async function audit(ev) {
   if ($("audit-mode").value) params.set("mode", $("audit-mode").value);
   if ($("audit-verify").checked) params.set("verify", "true");
   const body = { query: $("audit-query").value, chunks: parseChunks($("audit-chunks").value), response: $("audit-response").value };
-  const resp = await fetch("/v1/audit?" + params, { method: "POST", headers: headers(true), body: JSON.stringify(body) });
-  if (!resp.ok) { status.textContent = await explain(resp); return; }
-  const r = await resp.json();
+  let resp, r;
+  try {
+    resp = await fetch("/v1/audit?" + params, { method: "POST", headers: headers(true), body: JSON.stringify(body) });
+    if (!resp.ok) { status.textContent = await explain(resp); return; }
+    r = await resp.json();
+  } catch (e) {
+    status.textContent = "failed: the server could not be reached (" + e.message + ")";
+    return;
+  }
   status.textContent = "";
   const ok = r.claims.filter((c) => c.supported).length;
   out.append(el("p", { class: r.trust_passed ? "valid" : "invalid",
     text: (r.trust_passed ? "TRUST PASSED" : "TRUST FAILED") + " - compliance " + Math.round(r.compliance_rate * 100) + "% (" + ok + "/" + r.claims.length + " claims), mode " + r.mode + ", " + r.n_chunks_used + "/" + r.n_chunks + " chunks used" }));
   out.append(table(["claim", "supported", "confidence", "source", "freshness", "evidence / reason"], r.claims.map((c) => [
-    c.text, c.supported ? "yes" : "no", fmt(c.confidence), c.source_url || c.chunk_id || "-", c.freshness + (c.source_date ? " (" + c.source_date + ")" : ""),
+    c.text, c.supported ? "yes" : "no", fmt(c.confidence), c.source_url || c.chunk_id || "-", (FRESHNESS[c.freshness] || c.freshness) + (c.source_date ? " (" + c.source_date + ")" : ""),
     c.supported && c.evidence ? c.evidence.text : c.reason,
   ])));
   if (r.blocked_sources.length) {
@@ -454,5 +519,6 @@ document.addEventListener("DOMContentLoaded", () => {
   setupTabs();
   setupDrop();
   $("ask-form").addEventListener("submit", ask);
+  $("stop-button").addEventListener("click", () => { if (state.stop) state.stop.abort(); });
   $("audit-form").addEventListener("submit", audit);
 });
