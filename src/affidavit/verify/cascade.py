@@ -17,7 +17,7 @@ Every stage's score is kept in ``Verdict.stages``. Fail closed: a stage error, t
 timeout, a claim too long to check or a window the model could not see whole sets
 ``complete=False``, records why, and the claim is never labelled supported.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import PolicySettings, VerifySettings
     >>> from affidavit.verify.fakes import ScriptedScorer
     >>> v = ClaimCascade(VerifySettings(cascade=["cross_encoder"]), PolicySettings(),
@@ -327,7 +327,7 @@ class ClaimCascade:
 
     def _roles(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
         """Withhold a supported claim whose predicate the evidence gives, word for word, to
-        someone else (:func:`affidavit.verify.lexical.role_mismatch`: "Buzz Aldrin became the
+        someone else (`affidavit.verify.lexical.role_mismatch`: "Buzz Aldrin became the
         first person to step onto the lunar surface." against a passage saying Armstrong did)."""
         if v.label != "supported" or any(st.stage == "verbatim" for st in v.stages):
             return v
@@ -369,7 +369,7 @@ class ClaimCascade:
 
     def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
         """Supported when the evidence states every sentence of the claim word for word
-        (:func:`affidavit.verify.lexical.verbatim_support`), whatever the model scored; never
+        (`affidavit.verify.lexical.verbatim_support`), whatever the model scored; never
         over a typed check's contradiction."""
         if any(st.stage == "checks" and st.decided for st in v.stages):
             return None
@@ -451,7 +451,7 @@ class ClaimCascade:
     def features(self, claim: Claim, chunks: Sequence[Chunk]) -> dict[str, float] | None:
         """The combiner's input for a claim (None when some part could not be checked whole).
 
-        Runs exactly what :meth:`verify` runs; used to fit the combiner on dev rows.
+        Runs exactly what `verify` runs; used to fit the combiner on dev rows.
         """
         if self.combiner is None:
             raise VerificationError("features() needs a combiner (pass combiner=...)")
@@ -564,8 +564,16 @@ class ClaimCascade:
             # a value the best window lacks or contradicts may be stated elsewhere in the evidence
             # given: a failure counts only if it also fails against all of it
             joined = " ".join(c.text for c in run.chunks)
-            still = {r.check for r in self.check_fn(run.claim.text, joined) if r.status == "fail"}
+            whole = list(self.check_fn(run.claim.text, joined))
+            still = {r.check for r in whole if r.status == "fail"}
             failed = [r for r in failed if r.check in still]
+            # what is recorded (and what the display policy reads) is what the whole evidence
+            # says: a failure of the best window alone that the rest resolves is not kept
+            by_check = {r.check: r for r in whole}
+            results = [
+                by_check.get(r.check, r) if r.status == "fail" and r.check not in still else r
+                for r in results
+            ]
         run.checks = results
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]

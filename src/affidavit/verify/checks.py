@@ -208,8 +208,30 @@ def _log_ratio(a: float, b: float) -> float:
 # --------------------------------------------------------------------------- dates
 
 
+_SEASON_RAW = re.compile(r"^\d{4}[-–]\d{2}$")
+
+
+def _season_years(d: DateMention) -> tuple[int, int] | None:
+    """The two calendar years of a season or academic year ("1996-97"), else None."""
+    if d.year is None or d.month is not None or not _SEASON_RAW.match(d.raw):
+        return None
+    return d.year, d.year + 1
+
+
 def _date_compatible(c: DateMention, e: DateMention) -> bool:
-    """True when the evidence date states (at least) everything the claim date states."""
+    """True when the evidence date states (at least) everything the claim date states.
+
+    A season ("1996-97") and a year it spans ("1997") do not disagree: the tournament of the
+    1996-97 season is "the 1997 tournament" as often as not.
+    """
+    c_season, e_season = _season_years(c), _season_years(e)
+    if c_season is not None or e_season is not None:
+        if c_season is not None and e_season is not None:
+            return c_season == e_season
+        season, other = (c_season, e) if c_season is not None else (e_season, c)
+        assert season is not None
+        bare = other.month is None and other.day is None and not other.decade
+        return bare and other.year in season
     if c.decade:
         if e.year is None:
             return False

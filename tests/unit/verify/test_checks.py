@@ -171,3 +171,23 @@ def test_a_season_is_one_date_not_a_year_and_a_number() -> None:
     assert [q.raw for q in find_quantities("from 1996-12 to 2001")] == ["12"]  # not a season
     ev = "The Phillips 66 tournament, held since 1996-97, is the championship."
     assert "number" not in failing("The tournament was held in 1996-97.", ev)
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "status"),
+    [
+        # issue 24's ask benchmark: "1996-97" (the claim's season) against "1997" was called a
+        # contradiction ("the year 1996 disagrees with 1997") and a right answer was withheld
+        (
+            "The Basketball Tournament which Kansas played its final in 1996-97 incepted in 1997.",
+            "The Big 12 Tournament (known since its inception in 1997) is the championship.",
+            "pass",
+        ),
+        ("He played for Leeds in 1997.", "In the 1996–97 season he played for Leeds.", "pass"),
+        ("He played for Leeds in 1998.", "In the 1996–97 season he played for Leeds.", "fail"),
+        ("He played in the 1996-97 season.", "He played in the 1997–98 season.", "fail"),
+        ("He played in the 1996-97 season.", "He played in the 1996–97 season.", "pass"),
+    ],
+)
+def test_a_season_and_a_year_it_spans_agree(claim: str, evidence: str, status: str) -> None:
+    assert {r.check: r.status for r in run_checks(claim, evidence)}["date"] == status

@@ -348,3 +348,43 @@ def test_date_order_average_fails_closed_when_the_twin_fails() -> None:
     avg = cascade(["cross_encoder"], {"cross_encoder": ce}, combiner=False, date_order_average=True)
     verdict = avg.verify(claim_from_text("Curie won the Nobel Prize in 1903."), CHUNKS)
     assert verdict.label != "supported"
+
+
+def test_a_check_the_rest_of_the_evidence_resolves_is_recorded_as_the_whole_says() -> None:
+    """A check that fails on the best window but not on all the evidence given is recorded as
+    it reads on all of it: the display policy, which reads the recorded checks, once blocked a
+    supported answer for a place only the other passage names (the ask benchmark's 'Curmsun
+    Disc': 'Norway' missing from the best window, 'Danish' there)."""
+    from affidavit.policy.render import decide
+    from affidavit.verify.combiner import Combiner
+
+    def places(claim: str, evidence: str) -> list[CheckResult]:
+        if "Denmark" in evidence and "Norway" in evidence:
+            return [CheckResult(check="entity", status="pass", reason="every name is there")]
+        return [
+            CheckResult(
+                check="entity",
+                status="fail",
+                reason="the claim names Norway; the evidence names Denmark instead",
+                claim_value="Norway",
+                evidence_value="Denmark",
+            )
+        ]
+
+    casc = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": ScriptedScorer(default=(0.9, 0.08, 0.02))},
+        check_fn=places,
+        combiner=Combiner(
+            features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
+        ),
+    )
+    chunks = [
+        Chunk(text="The inscription names Harald, a king of Denmark.", id="a"),
+        Chunk(text="Harald also ruled Norway.", id="b"),
+    ]
+    v = casc.verify(claim_from_text("The disc names a king of Denmark and Norway."), chunks)
+    assert v.label == "supported"
+    assert [c.status for c in v.checks if c.check == "entity"] == ["pass"]
+    assert decide(v, PolicySettings(tau_entail=0.5, tau_contradict=0.5))[0] == "verified"
