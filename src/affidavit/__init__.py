@@ -2,9 +2,9 @@
 
 The runtime provenance audit (``audit``, ``aaudit``, ``filter``), claim verification (``check``,
 ``acheck``) and asking a store (``aask``) are available at the top level; the ``a*`` forms run
-their model work off the event loop (:mod:`affidavit.concurrency`).
+their model work off the event loop (`affidavit.concurrency`).
 
-Example:
+Examples:
     >>> import affidavit
     >>> chunks = [{"text": "Paris is the capital of France.", "url": "https://example.org/p"}]
     >>> report = affidavit.audit("Capital?", chunks, "Paris is not the capital of France.")

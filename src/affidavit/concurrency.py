@@ -1,14 +1,14 @@
 """Running blocking model work off the event loop, with bounded concurrency.
 
-Every ``a*`` entry point (:func:`affidavit.aaudit`, :func:`affidavit.acheck`,
-:func:`affidavit.aask` and the framework integrations' async paths) goes through
-:func:`offload` or :func:`offload_process`, so the event loop only ever awaits a future:
+Every ``a*`` entry point (`affidavit.aaudit`, `affidavit.acheck`,
+`affidavit.aask` and the framework integrations' async paths) goes through
+`offload` or `offload_process`, so the event loop only ever awaits a future:
 
-- :func:`offload` runs the call in one shared pool of at most :func:`max_workers` threads. Model
+- `offload` runs the call in one shared pool of at most `max_workers` threads. Model
   inference (onnxruntime, llama.cpp) releases the GIL, so threads run it in parallel while the
   loop keeps going.
-- :func:`offload_process` runs a picklable call in one shared pool of at most
-  :func:`max_workers` worker processes. The lexical audit is pure Python: in a thread it would
+- `offload_process` runs a picklable call in one shared pool of at most
+  `max_workers` worker processes. The lexical audit is pure Python: in a thread it would
   hold the GIL and delay the loop's own callbacks; in a process it cannot.
 
 Either way twenty concurrent calls on a 2-core machine queue up instead of oversubscribing it.
@@ -18,7 +18,7 @@ running finishes in its thread and its result is discarded. Every job is either 
 check) or writes its only file atomically (a certificate is written to a temporary file and
 renamed), so a cancelled call leaves no half-written state.
 
-Example:
+Examples:
     >>> import asyncio
     >>> asyncio.run(offload(sum, [1, 2, 3]))
     6
@@ -54,7 +54,7 @@ _workers = int(os.environ.get("AFFIDAVIT_MAX_WORKERS", "0") or 0) or _DEFAULT_WO
 def max_workers() -> int:
     """How many blocking calls may run at once (``AFFIDAVIT_MAX_WORKERS``, else the core count).
 
-    Example:
+    Examples:
         >>> max_workers() >= 1
         True
     """
@@ -67,7 +67,7 @@ def set_max_workers(n: int) -> None:
     Raises:
         ConfigError: ``n`` is below 1.
 
-    Example:
+    Examples:
         >>> old = max_workers(); set_max_workers(3); max_workers()
         3
         >>> set_max_workers(old)

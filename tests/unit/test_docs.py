@@ -69,3 +69,21 @@ def test_make_docs_creates_what_it_needs(tmp_path: Path) -> None:
             if f"{venv}/bin/{'mkdocs' if target == 'docs' else 'typer'}" in s
         )
         assert made < installed < used, out
+
+
+def test_docstrings_are_google_style_markdown() -> None:
+    """Issue 28: the API reference showed Sphinx roles literally (``:class:`...` ``) and every
+    ``Example:`` section as one paragraph in nested quotes. The docstrings are Google style with
+    Markdown code spans; griffe renders an ``Examples:`` section's ``>>>`` lines as code and
+    trims their doctest flags (tests/integration/test_docs_site.py reads the rendered pages)."""
+    import re
+
+    role = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):`")
+    singular = re.compile(r"^\s*Example:\s*$", re.M)
+    found = []
+    for path in sorted((ROOT / "src" / "affidavit").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT)
+        found += [f"{rel}: Sphinx role {m.group(0)}" for m in role.finditer(text)]
+        found += [f"{rel}: 'Example:' (griffe knows 'Examples:')" for _ in singular.finditer(text)]
+    assert not found, "\n".join(found)

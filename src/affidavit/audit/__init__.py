@@ -1,6 +1,6 @@
 """The runtime provenance audit: ``audit``, ``aaudit`` and ``filter``.
 
-Example:
+Examples:
     >>> from affidavit.audit import audit
     >>> r = audit("Capital?", [{"text": "Paris is the capital of France.", "url": "https://a.org"}],
     ...           "Paris is not the capital of France.")
@@ -43,7 +43,7 @@ def audit(
 
     Args:
         query: the user's question.
-        chunks: the retrieved chunks, as :class:`~affidavit.core.types.Chunk` models or dicts
+        chunks: the retrieved chunks, as `Chunk` models or dicts
             ``{"text", "url", "metadata"}``.
         response: the answer to audit.
         config: Settings, AuditSettings, a dict (full settings or the ``audit`` section) or None.
@@ -52,14 +52,14 @@ def audit(
             then: the settings' verifier cascade, as the integrations and MCP build it).
 
     Returns:
-        The :class:`~affidavit.core.report.AuditReport`.
+        The `AuditReport`.
 
     Raises:
         ConfigError: invalid or unknown settings.
         InputError: malformed chunks or arguments.
         EnforcementError: in ``enforce`` mode when trust fails (``exc.report`` holds the report).
 
-    Example:
+    Examples:
         >>> r = audit("When?", [{"text": "The bridge opened in 1932.", "url": "https://b.org"}],
         ...           "The bridge opened in 1932.")
         >>> r.trust_passed, r.provenance
@@ -77,14 +77,14 @@ async def aaudit(
     extractor: ClaimExtractor | None = None,
     verifier: ClaimVerifier | None = None,
 ) -> AuditReport:
-    """:func:`audit` off the event loop, so the loop keeps running.
+    """`audit` off the event loop, so the loop keeps running.
 
     The lexical audit is pure Python. A small one (answer and chunks under
     ``PROCESS_MIN_CHARS`` characters, about 15 ms of work) runs in the shared thread pool; a
     larger one runs in the shared worker-process pool
-    (:func:`affidavit.concurrency.offload_process`), where it cannot hold the loop's GIL. With a
+    (`affidavit.concurrency.offload_process`), where it cannot hold the loop's GIL. With a
     custom ``extractor`` or ``verifier``, or ``use_verifier`` (model work releases the GIL), it
-    runs in the thread pool. At most :func:`affidavit.concurrency.max_workers` audits run at
+    runs in the thread pool. At most `affidavit.concurrency.max_workers` audits run at
     once; the rest wait without blocking the loop. A cancelled call that has not started is
     dropped; the audit itself is pure, so cancelling one that is running leaves nothing
     half-written.
@@ -94,7 +94,7 @@ async def aaudit(
     ``if __name__ == "__main__":`` (a worker that finds it unguarded stops with a message that
     says so, and the audit runs in a thread instead).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> r = asyncio.run(aaudit("q", [{"text": "Rome is in Italy."}], "Rome is in Italy."))
         >>> r.compliance_rate
@@ -157,7 +157,7 @@ def _picklable_input(chunks: Sequence[ChunkLike] | None, config: ConfigLike) -> 
 def _audit_in_process(
     query: str, chunks: Sequence[ChunkLike] | None, response: str, config: ConfigLike
 ) -> tuple[str, Any, Any]:
-    """:func:`audit` in a worker process; an enforcement failure comes back as data (its
+    """`audit` in a worker process; an enforcement failure comes back as data (its
     exception does not survive pickling with its report)."""
     try:
         return ("ok", audit(query, chunks, response, config), None)
@@ -168,7 +168,7 @@ def _audit_in_process(
 def filter(chunks: Sequence[ChunkLike], config: ConfigLike = None) -> list[Chunk]:
     """Drop chunks whose source the policy blocks (not allowlisted, malformed or missing URL).
 
-    Example:
+    Examples:
         >>> kept = filter([{"text": "a", "url": "https://ok.org/1"},
         ...                {"text": "b", "url": "https://bad.net/2"}], {"allowlist": ["ok.org"]})
         >>> len(kept), kept[0].url

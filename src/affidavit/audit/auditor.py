@@ -7,7 +7,7 @@ evidence. A claim is supported only if its confidence reaches ``audit.support_th
 check failed. Around that: the source policy (allowlist, URL validity), freshness, compliance,
 and the enforcement mode.
 
-Example:
+Examples:
     >>> report = Auditor().audit(
     ...     "When was the Eiffel Tower finished?",
     ...     [{"text": "The Eiffel Tower was completed in 1889.", "url": "https://a.org/e"}],
@@ -150,7 +150,7 @@ class Auditor:
             one, ``use_verifier`` builds the settings' verifier cascade (``affidavit[models]``).
         today: the date freshness is measured on (default: today, UTC).
 
-    Example:
+    Examples:
         >>> a = Auditor({"min_compliance": 0.5})
         >>> a.settings.min_compliance
         0.5
@@ -499,7 +499,7 @@ def withhold_violations(
     response: str, audits: Sequence[ClaimAudit], settings: AuditSettings
 ) -> str:
     """The answer with the text of every violating claim withheld (merged spans): what
-    guardrail mode shows (also per sentence, by :class:`~affidavit.audit.stream.StreamGuard`)."""
+    guardrail mode shows (also per sentence, by `StreamGuard`)."""
     bad = violating_spans(response, audits, settings)
     if not bad:
         return response

@@ -5,7 +5,7 @@ entailment probability. So, failing closed, a claim of an audit certificate can 
 when the verifier ran on it (``audit.use_verifier``); a claim whose typed check failed is
 BLOCKED; every other claim is UNVERIFIED with the audit's reason recorded.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> from affidavit.audit import audit
     >>> report = audit("q", [{"text": "Paris is in France.", "url": "https://a.org"}],

@@ -1,7 +1,7 @@
 """The audit input document: ``{"query", "chunks", "response"}`` as JSON text, shape-checked.
 
 Shared by ``affidavit audit``, ``affidavit audit --batch`` (one document per line) and anything
-else that reads audit inputs from text; every problem is a one-line :class:`InputError`.
+else that reads audit inputs from text; every problem is a one-line `InputError`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ _REQUIRED = ("chunks", "response")
 def parse_input(text: str, source: str = "input") -> dict[str, Any]:
     """Parse and shape-check the audit input JSON; one-line InputError on any problem.
 
-    Example:
+    Examples:
         >>> parse_input('{"chunks": [], "response": "Hi."}')["query"]
         ''
     """

@@ -2,14 +2,14 @@
 
 The index is built per call over the chunks an application retrieved (they change every call).
 An exact in-process BM25 (Lucene idf, k1=1.5, b=0.75) is cheaper than bm25s' setup for the
-chunk counts an application retrieves; from :data:`BM25S_MIN_CHUNKS` chunks on, bm25s scores the
+chunk counts an application retrieves; from `BM25S_MIN_CHUNKS` chunks on, bm25s scores the
 same formula. Both paths are
 kept and compared in the tests and in ``benchmarks/audit_latency.py``.
 
 The confidence of a match is the lexical coverage of the claim's content words (stemmed, numbers
 excluded: the number check owns them) by the best window of one or two consecutive sentences.
 
-Example:
+Examples:
     >>> from affidavit.core.types import Chunk
     >>> idx = EvidenceIndex([Chunk(text="Paris is the capital of France. It is big.")])
     >>> m = idx.match("Paris is the capital of France.")[0]
@@ -87,7 +87,7 @@ class Match:
 class ExactBM25:
     """Okapi BM25 with Lucene's idf over pre-tokenised documents (no dependencies).
 
-    Example:
+    Examples:
         >>> bm = ExactBM25([["a", "b"], ["b", "c", "c"]])
         >>> [round(s, 3) for s in bm.scores(["c"])]
         [0.0, 0.372]
@@ -151,7 +151,7 @@ class EvidenceIndex:
 
     Args:
         chunks: the (policy-kept) chunks.
-        backend: ``auto`` (exact below :data:`BM25S_MIN_CHUNKS` chunks, bm25s above),
+        backend: ``auto`` (exact below `BM25S_MIN_CHUNKS` chunks, bm25s above),
             ``exact`` or ``bm25s``.
         max_window_sentences: sentences per evidence window (1 or 2 is typical).
     """

@@ -1,22 +1,22 @@
 """Guarding a stream: an answer is released sentence by sentence, each once it is decided.
 
-A streamed answer arrives token by token. :class:`StreamGuard` holds the tokens back until a
+A streamed answer arrives token by token. `StreamGuard` holds the tokens back until a
 sentence is complete (the next sentence has begun, or the stream has ended), audits the answer
 up to the end of that sentence, and releases the sentence as the enforcement mode shows it:
 
 - ``guardrail``: the sentence with every failing claim replaced by the withheld marker, so the
   released text is, sentence by sentence, the non-streamed ``guarded_response``;
 - ``enforce``: a sentence with a failing claim raises
-  :class:`~affidavit.core.errors.EnforcementError`; nothing of it is released;
+  `EnforcementError`; nothing of it is released;
 - ``audit``: the sentence as written (the audit changes no answer; it reports).
 
 Fail closed: no text is released before its sentence is decided, and an audit that raises
 releases nothing more. One definition of a sentence for the project
-(:func:`affidavit.policy.render.split_sentences`). The integrations' ``stream``/``astream``,
+(`affidavit.policy.render.split_sentences`). The integrations' ``stream``/``astream``,
 streaming responses and streaming callbacks all run through this guard;
 ``benchmarks/stream_guard.py`` measures the delay it adds per sentence.
 
-Example:
+Examples:
     >>> guard = StreamGuard(
     ...     Auditor({"mode": "guardrail"}), "When did it open?",
     ...     [{"text": "The Forth Bridge opened on 4 March 1890.", "url": "https://a.org/f"}])
@@ -53,11 +53,11 @@ class StreamGuard:
     Args:
         auditor: the auditor whose settings (mode, allowlist, freshness, verifier) decide.
         query: the question the answer responds to.
-        chunks: the evidence (chunk dicts or :class:`~affidavit.core.types.Chunk` models).
+        chunks: the evidence (chunk dicts or `Chunk` models).
 
     Attributes:
         released: everything released so far.
-        report: the audit of the whole answer, set by :meth:`finish`.
+        report: the audit of the whole answer, set by `finish`.
         decision_ms: for each decided sentence, the milliseconds its decision took (the delay
             the guard adds once the sentence is complete).
 

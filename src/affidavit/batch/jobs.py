@@ -2,7 +2,7 @@
 
 A job is built once per worker (it loads its models in ``__init__``) and then turns shards of
 input lines into output lines. The single-process ``affidavit check`` runs the same
-:func:`check_row`, so an engine cannot change a verdict.
+`check_row`, so an engine cannot change a verdict.
 """
 
 from __future__ import annotations

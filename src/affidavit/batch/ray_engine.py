@@ -5,7 +5,7 @@ driver keeps every worker busy with one shard in hand and one queued, and writes
 shard itself, so workers need no shared filesystem and a cluster joined with ``--address``
 works the same as the local Ray this module starts by default.
 
-Example:
+Examples:
     >>> for result in run_ray("check", settings, shards):  # doctest: +SKIP
     ...     print(result.index, result.counts)
 """
@@ -170,11 +170,11 @@ class _EmbedWorker:
 
 
 class RayEmbedder:
-    """An :class:`~affidavit.retrieve.base.Embedder` that spreads each call over Ray actors.
+    """An `Embedder` that spreads each call over Ray actors.
 
     Each actor loads the configured embedder once; a call is split into one contiguous slice per
     actor and the vectors are joined in order, so the result is the same as one process's. Use
-    it inside :func:`ray_session`.
+    it inside `ray_session`.
 
     Args:
         settings: the ``embed`` section decides the model; ``batch`` the workers.

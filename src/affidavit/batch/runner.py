@@ -1,6 +1,6 @@
 """Run a batch job over a JSONL input on one process or on Ray, resumably.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import Settings
     >>> report = run_batch("check", text, Path("out.jsonl"), Settings())  # doctest: +SKIP
     >>> report.counts  # doctest: +SKIP

@@ -7,7 +7,7 @@ at any point and started again with the same input, settings and ``OUT`` skips t
 shards; the joined ``OUT`` is the same as one uninterrupted run's. A different input or settings
 is refused rather than mixed in.
 
-What a kill can leave behind is removed by the next run on the same ``OUT`` (:func:`sweep`, under
+What a kill can leave behind is removed by the next run on the same ``OUT`` (`sweep`, under
 the run lock): temporary files (``.NAME.PID.tmp``) and a shard folder set aside for removal
 (``.OUT.shards.PID.del``). The run lock ``.OUT.lock`` stays.
 """
@@ -165,7 +165,7 @@ def exclusive_output(output: Path) -> Iterator[None]:
 
 def sweep(output: Path) -> list[Path]:
     """Remove what killed runs on ``output`` left: temporary files beside it and in its shard
-    folder, and shard folders set aside for removal. Call it holding :func:`exclusive_output`
+    folder, and shard folders set aside for removal. Call it holding `exclusive_output`
     (then no other run is writing these names).
 
     Returns:

@@ -1,6 +1,6 @@
 """The certify stage: signed certificates anyone holding the public key can check.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from affidavit.core.settings import Settings
     >>> from affidavit.certify import (build_certificate, generate_key, sign_certificate,

@@ -3,7 +3,7 @@
 Signatures are computed over these bytes, so two parties that hold the same JSON value always
 sign and check the same bytes, whatever the key order, whitespace or float spelling of a file.
 
-Example:
+Examples:
     >>> canonical_bytes({"b": 1.0, "a": [0.1, "é"]})
     b'{"a":[0.1,"\\xc3\\xa9"],"b":1}'
 """

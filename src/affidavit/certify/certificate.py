@@ -1,6 +1,6 @@
 """Build, sign, write and load certificates.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from affidavit.core.settings import Settings
     >>> from affidavit.certify.keys import generate_key
@@ -141,7 +141,7 @@ def build_certificate(
     include_evidence_text: bool = True,
     created_at: datetime | None = None,
 ) -> Certificate:
-    """Assemble an unsigned certificate (sign it with :func:`sign_certificate`).
+    """Assemble an unsigned certificate (sign it with `sign_certificate`).
 
     Args:
         question: the question asked ("" for an audit of a given response).
@@ -291,13 +291,13 @@ def certify_answer(
 ) -> Certificate:
     """Build, sign with the configured key, log, and optionally write a certificate in one call.
 
-    ``context``: the refined passages verified against (see :func:`build_certificate`). With
+    ``context``: the refined passages verified against (see `build_certificate`). With
     ``tlog.enabled`` (the default) the signed certificate is appended to the transparency log
-    and returned with its ``log_entry`` (:mod:`affidavit.tlog`).
+    and returned with its ``log_entry`` (`affidavit.tlog`).
 
     Raises:
         SigningKeyError: no key given and none configured (never writes an unsigned file).
-        CertificateError: see :func:`build_certificate` and :func:`write_certificate`.
+        CertificateError: see `build_certificate` and `write_certificate`.
         TransparencyLogError: the log cannot be appended to (nothing is written).
     """
     signing_key = key if key is not None else load_signing_key(settings)

@@ -5,7 +5,7 @@ The private key is a PKCS#8 PEM file written with mode 0600 (default
 public key sits beside it as ``signing.pub.pem``. A key id is the first 16 hex digits of the
 sha256 of the raw 32-byte public key.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "signing.pem"
     >>> key = generate_key(path)
@@ -181,7 +181,7 @@ def load_private_key(path: str | Path, passphrase: str | None = None) -> Ed25519
 
 
 def load_signing_key(settings: Settings) -> Ed25519PrivateKey:
-    """The configured signing key (see :func:`default_key_path`).
+    """The configured signing key (see `default_key_path`).
 
     Raises:
         SigningKeyError: no key there (the message says how to create one), or unreadable.

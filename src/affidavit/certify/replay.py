@@ -4,14 +4,14 @@ For each claim the replay fetches the chunks its evidence came from (any object 
 ``get_chunks``), rebuilds the passage the claim was checked against (for evidence that corrective
 retrieval trimmed, from the stored chunk and the recorded kept sentences, format 2), checks that
 each recorded span still hashes to its recorded sha256, runs the given
-:class:`~affidavit.verify.base.ClaimVerifier` on the claim and those passages, decides under the
+`ClaimVerifier` on the claim and those passages, decides under the
 certificate's own policy, and compares with the recorded decision. Missing evidence or a hash
 mismatch is a disagreement: a replay never agrees by default. Evidence the store deleted on
 purpose (its document deleted, replaced or pruned) is said to be deleted, with when and why, and
 its claim is listed as not replayed. A claim whose evidence came from the
 web is not replayed (no store holds it) and is listed as such, neither agreeing nor disagreeing.
 
-Example:
+Examples:
     >>> class NoChunks:
     ...     def get_chunks(self, ids): return []
     >>> class Never:
@@ -78,7 +78,7 @@ def evidence_chunk(ev: EvidenceRecord, stored: Chunk) -> Chunk | None:
 
 
 def store_lookup(source: EvidenceSource) -> EvidenceLookup:
-    """An evidence lookup for :func:`~affidavit.certify.verify.verify_certificate` that reads
+    """An evidence lookup for `verify_certificate` that reads
     each span's text from the store (rebuilding trimmed passages first).
 
     Web evidence is never looked up here: ``verify_certificate`` reports it as not in the store.

@@ -3,7 +3,7 @@
 The contracts are discovered, not listed: every frozen pydantic model defined in a module of
 ``affidavit.core`` (``types``, ``certificate``, ``policy``, ``report``... whatever exists).
 
-Example:
+Examples:
     >>> "Certificate" in contracts() and "Verdict" in contracts()
     True
     >>> validate_json('{"text": "x", "url": null}', "Chunk")

@@ -5,7 +5,7 @@ The signature is checked over the canonical JSON of the certificate *as read* (e
 the schema would silently change. The key embedded in the certificate is used to check the
 signature, but is not trusted by itself: the key id must be among the trusted keys.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from affidavit.core.settings import Settings
     >>> from affidavit.certify.keys import generate_key
@@ -134,10 +134,10 @@ def verify_certificate(
         cert: a certificate, its raw JSON tree, or a path to its file (best: the exact bytes
             that were shared are what is checked).
         trusted_public_keys: keys to trust (objects, raw bytes, PEM text or PEM file paths, or a
-            ``{key_id: key}`` mapping as :func:`affidavit.certify.keys.trusted_keys` returns).
+            ``{key_id: key}`` mapping as `affidavit.certify.keys.trusted_keys` returns).
             None trusts no key, so the certificate is reported as signed by an unknown key.
         evidence_lookup: fetches an evidence span's text (e.g. from the store, with
-            :func:`affidavit.certify.replay.store_lookup`, which rebuilds trimmed passages) to
+            `affidavit.certify.replay.store_lookup`, which rebuilds trimmed passages) to
             compare its sha256 with the recorded one; spans that carry their text are always
             compared. Web evidence (format 2) is not looked up: a warning says so.
 

@@ -1,6 +1,6 @@
 """The claims stage: turn an answer into atomic, checkable claims with exact offsets.
 
-Example:
+Examples:
     >>> from affidavit.claims import extract_claims
     >>> [c.text for c in extract_claims("Sure! Marie Curie won two Nobel Prizes.")]
     ['Marie Curie won two Nobel Prizes.']

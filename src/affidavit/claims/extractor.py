@@ -5,7 +5,7 @@ markers -> select checkworthy sentences (skip questions, greetings, meta-talk, o
 instructions, hedged filler) -> decompose conjunctions and list items into atomic claims ->
 normalise (flag hedges, resolve a leading pronoun, deduplicate) -> type each claim.
 
-Example:
+Examples:
     >>> claims = extract_claims("Einstein was born in 1879 and died in 1955. I hope this helps!")
     >>> [(c.id, c.text, c.type) for c in claims]
     [('c1', 'Einstein was born in 1879.', 'temporal'), ('c2', 'Einstein died in 1955.', 'temporal')]
@@ -60,7 +60,7 @@ class RuleBasedExtractor:
     Args:
         settings: the ``claims`` settings section; ``None`` uses the defaults.
 
-    Example:
+    Examples:
         >>> ex = RuleBasedExtractor()
         >>> [c.text for c in ex.extract("Hi! Paris is the capital of France [1].")]
         ['Paris is the capital of France.']
@@ -262,7 +262,7 @@ def extract_claims(answer: str, settings: ClaimsSettings | None = None) -> list[
     Returns:
         Claims with ids ``c1, c2, ...``; ``answer[c.start:c.end]`` is the text each came from.
 
-    Example:
+    Examples:
         >>> [c.text for c in extract_claims("The Nile is longer than the Amazon. Why?")]
         ['The Nile is longer than the Amazon.']
     """

@@ -100,10 +100,10 @@ def parse_llm_claims(reply: str, n_sentences: int) -> list[tuple[int, str]]:
         n_sentences: how many sentences were numbered in the prompt (1-based).
 
     Raises:
-        LLMOutputError: not JSON, does not match :data:`CLAIMS_SCHEMA`, or names a sentence
+        LLMOutputError: not JSON, does not match `CLAIMS_SCHEMA`, or names a sentence
             number outside ``1..n_sentences``.
 
-    Example:
+    Examples:
         >>> parse_llm_claims('{"claims": [{"sentence": 1, "claim": "Oslo is in Norway."}]}', 1)
         [(1, 'Oslo is in Norway.')]
     """
@@ -150,14 +150,14 @@ class LLMClaimCompiler:
     """Claim decomposition by a chat model, validated, mapped to offsets, failing closed.
 
     Args:
-        generator: any :class:`~affidavit.generate.base.Generator`; it is asked for JSON with
-            :data:`CLAIMS_SCHEMA`.
+        generator: any `Generator`; it is asked for JSON with
+            `CLAIMS_SCHEMA`.
         settings: the ``claims`` settings section (used by the rule-based pass and fallback).
         batch_sentences: selected sentences sent per generator call.
         context_chars: characters of the answer before a batch given as context.
         max_tokens: generation budget per call.
 
-    Example:
+    Examples:
         >>> import json
         >>> class Scripted:
         ...     name = "scripted"
@@ -326,7 +326,7 @@ def build_extractor(
     Raises:
         ClaimError: ``extractor = "llm"`` without a generator.
 
-    Example:
+    Examples:
         >>> type(build_extractor()).__name__
         'RuleBasedExtractor'
     """

@@ -1,7 +1,7 @@
 """The rules of the deterministic extractor: citations, selection, hedges, typing, clauses.
 
 All functions are pure and work on plain strings; offsets are the caller's business except in
-:func:`split_clauses`, which returns spans relative to the text it was given.
+`split_clauses`, which returns spans relative to the text it was given.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _ACCORDING_TO_CITATION = re.compile(r"\baccording to\s*\[\^?\d+[^\]]*\],?\s*", r
 def parse_citations(text: str) -> tuple[int, ...]:
     """Citation numbers ``[n]``, ``[2, 3]``, ``[1-3]`` in order of appearance, no repeats.
 
-    Example:
+    Examples:
         >>> parse_citations("Born in 1879 [1][2, 4-5].")
         (1, 2, 4, 5)
         >>> parse_citations("Born in Ulm[^3^] [^1^].")
@@ -51,7 +51,7 @@ def parse_citations(text: str) -> tuple[int, ...]:
 def strip_citations(text: str) -> str:
     """Remove citation markers and tidy the spaces they leave.
 
-    Example:
+    Examples:
         >>> strip_citations("Paris is big [1]. It grew.[2]")
         'Paris is big. It grew.'
     """
@@ -168,7 +168,7 @@ _CAPITALISED_INNER = re.compile(r"(?<=[\w,;:)] )[A-Z][a-z]+|\b[A-Z]{2,}\b")
 def is_hedged(text: str) -> bool:
     """True when the text makes its statement uncertain (may, might, reportedly, likely...).
 
-    Example:
+    Examples:
         >>> is_hedged("He may have been born in 1879."), is_hedged("He was born in 1879.")
         (True, False)
     """
@@ -190,7 +190,7 @@ def skip_reason(
         min_words: sentences with fewer words are skipped as ``too_short``.
         skip_hedged_filler: skip hedged or vague sentences that name nothing checkable.
 
-    Example:
+    Examples:
         >>> skip_reason("I hope this helps!"), skip_reason("Paris is the capital of France.")
         ('meta', None)
     """
@@ -297,7 +297,7 @@ def claim_type(text: str) -> ClaimType:
 
     Order: procedural, causal, comparative, temporal, numeric, definition, factual.
 
-    Example:
+    Examples:
         >>> claim_type("Einstein was born in 1879."), claim_type("Smoking causes cancer.")
         ('temporal', 'causal')
     """
@@ -381,7 +381,7 @@ def subject_of(text: str) -> str | None:
     Returns ``None`` when there is no clear subject (no verb, a pronoun, too long, or a
     sentence opening with an adverbial clause).
 
-    Example:
+    Examples:
         >>> subject_of("Albert Einstein was born in Ulm.")
         'Albert Einstein'
     """
@@ -439,7 +439,7 @@ _PERSON = re.compile(r"(?!(?:The|A|An|This|That)\b)" + _NAME)
 def resolve_pronoun(text: str, antecedent: str | None) -> str:
     """Replace a sentence-initial He/She/They/It (or His/Her/Its/Their) by ``antecedent``.
 
-    Example:
+    Examples:
         >>> resolve_pronoun("He died in 1955.", "Albert Einstein")
         'Albert Einstein died in 1955.'
     """
@@ -480,7 +480,7 @@ def split_clauses(text: str) -> list[tuple[int, int, bool]]:
     True for a bare predicate ("... and died in 1955") that needs the first clause's subject.
     A single span covering the whole text is returned when nothing should be split.
 
-    Example:
+    Examples:
         >>> t = "Einstein was born in 1879 and died in 1955."
         >>> [(t[a:b], s) for a, b, s in split_clauses(t)]
         [('Einstein was born in 1879', False), ('died in 1955.', True)]
@@ -552,7 +552,7 @@ def split_relative(text: str, start: int, end: int) -> list[tuple[int, int, str 
     Returns ``(start, end, subject)`` spans in ``text`` coordinates; ``subject`` is ``None``
     for the main span.
 
-    Example:
+    Examples:
         >>> t = "He met Alan Turing, who proposed the Turing machine."
         >>> [(t[a:b], s) for a, b, s in split_relative(t, 0, len(t))]
         [('He met Alan Turing', None), ('proposed the Turing machine.', 'Alan Turing')]

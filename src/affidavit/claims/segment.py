@@ -1,6 +1,6 @@
 """Sentence segmentation with exact character offsets.
 
-Every :class:`Segment` satisfies ``answer[seg.start:seg.end] == seg.text``: offsets are never
+Every `Segment` satisfies ``answer[seg.start:seg.end] == seg.text``: offsets are never
 recomputed from cleaned text, so a claim can always be highlighted in the answer it came from.
 
 The splitter is rule-based and linear in the length of the answer. It knows about
@@ -8,7 +8,7 @@ abbreviations (``Dr.``, ``U.S.``, ``e.g.``), initials (``J. R. R. Tolkien``), de
 (``3.5``), ellipses, citation markers after the full stop (``... in 1905.[2] Next``), CJK
 full stops, Markdown headings, bullets and numbered lists.
 
-Example:
+Examples:
     >>> [s.text for s in split_sentences("Dr. Smith won in 2003. He was 3.5 m tall.")]
     ['Dr. Smith won in 2003.', 'He was 3.5 m tall.']
 """
@@ -163,7 +163,7 @@ def split_sentences(answer: str) -> list[Segment]:
     Returns:
         The segments in answer order; ``answer[s.start:s.end] == s.text`` for each.
 
-    Example:
+    Examples:
         >>> segs = split_sentences("Causes:\\n- drought\\n- war in 1914")
         >>> [(s.kind, s.text) for s in segs]
         [('heading', 'Causes:'), ('list_item', 'drought'), ('list_item', 'war in 1914')]

@@ -119,7 +119,7 @@ def safe(text: object) -> str:
 
 
 def safe_line(text: object) -> str:
-    """Like :func:`safe`, with line breaks and tabs shown as spaces (a snippet on one line)."""
+    """Like `safe`, with line breaks and tabs shown as spaces (a snippet on one line)."""
     from rich.markup import escape
 
     from affidavit.core.text import safe_one_line
@@ -133,7 +133,7 @@ def path_exists(path: Path, kind: str = "any") -> bool:
     Python 3.11 raises for a name that is too long or not accessible; for a command-line
     argument that is simply a path that is not there (reported with the usual message).
 
-    Example:
+    Examples:
         >>> path_exists(Path("x" * 300))
         False
     """

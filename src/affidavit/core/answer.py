@@ -1,9 +1,9 @@
 """Contracts of the ``ask`` job: the answer, its citations, sources, trace and timings.
 
-Everything :class:`~affidavit.pipeline.ask.AskPipeline` returns is a frozen pydantic model here,
+Everything `AskPipeline` returns is a frozen pydantic model here,
 JSON round-trippable, so ``affidavit ask --json`` prints exactly the library's result.
 
-Example:
+Examples:
     >>> t = StageTiming(stage="retrieve", seconds=0.01)
     >>> StageTiming.model_validate_json(t.model_dump_json()) == t
     True

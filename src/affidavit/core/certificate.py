@@ -1,6 +1,6 @@
 """The signed certificate: what was asked, what was shown, and exactly how it was decided.
 
-A :class:`Certificate` records the question, the answer, every claim with its decision, scores,
+A `Certificate` records the question, the answer, every claim with its decision, scores,
 reasons and evidence (with the sha256 of each evidence text), the policy and its thresholds,
 the effective configuration, the models that ran (name and sha256), the library version and a
 timestamp, and is signed with Ed25519 over its canonical JSON (RFC 8785) without the
@@ -8,7 +8,7 @@ timestamp, and is signed with Ed25519 over its canonical JSON (RFC 8785) without
 is never trusted: a verifier must name the keys it trusts (see ``affidavit.certify``).
 
 Format versions: ``affidavit-certificate/2`` adds, to each evidence span taken from a passage
-that corrective retrieval trimmed, its :class:`EvidenceOrigin` (the stored chunk and the kept
+that corrective retrieval trimmed, its `EvidenceOrigin` (the stored chunk and the kept
 sentences' offsets), so that the passage the claim was checked against can be rebuilt from the
 store. ``affidavit-certificate/1`` certificates (no origins) still verify as they were signed.
 """
@@ -41,7 +41,7 @@ class EvidenceOrigin(Frozen):
     """The passage an evidence chunk was refined from (format 2).
 
     Corrective retrieval hands the verifier a trimmed passage: the kept sentences of a retrieved
-    chunk joined by one space (:func:`affidavit.core.correction.refined_chunk`). That passage is
+    chunk joined by one space (`affidavit.core.correction.refined_chunk`). That passage is
     in no store; this record says how to rebuild it from the chunk that is.
     """
 

@@ -1,6 +1,6 @@
 """Contracts of the claims stage: the result of extracting claims from one answer.
 
-:class:`~affidavit.core.types.Claim` itself lives in ``core/types.py``; this module adds the
+`Claim` itself lives in ``core/types.py``; this module adds the
 record of what the extractor did with every sentence, so a skipped sentence is visible in the
 result and not only in a log.
 """
@@ -41,7 +41,7 @@ class SkippedSentence(Frozen):
 class ClaimExtraction(Frozen):
     """Everything one extraction run produced for one answer.
 
-    Example:
+    Examples:
         >>> from affidavit.claims import RuleBasedExtractor
         >>> r = RuleBasedExtractor().run("Hello! Paris is the capital of France.")
         >>> [c.text for c in r.claims], [s.reason for s in r.skipped]

@@ -1,9 +1,9 @@
 """Contracts of the corrective-retrieval stage (CRAG): grades, classification, refined context.
 
-These frozen models are what :class:`affidavit.correct.CorrectiveRetrieval` returns and what the
+These frozen models are what `affidavit.correct.CorrectiveRetrieval` returns and what the
 ``ask`` pipeline records in its trace. All are JSON round-trippable.
 
-Example:
+Examples:
     >>> g = RelevanceScore(score=9.0, reason="names the capital")
     >>> g.score
     9.0
@@ -157,7 +157,7 @@ def refined_chunk(
     Raises:
         ValueError: an offset pair is outside the text, reversed or out of order.
 
-    Example:
+    Examples:
         >>> c = Chunk(text="Paris is big. It rains. It is in France.", url="u")
         >>> refined_chunk(c, [(0, 13), (24, 40)]).text
         'Paris is big. It is in France.'

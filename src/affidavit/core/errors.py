@@ -1,6 +1,6 @@
 """Typed errors: one base class, one subclass per stage, each carrying context.
 
-Every error affidavit raises on purpose derives from :class:`AffidavitError`, so an
+Every error affidavit raises on purpose derives from `AffidavitError`, so an
 application can catch the whole family with one ``except`` and still read which stage,
 source or claim was involved.
 """

@@ -1,10 +1,10 @@
 """Size caps on every input affidavit reads whole, and a reader that enforces them.
 
 An input is read at most ``cap + 1`` bytes: ``affidavit audit - < /dev/zero`` fails at once with
-a clear :class:`InputError` instead of growing memory until a ``MemoryError``. The caps are
+a clear `InputError` instead of growing memory until a ``MemoryError``. The caps are
 documented in ``docs/cli-exit-codes.md``.
 
-Example:
+Examples:
     >>> import io
     >>> read_bounded(io.BytesIO(b"x" * 10), 4, "stdin")
     Traceback (most recent call last):
@@ -95,7 +95,7 @@ _OPEN = frozenset("[{") | frozenset(b"[{")
 def json_depth(text: str | bytes) -> int:
     """The deepest nesting of arrays and objects in a JSON text, found without parsing it.
 
-    Example:
+    Examples:
         >>> json_depth('{"a": [1, {"b": "[[["}]}')
         3
     """
@@ -134,7 +134,7 @@ def loads_json(
         InputError: nested deeper than ``max_depth``.
         ValueError: not JSON (``json.JSONDecodeError``, or whatever a hook raises).
 
-    Example:
+    Examples:
         >>> loads_json("[" * 101 + "]" * 101, "x.json")
         Traceback (most recent call last):
         ...

@@ -1,6 +1,6 @@
 """One advisory file lock, shared by everything that assembles a model into a cache.
 
-Example:
+Examples:
     >>> from pathlib import Path
     >>> import tempfile
     >>> with exclusive(Path(tempfile.mkdtemp()) / ".x.lock"):

@@ -1,7 +1,7 @@
 """Contracts of the policy stage: a claim's render decision and the rendered answer.
 
-The policy turns each :class:`~affidavit.core.types.Verdict` into a
-:class:`ClaimDecision` (verified / unverified / blocked, with a reason in plain words), then
+The policy turns each `Verdict` into a
+`ClaimDecision` (verified / unverified / blocked, with a reason in plain words), then
 renders the answer in a display mode. Both are frozen and JSON round-trippable, like every
 contract in ``core/``.
 """
@@ -16,7 +16,7 @@ from affidavit.core.types import Decision, DisplayMode, Frozen, Label
 class ClaimDecision(Frozen):
     """The fail-closed render decision for one claim.
 
-    Example:
+    Examples:
         >>> ClaimDecision(claim_id="c1", decision="unverified", reason="no verdict").decision
         'unverified'
     """
@@ -54,7 +54,7 @@ class RenderedSentence(Frozen):
 class RenderedAnswer(Frozen):
     """What the user finally sees, and an account of what was withheld.
 
-    Example:
+    Examples:
         >>> RenderedAnswer(text="", mode="strict", sentences=(), note="").withheld_sentences
         0
     """

@@ -1,6 +1,6 @@
 """The audit report: what ``affidavit.audit`` returns, one frozen, JSON round-trippable model.
 
-Example:
+Examples:
     >>> r = AuditReport(mode="audit", claims=(), compliance_rate=1.0, passed=True,
     ...                 trust_passed=True)
     >>> AuditReport.model_validate_json(r.model_dump_json()) == r

@@ -1,9 +1,9 @@
 """Contracts of the ingest, store and retrieve stages (beside the shared ones in ``types.py``).
 
-``Chunk``, ``Document`` and ``Hit`` live in :mod:`affidavit.core.types`; this module adds the
+``Chunk``, ``Document`` and ``Hit`` live in `affidavit.core.types`; this module adds the
 ingest report, sentence spans, search filters and the documents a user owns (list, show, delete).
 
-Example:
+Examples:
     >>> r = IngestReport(outcomes=(FileOutcome(source="a.txt", status="added", chunks=2),))
     >>> r.counts()["added"]
     1
@@ -74,7 +74,7 @@ class IngestReport(Frozen):
 class SearchFilters(Frozen):
     """Metadata filters applied before ranking.
 
-    Example:
+    Examples:
         >>> SearchFilters(domains=("example.org",)).domains
         ('example.org',)
     """
@@ -111,7 +111,7 @@ def content_doc_id(text: str) -> str:
     The text is NFC-normalised and every run of white space becomes one space, so the same
     content extracted from a copy, a renamed file or another upload has the same id.
 
-    Example:
+    Examples:
         >>> content_doc_id("330 m  tall\n") == content_doc_id("330 m tall")
         True
         >>> content_doc_id("a")[:4]
@@ -124,7 +124,7 @@ def content_doc_id(text: str) -> str:
 class DocumentInfo(Frozen):
     """A stored document as its owner sees it (never a path on the machine that stores it).
 
-    Example:
+    Examples:
         >>> DocumentInfo(id="doc-1", source="a.txt", names=("a.txt", "copy.txt"), chunks=2).names
         ('a.txt', 'copy.txt')
     """

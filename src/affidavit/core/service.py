@@ -4,7 +4,7 @@ The API returns the library's own contracts (``AskResult``, ``AuditReport``, ``C
 ``CertificateVerification``, ``Hit``...); the models here exist only where an endpoint's input or
 envelope differs: a request body, a job, an error, and the events of a streamed answer.
 
-Example:
+Examples:
     >>> AskRequest(question="Who discovered polonium?").mode is None
     True
     >>> TokenEvent(text="Marie").kind

@@ -8,7 +8,7 @@ The CRAG names of the original design (``AFFIDAVIT_UPPER_THRESHOLD``, ``AFFIDAVI
 
 Each stage reads only its own section, passed to it explicitly; nothing reads a global.
 
-Example:
+Examples:
     >>> s = load_settings(overrides={"policy": {"tau_entail": 0.8}})
     >>> s.policy.tau_entail
     0.8
@@ -679,7 +679,7 @@ class _EnvSource(PydanticBaseSettingsSource):
     not parse as JSON (``AFFIDAVIT_STORE=/x`` read as the whole ``store`` section, a list given as
     ``a,b``) and silently ignored a misspelt section while an unknown key was an error. Here every
     ``AFFIDAVIT_*`` name must be a known setting (or a legacy name or alias); anything else is a
-    :class:`ConfigError` naming the variable.
+    `ConfigError` naming the variable.
     """
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:

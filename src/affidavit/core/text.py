@@ -4,13 +4,13 @@ Two hazards of untrusted strings (JSON inputs, file names, documents, model outp
 
 * A *lone surrogate* (``"\\ud800"``, legal in JSON, and how Python spells a file-name byte that is
   not UTF-8) cannot be encoded as UTF-8: SQLite, tokenizers, JSON serialisers and the terminal
-  all fail on it. :func:`find_lone_surrogate` finds one so the input is refused with its location;
-  :func:`escape_surrogates` makes a name printable for a report.
+  all fail on it. `find_lone_surrogate` finds one so the input is refused with its location;
+  `escape_surrogates` makes a name printable for a report.
 * *Control characters* (``ESC[32m``, ``ESC[2J``, C1 ``CSI``, bidi overrides) let a document or an
-  answer repaint the terminal: a fake green verdict, a cleared screen. :func:`safe_terminal`
+  answer repaint the terminal: a fake green verdict, a cleared screen. `safe_terminal`
   escapes them for display.
 
-Example:
+Examples:
     >>> find_lone_surrogate({"chunks": [{"text": "ok"}, {"text": "bad \\ud800"}]})
     'chunks[1].text'
     >>> safe_terminal("\\x1b[32mTRUST PASSED")
@@ -38,11 +38,11 @@ _JSON_UNSAFE = re.compile(
 
 
 def escape_json_text(text: str) -> str:
-    """``text`` (JSON from ``json.dumps(ensure_ascii=False)``) with :data:`_JSON_UNSAFE` escaped.
+    """``text`` (JSON from ``json.dumps(ensure_ascii=False)``) with `_JSON_UNSAFE` escaped.
 
     The result is the same JSON value, readable Unicode otherwise.
 
-    Example:
+    Examples:
         >>> escape_json_text(json.dumps({"id": "a" + chr(0x2028) + "b"}, ensure_ascii=False))
         '{"id": "a\\\\u2028b"}'
     """
@@ -60,7 +60,7 @@ def jsonl_lines(text: str) -> list[str]:
     ``str.splitlines`` also splits at U+2028, U+0085 and other separators that JSON allows raw
     inside a string, which would cut one record in two.
 
-    Example:
+    Examples:
         >>> record = '{"id": "a' + chr(0x2028) + 'b"}'
         >>> jsonl_lines(record + chr(13) + chr(10) + "{}") == [record, "{}"]
         True
@@ -132,7 +132,7 @@ def safe_one_line(text: str) -> str:
     """``text`` on one line for a terminal: line breaks and tabs read as one space, and what a
     terminal would act on (other control characters, bidi overrides) stays escaped.
 
-    Example:
+    Examples:
         >>> safe_one_line("The tower\\r\\nstands.\\tIt is \\x1b[31mtall.")
         'The tower stands. It is \\\\x1b[31mtall.'
     """

@@ -36,7 +36,7 @@ class Frozen(BaseModel):
 class Chunk(Frozen):
     """A passage of a source document, as retrieved and as shown to the generator.
 
-    Example:
+    Examples:
         >>> Chunk(text="Paris is the capital of France.", url="https://example.org/paris").id[:6]
         'chunk-'
     """

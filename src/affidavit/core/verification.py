@@ -3,7 +3,7 @@
 ``CheckInput``/``CheckOutput`` are the JSONL lines of ``affidavit check``; ``SetMetrics`` and
 ``EvalReport`` are what ``affidavit eval`` and the benchmarks write.
 
-Example:
+Examples:
     >>> CheckInput(id="1", claim="Paris is in France.", evidence=["Paris is in France."]).id
     '1'
 """

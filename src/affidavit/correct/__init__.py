@@ -1,6 +1,6 @@
 """Corrective retrieval (CRAG): grade retrieved chunks, classify, refine, fall back to the web.
 
-The single entry point is :class:`CorrectiveRetrieval` (or :func:`build_corrective_retrieval`
+The single entry point is `CorrectiveRetrieval` (or `build_corrective_retrieval`
 to wire it from settings)::
 
     from affidavit.core.settings import load_settings
@@ -15,7 +15,7 @@ to wire it from settings)::
     result.trace.web                  # web query, results, refusals (when searched)
     result.trace.timings_ms           # evaluate / refine / web / total
 
-Example:
+Examples:
     >>> from affidavit.core.types import Chunk
     >>> from affidavit.correct.fakes import KeywordEvaluator
     >>> r = CorrectiveRetrieval(KeywordEvaluator()).run(

@@ -1,7 +1,7 @@
 """The corrective-retrieval Protocols: relevance evaluation, web search and page fetching.
 
-Implementations are plain classes configured in ``__init__``; :class:`CorrectiveRetrieval`
-(in :mod:`affidavit.correct.pipeline`) depends only on these Protocols.
+Implementations are plain classes configured in ``__init__``; `CorrectiveRetrieval`
+(in `affidavit.correct.pipeline`) depends only on these Protocols.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class RelevanceEvaluator(Protocol):
     """Scores passages 0-10 for relevance to a question.
 
     Implementations never raise for a passage that merely cannot be scored: they return a
-    :class:`RelevanceScore` with ``score=0`` and ``error`` set (fail closed), one per passage,
+    `RelevanceScore` with ``score=0`` and ``error`` set (fail closed), one per passage,
     in input order.
     """
 

@@ -1,6 +1,6 @@
 """The CRAG decision: Correct, Ambiguous or Incorrect, from the chunk grades.
 
-Example:
+Examples:
     >>> classify([9.0, 2.0], upper=8.0, lower=3.0).kind
     'correct'
     >>> classify([2.9, 1.0], upper=8.0, lower=3.0).kind

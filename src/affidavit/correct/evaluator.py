@@ -1,18 +1,18 @@
 """Relevance evaluators: score a passage 0-10 for how well it helps answer a question.
 
-Two backends behind :class:`affidavit.correct.base.RelevanceEvaluator`:
+Two backends behind `affidavit.correct.base.RelevanceEvaluator`:
 
-* :class:`ModelRelevanceEvaluator` (the default, fast): MiniLM cosine similarity blended with a
+* `ModelRelevanceEvaluator` (the default, fast): MiniLM cosine similarity blended with a
   corpus-free BM25 term-saturation score, mapped to 0-10 by a logistic calibration fitted on
   HaluEval qa dev (question -> its own knowledge passage vs BM25-hard negatives; see
   ``benchmarks/evaluator_quality.py`` and ``relevance_calibration.json``). ``score = 10 * p``.
-* :class:`LLMRelevanceEvaluator`: the CRAG rubric through any :class:`Generator`, strict JSON
+* `LLMRelevanceEvaluator`: the CRAG rubric through any `Generator`, strict JSON
   ``{"score": int 0-10, "reason": str}``; anything unparsable scores 0 with the error recorded.
-* :class:`PairScorerRelevanceEvaluator`: any verifier :class:`PairScorer` (the packaged NLI
+* `PairScorerRelevanceEvaluator`: any verifier `PairScorer` (the packaged NLI
   cross-encoder) as a relevance signal: ``10 * (1 - p_neutral)`` (the passage speaks to the
   question, for or against) or ``10 * p_entail``. Not calibrated for relevance; measure it first.
 
-Example:
+Examples:
     >>> from affidavit.correct.fakes import KeywordEvaluator
     >>> KeywordEvaluator().score("capital of France", ["Paris is the capital of France."])[0].score
     10.0
@@ -124,12 +124,12 @@ class ModelRelevanceEvaluator:
 
     Args:
         embed: a function mapping texts to L2-normalised vectors (default: the store's packaged
-            MiniLM, :class:`affidavit.retrieve.embedders.MiniLMEmbedder`; the calibration was
+            MiniLM, `affidavit.retrieve.embedders.MiniLMEmbedder`; the calibration was
             fitted on its vectors, so another embedder needs its own calibration).
         calibration: the calibration dict (default: the packaged ``relevance_calibration.json``).
         threads: inference threads for the default embedder.
 
-    Example:
+    Examples:
         >>> ev = ModelRelevanceEvaluator()  # doctest: +SKIP
         >>> ev.score("Who founded Bauer?", ["Bauer was founded by ..."])  # doctest: +SKIP
     """
@@ -241,7 +241,7 @@ SCORE_SCHEMA: dict[str, Any] = {
 def parse_llm_score(text: str) -> RelevanceScore:
     """Parse the LLM's strict-JSON reply; anything else scores 0 with the error recorded.
 
-    Example:
+    Examples:
         >>> parse_llm_score('{"score": 7, "reason": "mostly"}').score
         7.0
         >>> parse_llm_score("seven").error is not None
@@ -267,11 +267,11 @@ class LLMRelevanceEvaluator:
     """The CRAG rubric evaluator: one LLM call per passage, strict JSON output, fail closed.
 
     Args:
-        generator: any :class:`Generator` (embedded llama.cpp, OpenAI-compatible, scripted fake).
+        generator: any `Generator` (embedded llama.cpp, OpenAI-compatible, scripted fake).
         max_passage_chars: longer passages are cut (the cut is noted in the reason).
         max_tokens: generation budget per call.
 
-    Example:
+    Examples:
         >>> from affidavit.correct.fakes import ScriptedGenerator
         >>> ev = LLMRelevanceEvaluator(ScriptedGenerator(['{"score": 9, "reason": "direct"}']))
         >>> ev.score("q?", ["passage"])[0].score
@@ -315,7 +315,7 @@ class LLMRelevanceEvaluator:
 
 
 class PairScorerRelevanceEvaluator:
-    """A verifier cross-encoder (:class:`PairScorer`) used as a relevance evaluator.
+    """A verifier cross-encoder (`PairScorer`) used as a relevance evaluator.
 
     The question is scored as the "claim" against each passage as "evidence". An NLI model does
     not entail a question, so the default signal is ``1 - p_neutral``: how much the passage
@@ -325,7 +325,7 @@ class PairScorerRelevanceEvaluator:
         scorer: the pair scorer (e.g. ``affidavit.verify.crossencoder.OnnxCrossEncoder``).
         signal: ``"not_neutral"`` (default) or ``"entail"``.
 
-    Example:
+    Examples:
         >>> from affidavit.verify.crossencoder import load_cross_encoder  # doctest: +SKIP
         >>> ev = PairScorerRelevanceEvaluator(load_cross_encoder(settings.verify))  # doctest: +SKIP
     """

@@ -1,6 +1,6 @@
 """Deterministic stand-ins for users' tests and ours: a keyword evaluator and a scripted LLM.
 
-Example:
+Examples:
     >>> KeywordEvaluator().score("capital of France", ["France's capital is Paris.", "Cats."])
     [RelevanceScore(score=10.0, reason='2/2 terms', error=None), RelevanceScore(score=0.0, reason='0/2 terms', error=None)]
 """  # noqa: E501

@@ -9,7 +9,7 @@ names nothing itself ("how tall is it") gets the names of the first part appende
 grade is the maximum over the whole question and its parts, so a question with one part is graded
 exactly as before and a grade is never lowered.
 
-Example:
+Examples:
     >>> question_parts("When was the Eiffel Tower built, how tall is it, and who designed it?")
     ['When was the Eiffel Tower built', 'how tall is it Eiffel Tower', 'who designed it Eiffel Tower']
     >>> question_parts("Which magazine was started first, Arthur's Magazine or First for Women?")
@@ -44,7 +44,7 @@ def _names(text: str) -> list[str]:
 def question_parts(question: str) -> list[str]:
     """The parts of a multi-part question (empty when it has one part).
 
-    Example:
+    Examples:
         >>> question_parts("Who discovered polonium?")
         []
     """
@@ -63,13 +63,13 @@ def question_parts(question: str) -> list[str]:
 
 
 class MultiPartEvaluator:
-    """Wraps a :class:`RelevanceEvaluator`: the best of its grades for the whole question and
-    for each part (:func:`question_parts`); a one-part question goes straight through.
+    """Wraps a `RelevanceEvaluator`: the best of its grades for the whole question and
+    for each part (`question_parts`); a one-part question goes straight through.
 
     A part's grade that failed (``error`` set) never wins over the whole question's grade, so a
     failure stays visible where it decided.
 
-    Example:
+    Examples:
         >>> from affidavit.correct.fakes import KeywordEvaluator
         >>> ev = MultiPartEvaluator(KeywordEvaluator())
         >>> q = "When was the tower built, and how tall is the tower?"

@@ -1,6 +1,6 @@
 """Corrective retrieval (CRAG): grade the retrieved chunks, decide, refine, fall back to the web.
 
-Steps of :meth:`CorrectiveRetrieval.run`:
+Steps of `CorrectiveRetrieval.run`:
 
 1. Grade the first ``top_k_documents`` chunks 0-10 with the relevance evaluator.
 2. Classify: Correct (best grade ``>= upper_threshold``), Incorrect (every grade
@@ -19,7 +19,7 @@ Steps of :meth:`CorrectiveRetrieval.run`:
 Nothing here raises for a failed grade, rewrite, search or fetch: each is recorded in the trace
 and the run continues with what is left (a failed grade is 0, so it can only remove context).
 
-Example:
+Examples:
     >>> from affidavit.core.settings import CorrectSettings
     >>> from affidavit.core.types import Chunk
     >>> from affidavit.correct.fakes import KeywordEvaluator
@@ -84,7 +84,7 @@ class CorrectiveRetrieval:
         settings: the ``correct`` section (thresholds, top-k, allowlist).
         max_web_chars: web page text is cut to this many characters before refinement.
 
-    Example:
+    Examples:
         >>> from affidavit.correct.fakes import KeywordEvaluator
         >>> crag = CorrectiveRetrieval(KeywordEvaluator())
         >>> crag.run("capital of France?", []).classification.kind
@@ -404,7 +404,7 @@ def build_corrective_retrieval(
         ConfigError: the ``llm`` evaluator without a generator, or a web provider without its
             key / URL.
 
-    Example:
+    Examples:
         >>> from affidavit.core.settings import load_settings
         >>> crag = build_corrective_retrieval(load_settings())  # doctest: +SKIP
     """

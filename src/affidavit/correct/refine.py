@@ -6,7 +6,7 @@ every sentence's offsets and score) is recorded. When no sentence passes but the
 is highly relevant (grade ``>= keep_whole_threshold``, the upper threshold by default), the whole
 passage is kept: relevance can live in the combination of sentences.
 
-Example:
+Examples:
     >>> split_sentences("Paris is big. It is in France.")
     [(0, 13), (14, 30)]
 """

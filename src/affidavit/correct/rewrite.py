@@ -3,7 +3,7 @@
 Never raises: on any failure (generator error, empty or overlong output) the original question is
 used and the reason is returned, so the trace records it.
 
-Example:
+Examples:
     >>> from affidavit.correct.fakes import ScriptedGenerator
     >>> LLMQueryRewriter(ScriptedGenerator(["eiffel tower height"])).rewrite("How tall is it?")
     ('eiffel tower height', None)
@@ -26,7 +26,7 @@ PROMPT = (
 
 
 class LLMQueryRewriter:
-    """Rewrites questions into search queries with a :class:`Generator`.
+    """Rewrites questions into search queries with a `Generator`.
 
     Args:
         generator: the LLM.

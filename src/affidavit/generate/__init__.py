@@ -1,9 +1,9 @@
-"""The generate stage: chat LLM backends behind the :class:`Generator` Protocol.
+"""The generate stage: chat LLM backends behind the `Generator` Protocol.
 
-Backends: :class:`~affidavit.generate.llamacpp.LlamaCppGenerator` (embedded default, needs
-``affidavit[llm]``), :class:`~affidavit.generate.openai_compat.OpenAICompatGenerator` (any
-OpenAI-compatible server), and :class:`affidavit.testing.fake_llm.FakeGenerator` (scripted, for
-tests). :func:`make_generator` builds the configured one. Heavy imports stay in the backend modules.
+Backends: `LlamaCppGenerator` (embedded default, needs
+``affidavit[llm]``), `OpenAICompatGenerator` (any
+OpenAI-compatible server), and `affidavit.testing.fake_llm.FakeGenerator` (scripted, for
+tests). `make_generator` builds the configured one. Heavy imports stay in the backend modules.
 """
 
 from affidavit.generate.base import Generator

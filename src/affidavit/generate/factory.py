@@ -1,6 +1,6 @@
 """Build the configured generator from ``settings.generate``.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> s = load_settings(overrides={"generate": {"backend": "openai",
     ...                                           "base_url": "http://127.0.0.1:8000/v1"}})

@@ -1,8 +1,8 @@
 """The embedded default LLM: llama.cpp through ``xllamacpp``, no network, no server process.
 
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M is assembled once from its registry packages (see
-:mod:`affidavit.generate.model_cache`), sha256-checked, and loaded once per process: every
-:class:`LlamaCppGenerator` with the same file, context size and thread count shares one
+`affidavit.generate.model_cache`), sha256-checked, and loaded once per process: every
+`LlamaCppGenerator` with the same file, context size and thread count shares one
 ``xllamacpp.Server``. JSON output is constrained by the schema (llama.cpp grammar sampling via
 ``response_format``); streaming runs the blocking native call in a worker thread and hands pieces
 over a queue.
@@ -10,7 +10,7 @@ over a queue.
 ``xllamacpp.Server`` also binds an HTTP listener on loopback with an ephemeral port; it is given
 a random API key so nothing else on the machine can use it.
 
-Example:
+Examples:
     >>> from affidavit.core.types import Message
     >>> from pathlib import Path
     >>> llm = LlamaCppGenerator(cache_dir=Path.home() / ".config/affidavit/models", threads=2)
@@ -87,7 +87,7 @@ def load_server(model_path: Path, *, context_size: int, threads: int) -> Any:
 
 
 class LlamaCppGenerator:
-    """A :class:`~affidavit.generate.base.Generator` running a GGUF model in-process.
+    """A `Generator` running a GGUF model in-process.
 
     Args:
         model_path: a GGUF file; default: the packaged Qwen2.5-Coder-1.5B-Instruct, assembled in

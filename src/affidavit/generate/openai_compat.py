@@ -4,9 +4,9 @@ Timeouts, retries with exponential backoff on 429 / 5xx / connection errors (``R
 honoured, capped), SSE streaming, and JSON-schema output through ``response_format`` where the
 server supports it. A server that rejects ``response_format`` is asked again with the schema in a
 system instruction, and the answer is parsed and checked against the schema (fail closed: a
-non-conforming answer raises :class:`GenerationError`).
+non-conforming answer raises `GenerationError`).
 
-Example:
+Examples:
     >>> from affidavit.core.types import Message
     >>> llm = OpenAICompatGenerator("http://127.0.0.1:11434/v1", model="qwen2.5:1.5b")
     >>> llm.generate([Message(role="user", content="Hi")])  # doctest: +SKIP
@@ -40,7 +40,7 @@ def _messages_payload(messages: Sequence[Message]) -> list[dict[str, str]]:
 
 
 class OpenAICompatGenerator:
-    """A :class:`~affidavit.generate.base.Generator` for an OpenAI-compatible ``/v1`` endpoint.
+    """A `Generator` for an OpenAI-compatible ``/v1`` endpoint.
 
     Args:
         base_url: the API base, e.g. ``http://localhost:11434/v1`` (``/chat/completions`` is

@@ -7,7 +7,7 @@ A sentence longer than ``chunk_size`` is split at word boundaries (never inside 
 word alone is longer than a chunk) and its pieces are flagged ``split_sentence`` in the chunk
 metadata.
 
-Example:
+Examples:
     >>> doc = Document(id="d", source="d.txt", text="One fish. Two fish. Red fish.")
     >>> [c.text for c in SentenceChunker(chunk_size=20, overlap=0).chunk(doc)]
     ['One fish. Two fish.', 'Red fish.']
@@ -129,7 +129,7 @@ def split_sentences(text: str) -> list[SentenceSpan]:
 
     Paragraph breaks, headings and list items always end a sentence.
 
-    Example:
+    Examples:
         >>> [s.text for s in split_sentences("Dr. Who left. He came back!")]
         ['Dr. Who left.', 'He came back!']
     """

@@ -39,7 +39,7 @@ _HTML_EXT = {".html", ".htm", ".xhtml"}
 
 
 class UnsupportedType(Exception):
-    """Raised by :func:`detect` with the reason the file cannot be read."""
+    """Raised by `detect` with the reason the file cannot be read."""
 
 
 def detect(path: Path, head: bytes) -> Kind:

@@ -1,4 +1,4 @@
-"""Format loaders: each turns one file into :class:`Document` objects or raises ``IngestError``.
+"""Format loaders: each turns one file into `Document` objects or raises ``IngestError``.
 
 Loaders never return partial junk: a file that cannot be read whole raises with the reason, and
 the ingest run records it as a failure and continues.
@@ -121,7 +121,7 @@ def load_text(path: Path, raw: bytes, *, markdown: bool = False) -> list[Documen
 def pdf_caps(size: int) -> tuple[int, int]:
     """(pages, text characters) a PDF of ``size`` bytes may yield before it is refused.
 
-    Example:
+    Examples:
         >>> pdf_caps(4_300)
         (284, 86000)
     """
@@ -133,7 +133,7 @@ def pdf_caps(size: int) -> tuple[int, int]:
 def load_pdf(path: Path, raw: bytes) -> list[Document]:
     """PDF via pypdf: pages joined by blank lines; ``metadata["pages"]`` maps offsets to pages.
 
-    Refused (``IngestError``) past :func:`pdf_caps`: more pages or more text than a file of its
+    Refused (``IngestError``) past `pdf_caps`: more pages or more text than a file of its
     size can honestly hold.
     """
     try:

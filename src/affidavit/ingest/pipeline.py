@@ -1,11 +1,11 @@
 """The ingest run: walk inputs, load, chunk, embed, write to the store, report every outcome.
 
 A file's document is known by its content (its id is derived from the normalised text, see
-:func:`~affidavit.core.retrieval.content_doc_id`): the same content under another name is
+`content_doc_id`): the same content under another name is
 recognised and that name recorded (no new chunks); an edited file's new version replaces the old
 one, whose chunks go once no other file holds that content. JSONL records keep their own ids.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import IngestSettings
     >>> from affidavit.store.local import LocalStore
     >>> from affidavit.testing.embedder import FakeEmbedder
@@ -488,7 +488,7 @@ def relative_path(path: Path, root: Path | None) -> str:
     """``path`` relative to the ingested ``root`` (a folder), in POSIX form; a file given as the
     root itself is its name.
 
-    Example:
+    Examples:
         >>> relative_path(Path("/srv/docs/a/b.pdf"), Path("/srv/docs"))
         'a/b.pdf'
         >>> relative_path(Path("/srv/docs/b.pdf"), Path("/srv/docs/b.pdf"))

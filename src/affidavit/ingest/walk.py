@@ -15,7 +15,7 @@ class Found:
     path: Path
     error: str | None = None
     root: Path | None = None
-    """The path given to :func:`walk` that this file was found under (itself for a file)."""
+    """The path given to `walk` that this file was found under (itself for a file)."""
 
 
 def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[Found]:
@@ -25,7 +25,7 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
     store itself). A directory reached again through a symlink is reported as a loop; a broken
     symlink or an unreadable directory is reported too.
 
-    Example:
+    Examples:
         >>> [f.path.name for f in walk([tmp_path])]  # doctest: +SKIP
         ['a.txt', 'b.pdf']
     """

@@ -1,14 +1,14 @@
 """Framework integrations, one module per framework, each behind its own extra.
 
-Importing :mod:`affidavit` never imports a framework: each module here imports its framework at
-the top and raises :class:`~affidavit.core.errors.MissingDependencyError` naming the
+Importing `affidavit` never imports a framework: each module here imports its framework at
+the top and raises `MissingDependencyError` naming the
 ``pip install`` when it is absent.
 
-- :mod:`affidavit.integrations.langchain` (``affidavit[langchain]``): a retriever over the store,
+- `affidavit.integrations.langchain` (``affidavit[langchain]``): a retriever over the store,
   an audit Runnable and an audit callback handler.
-- :mod:`affidavit.integrations.llamaindex` (``affidavit[llamaindex]``): a retriever, an
+- `affidavit.integrations.llamaindex` (``affidavit[llamaindex]``): a retriever, an
   evaluator, a verifying query-engine wrapper and a source-policy node postprocessor.
-- :mod:`affidavit.integrations.haystack` (``affidavit[haystack]``): audit and verification
+- `affidavit.integrations.haystack` (``affidavit[haystack]``): audit and verification
   components for a ``Pipeline``.
-- :mod:`affidavit.integrations.mcp` (``affidavit[mcp]``): the ``affidavit mcp`` server.
+- `affidavit.integrations.mcp` (``affidavit[mcp]``): the ``affidavit mcp`` server.
 """

@@ -1,7 +1,7 @@
 """What the framework integrations share: opening the store, chunks from foreign documents,
 and the answer an enforcement mode lets through.
 
-Example:
+Examples:
     >>> shown_answer(_report("guardrail", "[withheld: not supported by the sources]"), "x")
     '[withheld: not supported by the sources]'
 """
@@ -37,7 +37,7 @@ class StoreSearch:
         store_path: the store folder (default ``settings.store.path``).
         mode: bm25 / dense / hybrid (default ``settings.retrieve.mode``).
         granularity: what hybrid search fuses and returns: passage / document / chunk (default
-            ``settings.retrieve.granularity``; see :mod:`affidavit.retrieve.retriever`).
+            ``settings.retrieve.granularity``; see `affidavit.retrieve.retriever`).
 
     Raises:
         ConfigError: an unknown mode or granularity.
@@ -89,7 +89,7 @@ class StoreSearch:
             return self._store
 
     def retriever(self, mode: SearchMode | None = None) -> Any:
-        """The :class:`~affidavit.retrieve.retriever.StoreRetriever` over the store.
+        """The `StoreRetriever` over the store.
 
         BM25 needs no query embedder, so a BM25 search never loads the embedding model.
         """
@@ -134,13 +134,13 @@ class StoreSearch:
 
 
 def search_filters(value: SearchFilters | Mapping[str, Any] | None) -> SearchFilters | None:
-    """Filters from a :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict
+    """Filters from a `SearchFilters` or its fields as a dict
     (``domains``, ``date_from``, ``date_to``, ``doc_ids``).
 
     Raises:
         ConfigError: an unknown key or an invalid value (the message lists the valid keys).
 
-    Example:
+    Examples:
         >>> search_filters({"domains": ["wikipedia.org"]}).domains
         ('wikipedia.org',)
     """

@@ -2,19 +2,19 @@
 
 Components for a Haystack ``Pipeline``, their sockets typed from their ``run`` signatures:
 
-- :class:`AffidavitRetriever`: ``query: str`` (and optional ``top_k``, ``filters``) ->
+- `AffidavitRetriever`: ``query: str`` (and optional ``top_k``, ``filters``) ->
   ``documents: list[Document]`` from an affidavit store (``mode``, ``granularity`` at init).
-- :class:`AffidavitAuditor`: ``query: str``, ``documents: list[Document]`` and the generator's
+- `AffidavitAuditor`: ``query: str``, ``documents: list[Document]`` and the generator's
   ``replies: list[ChatMessage]`` (or a plain ``answer: str``) -> ``answer: str`` (what the
   enforcement mode lets through), ``replies: list[ChatMessage]`` (the same, as a message),
   ``report: AuditReport``, ``trust_passed: bool``. Guardrail mode withholds failing claims;
   enforce mode raises ``EnforcementError`` carrying the report.
-- :class:`AffidavitStreamGuard`: ``query``, ``documents`` -> ``documents``; its
+- `AffidavitStreamGuard`: ``query``, ``documents`` -> ``documents``; its
   ``streaming_callback`` passes a streaming generator's tokens on one decided sentence at a time.
-- :class:`AffidavitEvaluator`: ``questions``, ``predicted_answers`` and ``contexts`` (or
+- `AffidavitEvaluator`: ``questions``, ``predicted_answers`` and ``contexts`` (or
   ``documents``) -> ``score``, ``individual_scores``, ``trust_passed``, ``results``: a
   dataset scored by the audit, as Haystack's evaluators do.
-- :class:`AffidavitVerifier`: the same sockets, but every claim that passes the lexical audit
+- `AffidavitVerifier`: the same sockets, but every claim that passes the lexical audit
   must also be entailed by its evidence under the verifier cascade (the project's
   cross-encoder, needs ``affidavit[models]``).
 
@@ -23,7 +23,7 @@ Loading a saved pipeline needs ``Pipeline.loads(text,
 allowed_modules=["affidavit.integrations.haystack"])`` (or that module in
 ``HAYSTACK_DESERIALIZATION_ALLOWLIST``): Haystack builds classes only from modules it trusts.
 
-Example:
+Examples:
     >>> from haystack import Document
     >>> out = AffidavitAuditor(mode="guardrail").run(
     ...     query="When did the Forth Bridge open?",
@@ -78,7 +78,7 @@ def document_chunks(documents: Sequence[Document]) -> list[Chunk]:
     Raises:
         InputError: an item is not a Document, or has no text content.
 
-    Example:
+    Examples:
         >>> document_chunks([Document(content="x", meta={"url": "https://a.org"})])[0].url
         'https://a.org'
     """
@@ -165,7 +165,7 @@ class AffidavitRetriever:
     async def run_async(
         self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """:meth:`run` off the event loop."""
+        """`run` off the event loop."""
         return {"documents": await offload(self._documents, query, top_k, filters)}
 
 
@@ -197,7 +197,7 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
 
 
 def settings_from_dict(data: dict[str, Any] | None) -> Settings | None:
-    """Settings from :func:`settings_to_dict` output; a secret left out comes from the
+    """Settings from `settings_to_dict` output; a secret left out comes from the
     environment (arguments > environment > TOML > defaults)."""
     if data is None:
         return None
@@ -262,7 +262,7 @@ class _AuditBase:
 
     @property
     def auditor(self) -> Auditor:
-        """The auditor (warmed up on first use when :meth:`warm_up` has not run)."""
+        """The auditor (warmed up on first use when `warm_up` has not run)."""
         return self._ready()
 
     @property
@@ -284,7 +284,7 @@ class _AuditBase:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
-        """The component :meth:`to_dict` described (for ``Pipeline.loads``)."""
+        """The component `to_dict` described (for ``Pipeline.loads``)."""
         return _audit_from_dict(cls, data)
 
     def _audit(
@@ -356,7 +356,7 @@ class AffidavitAuditor(_AuditBase):
         replies: list[ChatMessage] | None = None,
         answer: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`run` off the event loop."""
+        """`run` off the event loop."""
         result: dict[str, Any] = await offload(self._audit, query, documents, replies, answer)
         return result
 
@@ -415,7 +415,7 @@ class AffidavitVerifier(_AuditBase):
         replies: list[ChatMessage] | None = None,
         answer: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`run` off the event loop."""
+        """`run` off the event loop."""
         result: dict[str, Any] = await offload(self._audit, query, documents, replies, answer)
         return result
 
@@ -423,25 +423,29 @@ class AffidavitVerifier(_AuditBase):
 @component
 class AffidavitStreamGuard(_AuditBase):
     """Guards a streaming generator: its tokens reach ``on_chunk`` one decided sentence at a
-    time (:class:`~affidavit.audit.stream.StreamGuard`), never before.
+    time (`StreamGuard`), never before.
 
     Put it between the retriever and the prompt, so it learns the question and the documents
-    before the generator writes, and give the generator its :meth:`streaming_callback` (or
-    :meth:`astreaming_callback` for ``run_async``), as in the example below.
+    before the generator writes, and give the generator its `streaming_callback` (or
+    `astreaming_callback` for ``run_async``), as in the example below.
 
     Guardrail mode sends each sentence with its failing claims withheld; enforce mode raises
     ``EnforcementError`` from the callback at the first failing sentence (the generator's run
     fails); audit mode sends every sentence as written. Fail closed: a token that arrives before
     the guard has run (no documents known) raises ``InputError``. The last sentence is sent when
-    a chunk carries ``finish_reason``; :attr:`last_report` then holds the whole answer's audit.
+    a chunk carries ``finish_reason``; `last_report` then holds the whole answer's audit.
     A guard serves one pipeline run at a time (``run`` arms it for that run's question).
 
     Args:
         on_chunk: receives every released piece as a ``StreamingChunk`` (the generator's
             ``meta`` and ``component_info`` kept); a coroutine function for the async callback.
-        mode, allowlist, max_age_days, min_compliance, settings: as :class:`AffidavitAuditor`.
+        mode: audit / guardrail / enforce.
+        allowlist: allowed source domains (default: the settings' ``audit.allowlist``).
+        max_age_days: freshness limit (default: the settings').
+        min_compliance: share of supported claims needed (default: the settings').
+        settings: the effective settings (default: loaded as the CLI does).
 
-    Example:
+    Examples:
         ```python
         guard = AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="guardrail")
         p.add_component("guard", guard)
@@ -476,7 +480,7 @@ class AffidavitStreamGuard(_AuditBase):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
-        """The component :meth:`to_dict` described."""
+        """The component `to_dict` described."""
         init = dict(data.get("init_parameters", {}))
         if init.get("on_chunk"):
             init["on_chunk"] = deserialize_callable(init["on_chunk"])
@@ -523,7 +527,7 @@ class AffidavitStreamGuard(_AuditBase):
                 self.on_chunk(out)
 
     async def astreaming_callback(self, chunk: StreamingChunk) -> None:
-        """:meth:`streaming_callback` for async generators (decisions off the event loop)."""
+        """`streaming_callback` for async generators (decisions off the event loop)."""
         for out in await offload(self._take, chunk):
             if self.on_chunk is not None:
                 result = self.on_chunk(out)
@@ -544,9 +548,12 @@ class AffidavitEvaluator(_AuditBase):
     metrics.
 
     Args:
-        allowlist, max_age_days, min_compliance, settings: as :class:`AffidavitAuditor`.
+        allowlist: allowed source domains (default: the settings' ``audit.allowlist``).
+        max_age_days: freshness limit (default: the settings').
+        min_compliance: share of supported claims needed (default: the settings').
+        settings: the effective settings (default: loaded as the CLI does).
 
-    Example:
+    Examples:
         >>> out = AffidavitEvaluator().run(
         ...     questions=["When did the Forth Bridge open?"],
         ...     predicted_answers=["The Forth Bridge opened on 4 March 1925."],

@@ -1,18 +1,18 @@
 """LangChain integration (``pip install "affidavit[langchain]"``, ``langchain-core``).
 
-- :class:`AffidavitRetriever`: a ``BaseRetriever`` over an affidavit store.
-- :class:`AuditRunnable`: a ``Runnable`` that audits a chain's answer against the documents the
+- `AffidavitRetriever`: a ``BaseRetriever`` over an affidavit store.
+- `AuditRunnable`: a ``Runnable`` that audits a chain's answer against the documents the
   chain really retrieved, taken from the chain's own output (a ``context`` key) or, when it
   wraps the chain, from the chain's retriever callbacks; honours the enforcement modes (audit:
   report attached; guardrail: failing claims withheld from ``answer``; enforce: raises
-  :class:`~affidavit.core.errors.EnforcementError` carrying the report).
-- :class:`AuditCallbackHandler`: audits every top-level run it sees and records the reports.
-- :class:`AuditRunEvaluator`: scores a dataset's answers (a LangSmith run evaluator, and a plain
+  `EnforcementError` carrying the report).
+- `AuditCallbackHandler`: audits every top-level run it sees and records the reports.
+- `AuditRunEvaluator`: scores a dataset's answers (a LangSmith run evaluator, and a plain
   ``(inputs, outputs, reference_outputs)`` evaluator function).
-- :class:`AffidavitChatModel`: affidavit's own generator (the embedded llama.cpp model, or any
+- `AffidavitChatModel`: affidavit's own generator (the embedded llama.cpp model, or any
   OpenAI-compatible server) as a LangChain chat model, so an example chain runs offline.
 
-Example:
+Examples:
     >>> from langchain_core.documents import Document
     >>> audited = AuditRunnable(settings={"mode": "guardrail"}).invoke({
     ...     "question": "When did the Forth Bridge open?",
@@ -94,11 +94,11 @@ class AffidavitRetriever(BaseRetriever):
             (one best chunk per document) or ``chunk`` (plain chunk fusion); default
             ``settings.retrieve.granularity``.
         filters: metadata filters applied before ranking: a
-            :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict
+            `SearchFilters` or its fields as a dict
             (``domains``, ``date_from``, ``date_to``, ``doc_ids``).
         settings: the effective settings (default: loaded as the CLI does).
 
-    Example:
+    Examples:
         >>> retriever = AffidavitRetriever(store_path=".affidavit", k=3, mode="bm25",
         ...                                granularity="document")
         >>> docs = retriever.invoke("When did the Forth Bridge open?")  # doctest: +SKIP
@@ -142,7 +142,7 @@ def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
     Raises:
         InputError: an item is none of these.
 
-    Example:
+    Examples:
         >>> document_chunks([Document(page_content="x", metadata={"source": "https://a.org"})])[0].url
         'https://a.org'
     """
@@ -174,7 +174,7 @@ def answer_text(output: Any, answer_key: str = "answer") -> str:
     Raises:
         InputError: no answer can be found.
 
-    Example:
+    Examples:
         >>> answer_text(AIMessage(content="Hi."))
         'Hi.'
     """
@@ -269,12 +269,12 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
 
     The output is a dict: ``answer`` (what the enforcement mode lets through: the guarded
     answer in guardrail mode), ``draft`` (the chain's answer), ``question``, ``context`` (the
-    documents), ``report`` (the :class:`~affidavit.core.report.AuditReport`) and
+    documents), ``report`` (the `AuditReport`) and
     ``trust_passed``. In enforce mode a failing audit raises ``EnforcementError``.
 
     Args:
         chain: the chain to wrap (None: audit the input as described above).
-        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
         question_key: the input (or output) key holding the question.
         answer_key: the output key holding the answer.
         context_key: the output key holding the documents.
@@ -343,7 +343,7 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
-        """:meth:`invoke` with the chain awaited and the audit off the event loop."""
+        """`invoke` with the chain awaited and the audit off the event loop."""
         result: dict[str, Any] = await self._acall_with_config(self._arun, input, config, **kwargs)
         return result
 
@@ -372,14 +372,14 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     ) -> Iterator[dict[str, Any]]:
         """Stream the answer through the guard, sentence by sentence.
 
-        Yields dict chunks that add up to :meth:`invoke`'s output: ``{"answer": piece}`` for
+        Yields dict chunks that add up to `invoke`'s output: ``{"answer": piece}`` for
         each decided sentence (what the mode shows of it; nothing of a sentence is yielded
         before it is decided), then one chunk with ``question``, ``context``, ``draft``,
         ``report`` and ``trust_passed``. Enforce mode raises ``EnforcementError`` at the first
         failing sentence. The documents are those known when the answer's first token arrives
         (the chain's ``context``, or its retrievers' through the callbacks).
 
-        Example:
+        Examples:
             >>> out = AuditRunnable(settings={"mode": "guardrail"}).stream({
             ...     "question": "When did it open?", "answer": "It opened in 1890. It is red.",
             ...     "context": ["The Forth Bridge opened in 1890."]})
@@ -391,13 +391,13 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     def transform(
         self, input: Iterator[Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[dict[str, Any]]:
-        """:meth:`stream` over an upstream chain's streamed output (``chain | AuditRunnable()``)."""
+        """`stream` over an upstream chain's streamed output (``chain | AuditRunnable()``)."""
         yield from self._transform_stream_with_config(input, self._transform, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[dict[str, Any]]:
-        """:meth:`stream` with the chain awaited and every decision off the event loop."""
+        """`stream` with the chain awaited and every decision off the event loop."""
 
         async def one() -> AsyncIterator[Any]:
             yield input
@@ -408,7 +408,7 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
     async def atransform(
         self, input: AsyncIterator[Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[dict[str, Any]]:
-        """:meth:`transform` for async streams."""
+        """`transform` for async streams."""
         async for chunk in self._atransform_stream_with_config(
             input, self._atransform, config, **kwargs
         ):
@@ -477,7 +477,7 @@ def _merged(chunks: list[Any]) -> Any:
 
 
 class _Stream:
-    """One streamed run of an :class:`AuditRunnable`: the answer's pieces, the other keys of
+    """One streamed run of an `AuditRunnable`: the answer's pieces, the other keys of
     the chain's output, and the guard, built when the answer begins."""
 
     def __init__(self, runnable: AuditRunnable) -> None:
@@ -536,7 +536,7 @@ class _Stream:
         """The last chunks: the last sentence, then the report and the rest of the output.
 
         Raises:
-            InputError: the chain's output held no answer (as :meth:`AuditRunnable.invoke`).
+            InputError: the chain's output held no answer (as `AuditRunnable.invoke`).
             EnforcementError: enforce mode and the answer fails.
         """
         if not self.seen_answer:
@@ -562,12 +562,12 @@ class AuditCallbackHandler(BaseCallbackHandler):
     """Audits every top-level chain run and records the report.
 
     The question comes from the run's input, the documents from every retriever that ran
-    inside it, the answer from its output. Reports are appended to :attr:`reports` (and passed
+    inside it, the answer from its output. Reports are appended to `reports` (and passed
     to ``on_report`` when given). The handler never changes what the chain returns; in enforce
     mode it raises ``EnforcementError`` from the callback, which LangChain propagates
     (``raise_error``).
 
-    Example:
+    Examples:
         >>> handler = AuditCallbackHandler()
         >>> chain.invoke("When did it open?", config={"callbacks": [handler]})  # doctest: +SKIP
         >>> handler.reports[-1].trust_passed  # doctest: +SKIP
@@ -736,15 +736,15 @@ class AuditRunEvaluator(RunEvaluator):
     keys), the answer from the outputs (a string, a message or ``outputs[answer_key]``), the
     documents from ``outputs[context_key]`` or, when the run kept none, the reference outputs'
     ``context_key`` (Documents, chunk dicts, Chunks or strings). An output that already holds an
-    :class:`AuditRunnable` report is scored by that report. It scores; it never enforces.
+    `AuditRunnable` report is scored by that report. It scores; it never enforces.
 
     Args:
-        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
         question_key: the input key holding the question.
         answer_key: the output key holding the answer.
         context_key: the output (or reference output) key holding the documents.
 
-    Example:
+    Examples:
         >>> score = AuditRunEvaluator()(
         ...     inputs={"question": "When did the Forth Bridge open?"},
         ...     outputs={"answer": "The Forth Bridge opened on 4 March 1925.",
@@ -837,12 +837,12 @@ class AffidavitChatModel(BaseChatModel):
     """Affidavit's generator as a LangChain chat model (offline with the embedded LLM).
 
     Attributes:
-        generator: an affidavit :class:`~affidavit.generate.base.Generator`; when None, the
+        generator: an affidavit `Generator`; when None, the
             one ``settings.generate`` names (the embedded llama.cpp model by default, which
             needs ``affidavit[llm]``; or an OpenAI-compatible server).
         settings: the effective settings.
 
-    Example:
+    Examples:
         >>> from affidavit.testing.fake_llm import FakeGenerator
         >>> AffidavitChatModel(generator=FakeGenerator(["Hi."])).invoke("Hello").content
         'Hi.'

@@ -1,19 +1,19 @@
 """LlamaIndex integration (``pip install "affidavit[llamaindex]"``, ``llama-index-core``).
 
-- :class:`AffidavitRetriever`: a retriever over an affidavit store (``NodeWithScore`` results).
-- :class:`AuditEvaluator`: an evaluator that audits a ``Response`` against its own
+- `AffidavitRetriever`: a retriever over an affidavit store (``NodeWithScore`` results).
+- `AuditEvaluator`: an evaluator that audits a ``Response`` against its own
   ``source_nodes`` (their text and source URLs), ``passing`` = the report's ``trust_passed``.
-- :class:`VerifiedQueryEngine`: wraps any query engine; every response is audited against its
+- `VerifiedQueryEngine`: wraps any query engine; every response is audited against its
   own ``source_nodes`` and the enforcement mode applies (guardrail: failing claims withheld from
   ``response.response``; enforce: raises ``EnforcementError``). The report is attached as
   ``response.metadata["affidavit_report"]``. A streaming engine stays streaming: each sentence
-  is yielded once it is decided (:class:`~affidavit.audit.stream.StreamGuard`).
-- :class:`SourcePolicyPostprocessor`: drops nodes whose source fails the allowlist or the
+  is yielded once it is decided (`StreamGuard`).
+- `SourcePolicyPostprocessor`: drops nodes whose source fails the allowlist or the
   freshness policy before they reach the prompt.
-- :class:`AffidavitLLM`: affidavit's generator (the embedded llama.cpp model, an
+- `AffidavitLLM`: affidavit's generator (the embedded llama.cpp model, an
   OpenAI-compatible server, or the scripted fake) as a LlamaIndex LLM.
 
-Example:
+Examples:
     >>> from llama_index.core.schema import NodeWithScore, TextNode
     >>> nodes = [NodeWithScore(node=TextNode(text="Rome is in Italy.",
     ...                        metadata={"url": "https://ok.org/rome"})),
@@ -82,7 +82,7 @@ from affidavit.policy.sources import apply_allowlist, assess_freshness
 logger = logging.getLogger(__name__)
 
 REPORT_KEY = "affidavit_report"
-"""``response.metadata`` key the :class:`VerifiedQueryEngine` attaches the report under."""
+"""``response.metadata`` key the `VerifiedQueryEngine` attaches the report under."""
 
 
 class AffidavitRetriever(BaseRetriever):
@@ -98,10 +98,10 @@ class AffidavitRetriever(BaseRetriever):
         granularity: what hybrid search fuses and returns: passage / document / chunk
             (default ``settings.retrieve.granularity``; see the LangChain retriever).
         filters: metadata filters applied before ranking: a
-            :class:`~affidavit.core.retrieval.SearchFilters` or its fields as a dict.
+            `SearchFilters` or its fields as a dict.
         settings: the effective settings.
 
-    Example:
+    Examples:
         >>> nodes = AffidavitRetriever(".affidavit", k=3).retrieve("Who?")  # doctest: +SKIP
     """
 
@@ -141,7 +141,7 @@ def node_chunks(nodes: Sequence[NodeWithScore | Any]) -> list[Chunk]:
     """Chunks for LlamaIndex nodes: text, source URL from ``url``/``source``/``file_path``
     metadata, and the rest of the metadata (dates for the freshness policy).
 
-    Example:
+    Examples:
         >>> node_chunks([NodeWithScore(node=TextNode(text="x", metadata={"url": "https://a.org"}))])[0].url
         'https://a.org'
     """
@@ -161,7 +161,7 @@ def _text(response: Any) -> str:
 
 
 class AuditEvaluationResult(EvaluationResult):
-    """An :class:`EvaluationResult` with the full audit report."""
+    """An `EvaluationResult` with the full audit report."""
 
     report: AuditReport | None = Field(default=None, description="The affidavit audit report.")
 
@@ -173,9 +173,9 @@ class AuditEvaluator(BaseEvaluator):
     names every unsupported claim and why; ``report`` holds the whole report.
 
     Args:
-        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
 
-    Example:
+    Examples:
         >>> from llama_index.core.base.response.schema import Response
         >>> from llama_index.core.schema import NodeWithScore, TextNode
         >>> r = Response(response="Rome is in Spain.",
@@ -228,7 +228,7 @@ class AuditEvaluator(BaseEvaluator):
     async def aevaluate_response(
         self, query: str | None = None, response: Response | None = None, **kwargs: Any
     ) -> EvaluationResult:
-        """:meth:`evaluate_response` off the event loop."""
+        """`evaluate_response` off the event loop."""
         result: EvaluationResult = await offload(self.evaluate_response, query, response)
         return result
 
@@ -238,10 +238,10 @@ class VerifiedQueryEngine(BaseQueryEngine):
 
     Args:
         query_engine: the engine to wrap.
-        settings: audit settings (Settings, AuditSettings, a dict, or an :class:`Auditor`);
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`);
             ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
 
-    Example:
+    Examples:
         >>> engine = VerifiedQueryEngine(  # doctest: +SKIP
         ...     index.as_query_engine(), {"mode": "guardrail"})
         >>> response = engine.query("When did the Forth Bridge open?")  # doctest: +SKIP
@@ -290,7 +290,7 @@ class VerifiedQueryEngine(BaseQueryEngine):
     def _aguarded_stream(
         self, query: str, response: AsyncStreamingResponse
     ) -> AsyncStreamingResponse:
-        """:meth:`_guarded_stream` for an async streaming response (decisions off the loop)."""
+        """`_guarded_stream` for an async streaming response (decisions off the loop)."""
         nodes = list(response.source_nodes)
         guard = StreamGuard(self.auditor, query, node_chunks(nodes))
         metadata: dict[str, Any] = dict(response.metadata or {})
@@ -327,7 +327,7 @@ class SourcePolicyPostprocessor(BaseNodePostprocessor):
     Allowlist: ``audit.allowlist`` / ``require_url`` as the audit applies them. Freshness (when
     ``audit.max_age_days`` is set): a stale source is dropped; an undated one too when
     ``stale_action`` is ``fail`` (fail closed: its age cannot be shown). What was dropped, and
-    why, is kept in :attr:`last_dropped`.
+    why, is kept in `last_dropped`.
 
     Attributes:
         settings: audit settings (Settings, AuditSettings or a dict).
@@ -383,12 +383,12 @@ class AffidavitLLM(CustomLLM):
     """Affidavit's generator as a LlamaIndex LLM (offline with the embedded model).
 
     Attributes:
-        generator: an affidavit :class:`~affidavit.generate.base.Generator` (e.g. the scripted
-            :class:`~affidavit.testing.fake_llm.FakeGenerator`); when None, the one
+        generator: an affidavit `Generator` (e.g. the scripted
+            `FakeGenerator`); when None, the one
             ``settings.generate`` names (the embedded llama.cpp model needs ``affidavit[llm]``).
         settings: the effective settings.
 
-    Example:
+    Examples:
         >>> from affidavit.testing.fake_llm import FakeGenerator
         >>> AffidavitLLM(generator=FakeGenerator(["Hi."])).complete("Hello").text
         'Hi.'

@@ -4,7 +4,7 @@ Tools, each with a JSON schema for its input generated from its signature:
 
 - ``ask(question, mode)``: answer from the store, every shown sentence verified (needs an LLM).
 - ``search(query, k, mode)``: the top chunks of the store.
-- ``audit(query, chunks, response, mode)``: :func:`affidavit.audit` with the same arguments;
+- ``audit(query, chunks, response, mode)``: `affidavit.audit` with the same arguments;
   returns the same report as ``affidavit audit --json`` (``trust_passed`` included).
 - ``check(claim, evidence)``: verify one claim against evidence passages (the verifier cascade).
 - ``verify_certificate(certificate, public_keys)``: check a signed certificate.
@@ -18,12 +18,12 @@ objects nested below them without spelling out their fields, to stay small) and 
 summary, so a large report is not sent twice. A failing tool (bad input, no store, no LLM, a
 model that cannot load) comes back as a tool error with a one-line message; a document that is
 not in the store is a "not found" resource error; the server keeps running. Model work runs in
-the shared worker pool (:mod:`affidavit.concurrency`), never on the server's event loop.
+the shared worker pool (`affidavit.concurrency`), never on the server's event loop.
 
 Run it with ``affidavit mcp`` (stdio) or ``affidavit mcp --transport streamable-http`` (binds
 127.0.0.1 by default).
 
-Example:
+Examples:
     >>> server = make_server()  # doctest: +SKIP
     >>> server.run("stdio")  # doctest: +SKIP
 """
@@ -347,7 +347,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     own fields and those of the objects it holds directly, deeper objects as described open
     objects (their full schemas: ``affidavit export-schemas``).
 
-    Example:
+    Examples:
         >>> from affidavit.core.report import AuditReport
         >>> full = AuditReport.model_json_schema()
         >>> small = compact_schema(full)
@@ -373,7 +373,7 @@ def make_server(
     """The MCP server with affidavit's five tools and the store's documents as resources.
 
     Args:
-        settings: the effective settings (default: :func:`~affidavit.core.settings.load_settings`).
+        settings: the effective settings (default: `load_settings`).
         store_path: the store folder (default ``settings.store.path``); it may not exist yet
             (``search`` and ``ask`` then answer with a tool error).
         pipeline: an ask pipeline to use (default: built from the settings on the first ``ask``).
@@ -382,7 +382,7 @@ def make_server(
         list_documents: register one resource per stored document (up to
             ``MAX_DOCUMENT_RESOURCES``) when the store exists.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> server = make_server(list_documents=False)
         >>> sorted(t.name for t in asyncio.run(server.list_tools()))
@@ -561,7 +561,7 @@ def json_depth_and_id(line: str) -> tuple[int, Any]:
     """The nesting depth of a JSON text and its top-level ``id`` (None when absent), found by
     one scan without parsing (so a hostile depth costs no recursion).
 
-    Example:
+    Examples:
         >>> json_depth_and_id('{"jsonrpc": "2.0", "id": 7, "params": {"a": [[1]]}}')
         (4, 7)
     """

@@ -2,24 +2,24 @@
 
 Stages, each injected through a Protocol so tests run on fakes and users swap parts:
 
-1. **retrieve** (:class:`~affidavit.retrieve.base.Retriever`): top ``correct.top_k_documents``
+1. **retrieve** (`Retriever`): top ``correct.top_k_documents``
    chunks.
-2. **correct** (:class:`Corrector`, optional): CRAG grading, Correct/Ambiguous/Incorrect,
+2. **correct** (`Corrector`, optional): CRAG grading, Correct/Ambiguous/Incorrect,
    refinement and web results. Without one, the retrieved chunks are used as they are (recorded).
 3. **prompt**: the numbered passages, answer only from them, cite ``[n]`` after every sentence or
    say "I don't have enough information".
-4. **generate** (:class:`~affidavit.generate.base.Generator`): streamed; each piece goes to
+4. **generate** (`Generator`): streamed; each piece goes to
    ``on_token`` as it arrives (time to first token recorded).
 5. **citations**: markers naming no provided passage are removed (recorded).
-6. **claims** (:class:`~affidavit.claims.base.ClaimExtractor`).
-7. **verify** (:class:`~affidavit.verify.base.ClaimVerifier`): every claim against every context
+6. **claims** (`ClaimExtractor`).
+7. **verify** (`ClaimVerifier`): every claim against every context
    passage; a verifier that raises counts as a failed check (fail closed: unverified).
 8. **policy**: fail-closed decisions, then a sentence's citations are pointed at the passage the
    verifier's evidence came from when they differ (recorded), then the answer is rendered in
    strict / mixed / debug mode.
 9. **certify** (optional): a signed certificate written to a path.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> from affidavit.core.types import Chunk, Hit
     >>> from affidavit.testing.fake_llm import FakeGenerator
@@ -101,7 +101,7 @@ class Corrector(Protocol):
 
 @runtime_checkable
 class CertificateWriter(Protocol):
-    """Signs and writes a certificate for one answer (see :mod:`affidavit.certify`)."""
+    """Signs and writes a certificate for one answer (see `affidavit.certify`)."""
 
     def __call__(
         self,
@@ -462,13 +462,13 @@ class AskPipeline:
         on_token: TokenCallback | None = None,
         certify: Path | str | None = None,
     ) -> AskResult:
-        """:meth:`ask` in the shared worker pool (:mod:`affidavit.concurrency`).
+        """`ask` in the shared worker pool (`affidavit.concurrency`).
 
         ``on_token`` is called on the event loop, never from the worker thread. Cancelling the
         awaiting task stops the worker at its next generated piece or stage boundary, before any
         certificate is written.
 
-        Example:
+        Examples:
             >>> import asyncio
             >>> from affidavit.core.settings import load_settings
             >>> from affidavit.core.types import Chunk, Hit

@@ -2,7 +2,7 @@
 
 No corrective retrieval, no citation clean-up, no verification: the model's text is shown as is.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> from affidavit.core.types import Chunk, Hit
     >>> from affidavit.testing.fake_llm import FakeGenerator

@@ -1,6 +1,6 @@
-"""Wire the real components from settings into an :class:`AskPipeline`.
+"""Wire the real components from settings into an `AskPipeline`.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import load_settings
     >>> pipe = build_pipeline(load_settings(), store_path=Path(".affidavit"))  # doctest: +SKIP
     >>> pipe.ask("What does the contract say about termination?").answer  # doctest: +SKIP
@@ -49,7 +49,7 @@ def model_identities(pipe: AskPipeline) -> list[dict[str, str]]:
 
 
 class SignedCertificateWriter:
-    """Signs with the configured key and writes the certificate (a :class:`CertificateWriter`).
+    """Signs with the configured key and writes the certificate (a `CertificateWriter`).
 
     The key is loaded in ``__init__`` so a missing key fails before any generation.
 
@@ -203,18 +203,18 @@ async def aask(
 
     Args:
         question: the question.
-        pipeline: a built :class:`AskPipeline` to reuse (recommended: building one loads the
+        pipeline: a built `AskPipeline` to reuse (recommended: building one loads the
             models); when None one is built from ``settings`` and ``store_path``, off the loop.
-        settings: the effective settings (default: :func:`~affidavit.core.settings.load_settings`).
+        settings: the effective settings (default: `load_settings`).
         store_path: the store folder (default ``settings.store.path``).
         mode: display mode (default ``settings.policy.display``).
         on_token: called on the event loop with each generated piece.
         certify: write a signed certificate of the answer to this path.
 
     Raises:
-        The errors of :func:`build_pipeline` and :meth:`AskPipeline.ask`.
+        AffidavitError: the errors of `build_pipeline` and `AskPipeline.ask`.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> result = asyncio.run(aask("Who discovered polonium?"))  # doctest: +SKIP
         >>> result.answer  # doctest: +SKIP

@@ -2,10 +2,10 @@
 
 The library form of ``affidavit check``: the claim goes through the verifier cascade
 (typed checks, then the project's cross-encoder) and comes back as a
-:class:`~affidavit.core.types.Verdict`. A stage that cannot run leaves the claim unsupported
+`Verdict`. A stage that cannot run leaves the claim unsupported
 (fail closed), and the verdict says why in ``errors``.
 
-Example:
+Examples:
     >>> from affidavit.testing.verifiers import KeywordVerifier
     >>> v = check("Paris is in France.", ["Paris is in France."], verifier=KeywordVerifier())
     >>> v.label
@@ -28,7 +28,7 @@ _cached: tuple[str, ClaimVerifier] | None = None
 
 
 def effective_policy(settings: Settings) -> PolicySettings:
-    """The policy thresholds to verify with (:func:`affidavit.verify.calibration.effective_policy`).
+    """The policy thresholds to verify with (`affidavit.verify.calibration.effective_policy`).
 
     Explicit ``policy.tau_entail`` / ``policy.tau_contradict`` settings win; otherwise the
     preset, with the packaged model's dev-tuned values from its config.json when it has them.
@@ -70,7 +70,7 @@ def check(
     Args:
         claim: the claim text.
         evidence: evidence passages.
-        settings: the effective settings (default: :func:`~affidavit.core.settings.load_settings`).
+        settings: the effective settings (default: `load_settings`).
         verifier: a verifier to use instead of the settings' cascade (tests, a shared instance).
 
     Returns:
@@ -80,7 +80,7 @@ def check(
     Raises:
         InputError: an empty claim, or evidence that is not a list of strings.
 
-    Example:
+    Examples:
         >>> from affidavit.testing.verifiers import KeywordVerifier
         >>> check("Rome is in Spain.", ["Rome is in Italy."], verifier=KeywordVerifier()).label
         'unsupported'
@@ -102,9 +102,9 @@ async def acheck(
     settings: Settings | None = None,
     verifier: ClaimVerifier | None = None,
 ) -> Verdict:
-    """:func:`check` in the shared worker pool, so the event loop keeps running.
+    """`check` in the shared worker pool, so the event loop keeps running.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from affidavit.testing.verifiers import KeywordVerifier
         >>> asyncio.run(acheck("Rome is in Italy.", ["Rome is in Italy."],

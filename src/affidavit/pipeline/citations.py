@@ -2,14 +2,14 @@
 
 Three steps, each recorded:
 
-1. :func:`clean_citations` rewrites every marker the model wrote (``[2]``, ``[1, 3]``, ``[1-2]``,
+1. `clean_citations` rewrites every marker the model wrote (``[2]``, ``[1, 3]``, ``[1-2]``,
    ``[Passage 2]``) into the canonical ``[n]`` form and removes numbers that name no provided
    passage (a streamed answer citing a passage that does not exist is a known failure).
-2. :func:`correct_citations` replaces a sentence's citations with the passages the verifier's
+2. `correct_citations` replaces a sentence's citations with the passages the verifier's
    evidence came from when they differ, and shifts the claims' offsets to the edited answer.
-3. :func:`list_citations` lists the citations finally attached to each sentence.
+3. `list_citations` lists the citations finally attached to each sentence.
 
-Example:
+Examples:
     >>> cleaned = clean_citations("Paris is in France [1][7].", n_passages=2)
     >>> cleaned.text, [r.number for r in cleaned.removed]
     ('Paris is in France [1].', [7])
@@ -169,7 +169,7 @@ def correct_citations(
 ) -> CorrectedAnswer:
     """Point each sentence's citations at the passages its verified claims' evidence came from.
 
-    Per sentence (as :func:`affidavit.policy.render.split_sentences` splits it): the target is the
+    Per sentence (as `affidavit.policy.render.split_sentences` splits it): the target is the
     union of the evidence passages of its *verified* claims. When every claim in the sentence is
     verified, the citations become exactly the target; when only some are, the target is added
     to what the model cited (its other citations may back the unverified claims). A sentence
@@ -311,7 +311,7 @@ def fragment_claims(
     at most four words ("Italo disco", "magazine"); "yes" / "no" answer a yes-no question. Filler
     ("Sure.") and refusals ("I don't know.") get no claim.
 
-    Example:
+    Examples:
         >>> [c.text for c in fragment_claims("Who won?", "Pierre Gasly [1].", [])]
         ['Who won? Pierre Gasly']
         >>> [c.text for c in fragment_claims("Were both producers?", "No [1].", [])]

@@ -1,6 +1,6 @@
 """The grounded-answer prompt: numbered passages, answer only from them, cite every sentence.
 
-Example:
+Examples:
     >>> from affidavit.core.types import Chunk
     >>> msgs = build_messages("Capital of France?", [Chunk(text="Paris is the capital.")])
     >>> "[1] Paris is the capital." in msgs[-1].content

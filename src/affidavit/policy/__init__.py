@@ -1,6 +1,6 @@
 """The policy stage: the fail-closed render decision per claim and the rendered answer.
 
-Example:
+Examples:
     >>> from affidavit.policy import decide, load_preset
     >>> decide(None, load_preset("default").policy)
     ('unverified', 'the claim was not verified (no verdict)')

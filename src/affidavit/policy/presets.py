@@ -3,7 +3,7 @@
 A preset holds the ``[policy]`` section values (thresholds, display mode) and the ``[display]``
 style (badges). Invalid names fail with the list of valid ones.
 
-Example:
+Examples:
     >>> load_preset("strict").policy.tau_entail
     0.8
 """
@@ -84,7 +84,7 @@ def load_preset(name: str) -> Preset:
     """Load a shipped preset by name.
 
     Args:
-        name: ``default``, ``strict`` or ``mixed`` (see :func:`preset_names`).
+        name: ``default``, ``strict`` or ``mixed`` (see `preset_names`).
 
     Raises:
         ConfigError: unknown name (the message lists the valid ones) or a corrupt preset file.
@@ -106,7 +106,7 @@ def resolve_policy(policy: PolicySettings) -> PolicySettings:
     ``tau_contradict`` are also set there; without this step a preset name would be a label
     whose thresholds are silently ignored.
 
-    Example:
+    Examples:
         >>> resolve_policy(PolicySettings(preset="strict")).tau_entail
         0.8
         >>> resolve_policy(PolicySettings(preset="strict", tau_entail=0.7)).tau_entail

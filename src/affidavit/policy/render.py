@@ -1,14 +1,14 @@
 """The fail-closed render decision and the rendered answer.
 
-:func:`decide` turns one verdict into verified / unverified / blocked with a reason in plain
-words; :func:`render` shows the answer in a display mode:
+`decide` turns one verdict into verified / unverified / blocked with a reason in plain
+words; `render` shows the answer in a display mode:
 
 - ``strict``: only sentences whose every claim is verified, in their original wording; a
   sentence with any claim not verified is withheld whole, and a note says how much was withheld.
 - ``mixed``: every sentence, each with its badge.
 - ``debug``: the mixed text followed by every claim's scores, stages, checks and evidence.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import PolicySettings
     >>> from affidavit.core.types import Claim, EvidenceSpan, Verdict
     >>> answer = "Paris is in France [1]. It was founded in 1925."
@@ -146,7 +146,7 @@ def decide(
     Args:
         verdict: the verifier's verdict, or None when the claim was never verified.
         policy: thresholds (``tau_entail``, ``tau_contradict``); a named preset's values apply
-            where they are not set explicitly (see :func:`resolve_policy`).
+            where they are not set explicitly (see `resolve_policy`).
         premise: the question the claim answers, if any. A name the question itself supplies
             is a premise the passage may refer to by pronoun ("He won ..." for "Edwin Gagiano
             won ..."): its absence from the evidence is left to the verifier. Names the answer
@@ -155,7 +155,7 @@ def decide(
     Returns:
         The decision and the reason in plain words.
 
-    Example:
+    Examples:
         >>> from affidavit.core.types import Verdict
         >>> v = Verdict(claim_id="c1", label="unsupported", p_entail=0.3, p_neutral=0.6,
         ...             p_contradict=0.1)
@@ -240,7 +240,7 @@ def _premise_names(check: CheckResult, premise: str) -> bool:
 def decide_claim(
     claim_id: str, verdict: Verdict | None, policy: PolicySettings, *, premise: str = ""
 ) -> ClaimDecision:
-    """:func:`decide` packaged as a :class:`ClaimDecision` (the scores it used included)."""
+    """`decide` packaged as a `ClaimDecision` (the scores it used included)."""
     decision, reason = decide(verdict, policy, premise=premise)
     return ClaimDecision(
         claim_id=claim_id,
@@ -294,7 +294,7 @@ def split_sentences(answer: str) -> list[tuple[int, int]]:
     rendering and citation checks agree on boundaries. Trailing citation markers stay attached;
     list markers are not part of a sentence.
 
-    Example:
+    Examples:
         >>> a = "Paris is big [1]. Dr. Who lives in the U.S. now. [2]"
         >>> [a[s:e] for s, e in split_sentences(a)]
         ['Paris is big [1].', 'Dr. Who lives in the U.S. now. [2]']
@@ -447,7 +447,7 @@ def render(
     Raises:
         PolicyError: an unknown display mode (the message lists the valid ones).
 
-    Example:
+    Examples:
         >>> render("Hi there.", [], [], "strict").note
         'Withheld 1 of 1 sentences (1 not verified); 0 of 0 claims verified.'
     """

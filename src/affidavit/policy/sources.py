@@ -13,7 +13,7 @@ Freshness reads the source date from chunk metadata (``published_at``, ``date``,
 ``year`` or the configured ``date_key``); a bare year counts as 1 January; a value that cannot be
 parsed is reported, never a crash.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import AuditSettings
     >>> from affidavit.core.types import Chunk
     >>> s = AuditSettings(allowlist=["example.org"])
@@ -54,7 +54,7 @@ def url_domain(url: str) -> str | None:
     Only ``http``/``https`` URLs with a valid host (a dotted name, ``localhost`` or an IP) count
     as well-formed web sources; ``file:`` and bare paths have no domain.
 
-    Example:
+    Examples:
         >>> url_domain("https://WWW.Example.org:8080/a?b=1")
         'example.org'
         >>> url_domain("htp:/broken") is None
@@ -144,7 +144,7 @@ def local_path(source: str) -> str:
     """A local source as a normalised POSIX path: ``file:`` URLs unwrapped and unquoted,
     backslashes as slashes, ``.`` and ``..`` segments resolved.
 
-    Example:
+    Examples:
         >>> local_path("file:///srv/docs/a%20b.txt"), local_path("docs/./x/../a.md")
         ('/srv/docs/a b.txt', 'docs/a.md')
     """
@@ -163,7 +163,7 @@ def local_path(source: str) -> str:
 def local_allowed(source: str, allowlist: Sequence[str]) -> bool:
     """Whether a ``file:`` entry of the allowlist names this local source (see the module).
 
-    Example:
+    Examples:
         >>> local_allowed("docs/a.md", ["file:docs"]), local_allowed("docs2/a.md", ["file:docs"])
         (True, False)
     """
@@ -238,7 +238,7 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
     Accepts ``date``/``datetime`` objects, ints and numeric strings (a year -> 1 January, or
     a Unix timestamp), ISO 8601 with or without time and zone, and common written formats.
 
-    Example:
+    Examples:
         >>> parse_source_date("2024")
         (datetime.date(2024, 1, 1), 'year only: taken as 1 January')
         >>> parse_source_date("next Tuesday")[0] is None

@@ -1,8 +1,8 @@
 """Embedders: the packaged MiniLM int8 ONNX model (default), a sentence-transformers folder, any
 OpenAI-compatible ``/v1/embeddings`` endpoint, and a model-free hashed bag of words (the ``fake``
-backend, for tests: :class:`affidavit.testing.embedder.FakeEmbedder` is this class).
+backend, for tests: `affidavit.testing.embedder.FakeEmbedder` is this class).
 
-Example:
+Examples:
     >>> emb = MiniLMEmbedder(threads=1)  # doctest: +SKIP
     >>> emb.embed(["Paris is in France."]).shape  # doctest: +SKIP
     (1, 384)
@@ -48,10 +48,10 @@ class HashEmbedder:
 
     Each lower-cased word hashes to a random-sign direction; a text is the normalised sum of its
     words, so texts that share words get similar vectors and dense retrieval behaves sensibly in
-    tests. It lives here, not in :mod:`affidavit.testing`, so that production code never imports
+    tests. It lives here, not in `affidavit.testing`, so that production code never imports
     the testing package.
 
-    Example:
+    Examples:
         >>> emb = HashEmbedder(dim=64)
         >>> v = emb.embed(["red apple", "red apple"])
         >>> bool((v[0] == v[1]).all())
@@ -297,7 +297,7 @@ class OpenAIEmbedder:
 def make_embedder(settings: EmbedSettings) -> Embedder:
     """Build the embedder the settings name.
 
-    Example:
+    Examples:
         >>> from affidavit.core.settings import EmbedSettings
         >>> make_embedder(EmbedSettings(threads=1)).dim  # doctest: +SKIP
         384

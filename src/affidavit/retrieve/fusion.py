@@ -1,6 +1,6 @@
 """Reciprocal rank fusion (Cormack et al. 2009): ``score(d) = sum_r w_r / (k + rank_r(d))``.
 
-Example:
+Examples:
     >>> rrf([["a", "b"], ["b", "c"]], k=60)[0][0]
     'b'
 """

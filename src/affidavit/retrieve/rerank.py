@@ -10,7 +10,7 @@ from affidavit.core.types import Hit
 class IdentityReranker:
     """Keeps the retriever's order (and truncates to ``k``).
 
-    Example:
+    Examples:
         >>> IdentityReranker().rerank("q", [], 5)
         []
     """

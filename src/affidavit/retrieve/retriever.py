@@ -12,7 +12,7 @@ Hybrid search fuses at one of three granularities (``retrieve.granularity``):
 
 ``benchmarks/passage_retrieval.py`` measures the three side by side with bm25s.
 
-Example:
+Examples:
     >>> from affidavit.store.local import LocalStore
     >>> from affidavit.testing.embedder import FakeEmbedder
     >>> r = StoreRetriever(LocalStore(tmp_path), FakeEmbedder())  # doctest: +SKIP
@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 
 class StoreRetriever:
-    """Searches a :class:`Store` lexically, densely, or both fused.
+    """Searches a `Store` lexically, densely, or both fused.
 
     Args:
         store: where the chunks live.

@@ -4,7 +4,7 @@ Lower-cased Unicode word tokens, English stop words removed, Snowball (Porter 2)
 PyStemmer is installed. The analyser's name is recorded in the store so that an index is never
 queried with a different analyser.
 
-Example:
+Examples:
     >>> Analyzer().tokens("The studies were running")
     ['studi', 'run']
 """
@@ -138,7 +138,7 @@ class Analyzer:
         Qdrant's sparse query does (each term with weight 1): bm25s would add a term's weight once
         per occurrence, tilting the ranking towards whatever words a query happens to repeat.
 
-        Example:
+        Examples:
             >>> Analyzer().query_terms("cancer cells and the cancer")
             ['cancer', 'cell']
         """

@@ -1,9 +1,9 @@
 """``affidavit serve``: the HTTP API and the web page, over the same library the CLI uses.
 
-The app lives in :mod:`affidavit.server.app` (needs ``pip install "affidavit[server]"``); this
+The app lives in `affidavit.server.app` (needs ``pip install "affidavit[server]"``); this
 package imports without it so ``affidavit --help`` and the key commands' help work everywhere.
 
-Example:
+Examples:
     >>> from affidavit.server import create_app  # doctest: +SKIP
     >>> app = create_app()  # doctest: +SKIP
 """
@@ -19,7 +19,7 @@ __all__ = ["create_app", "export_openapi", "is_loopback", "serve"]
 
 
 def create_app(settings: Settings | None = None, **kwargs: Any) -> Any:
-    """The FastAPI app (see :func:`affidavit.server.app.create_app`).
+    """The FastAPI app (see `affidavit.server.app.create_app`).
 
     Raises:
         MissingDependencyError: the ``server`` extra is not installed.
@@ -32,7 +32,7 @@ def create_app(settings: Settings | None = None, **kwargs: Any) -> Any:
 def is_loopback(host: str) -> bool:
     """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost).
 
-    Example:
+    Examples:
         >>> is_loopback("127.0.0.1"), is_loopback("0.0.0.0"), is_loopback("localhost")
         (True, False, True)
     """

@@ -14,7 +14,7 @@ signal). A password hash buys nothing for a 256-bit random secret. Key files wri
 versions (argon2id hashes) still work: a key's first successful check rewrites its record with
 the HMAC, and the server limits token checks per client address before any hashing.
 
-Example:
+Examples:
     >>> store = ApiKeyStore(tmp_path / "keys.json")  # doctest: +SKIP
     >>> token, info = store.create("ci", "read")  # doctest: +SKIP
     >>> store.authenticate(token).scope  # doctest: +SKIP
@@ -261,7 +261,7 @@ class ApiKeyStore:
         """Whether ``token`` is in the cache of checked keys, without re-reading the file.
 
         For the tarpit in front of the server: a stale answer (a key revoked a moment ago) only
-        lets the request through to :meth:`known`, which re-reads the file and refuses it. The
+        lets the request through to `known`, which re-reads the file and refuses it. The
         SHA-256 is the cache's index, not a check (no key, no file, no lock).
         """
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,11 +1,11 @@
 """The FastAPI application of ``affidavit serve``: the one module that imports fastapi/starlette.
 
 Request and response bodies are the library's contracts (``affidavit.core``); errors are
-:class:`~affidavit.core.service.ApiError` with a distinct status each (400 bad input, 401 no or
+`ApiError` with a distinct status each (400 bad input, 401 no or
 bad key, 403 key lacks the scope, 404, 413 body too large, 422 invalid fields, 429 rate limit,
 503 queue full or models loading, with ``Retry-After``, 504 past the request budget).
 Models load once, in a background thread at start-up (``/readyz`` says when they are ready);
-blocking work runs in bounded work queues (:mod:`affidavit.server.limits`), never on the event
+blocking work runs in bounded work queues (`affidavit.server.limits`), never on the event
 loop.
 """
 
@@ -309,7 +309,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         settings: the effective settings (default: ``load_settings()``).
         services: components to use instead of loading them (tests, embedding in an app).
 
-    Example:
+    Examples:
         >>> app = create_app()  # doctest: +SKIP
         >>> import uvicorn; uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """

@@ -3,7 +3,7 @@
 ``GET /v1/documents`` lists them, ``GET /v1/documents/{id}`` shows one (read scope),
 ``DELETE /v1/documents/{id}`` deletes one (write scope): its chunks leave the lexical index and
 the vectors, after any running ingest job. Bodies are the library's contracts
-(:class:`~affidavit.core.retrieval.DocumentList`, ``DocumentInfo``, ``DocumentDeletion``); an
+(`DocumentList`, ``DocumentInfo``, ``DocumentDeletion``); an
 unknown id is 404.
 """
 

@@ -1,7 +1,7 @@
 """Ingest jobs: ``POST /v1/documents`` saves the upload and queues a job; one thread runs them.
 
 Jobs run one at a time (the store takes one writer) through the library's own
-:class:`~affidavit.ingest.pipeline.Ingestor`, so a file that fails to parse is recorded on its job
+`Ingestor`, so a file that fails to parse is recorded on its job
 with the reason and everything already stored stays as it was. Job records live in the memory of
 the server process (a restart forgets finished jobs, never stored documents).
 
@@ -39,7 +39,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 def safe_filename(name: str) -> str:
     """The base name of an uploaded file, reduced to safe characters.
 
-    Example:
+    Examples:
         >>> safe_filename("../../etc/pass wd.txt")
         'pass wd.txt'
 

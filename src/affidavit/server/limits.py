@@ -1,14 +1,14 @@
 """Backpressure and limits: bounded work queues in front of the models, and per-key rate limits.
 
-A :class:`WorkQueue` runs blocking work (the LLM, the verifier) in its own thread pool with a
+A `WorkQueue` runs blocking work (the LLM, the verifier) in its own thread pool with a
 fixed number of slots and a fixed number of places to wait. A request that finds every slot busy
-and every waiting place taken is refused at once (:class:`QueueFull`, HTTP 503 with
+and every waiting place taken is refused at once (`QueueFull`, HTTP 503 with
 ``Retry-After``); a request that gets a waiting place waits at most until its deadline
-(:class:`Timeout`, HTTP 504). A slot is given back when the work *ends*, not when the caller
+(`Timeout`, HTTP 504). A slot is given back when the work *ends*, not when the caller
 stops waiting, so a timed-out or abandoned request never lets more work run than there are slots;
 work that can be stopped (a streamed answer) is told to stop through its cancel event.
 
-Example:
+Examples:
     >>> import asyncio
     >>> q = WorkQueue("verify", concurrency=1, max_waiting=0)
     >>> asyncio.run(q.run(lambda: 2 + 2, timeout=5.0))
@@ -60,7 +60,7 @@ class Cancelled(AffidavitError):
 
 
 class Ticket:
-    """A place in a :class:`WorkQueue`: taken by :meth:`WorkQueue.enter`, then run once."""
+    """A place in a `WorkQueue`: taken by `WorkQueue.enter`, then run once."""
 
     def __init__(self, queue: WorkQueue) -> None:
         self.queue = queue
@@ -168,7 +168,7 @@ class WorkQueue:
 class RateLimiter:
     """A token bucket per caller: ``burst`` requests at once, refilled at ``per_minute``.
 
-    Example:
+    Examples:
         >>> r = RateLimiter(per_minute=60, burst=1)
         >>> r.check("k1")
         >>> try:
@@ -221,7 +221,7 @@ class RateLimiter:
         return None if tokens >= 1.0 else (1.0 - tokens) / self.rate
 
     def refund(self, caller: str) -> None:
-        """Give back the token of a :meth:`check` that turned out not to count (never above
+        """Give back the token of a `check` that turned out not to count (never above
         ``burst``): a limiter of failures takes a token before the work and refunds a success."""
         if self.rate <= 0:
             return

@@ -57,7 +57,7 @@ def public_detail(detail: str) -> str:
     """``detail`` with every file-system path replaced by ``<path>``: ``/readyz`` is open
     without a key and must reveal nothing about the host (the log keeps the whole text).
 
-    Example:
+    Examples:
         >>> public_detail("no signing key at /home/u/.config/affidavit/keys/signing.pem")
         'no signing key at <path>'
     """

@@ -16,7 +16,7 @@ outside ``/v1/`` (``/healthz``, ``/readyz``, ``/metrics``, the page), and every 
 limit. Only failed checks count against an address, so a flood from a shared address never
 locks out a key that address has used before (see docs/security.md for the trade-off).
 
-Example:
+Examples:
     >>> from affidavit.server.limits import RateLimiter
     >>> async def app(scope, receive, send): ...
     >>> wrapped = AuthTarpit(app, attempts=RateLimiter(per_minute=60, burst=20),

@@ -1,8 +1,8 @@
 """The store Protocol: documents, chunks, vectors and the lexical index, persistent.
 
 Two implementations pass the same contract tests (``affidavit.testing.store_contract``):
-:class:`affidavit.store.local.LocalStore` (SQLite + numpy + bm25s in one folder, the default) and
-:class:`affidavit.store.qdrant.QdrantStore` (Qdrant local mode or a server).
+`affidavit.store.local.LocalStore` (SQLite + numpy + bm25s in one folder, the default) and
+`affidavit.store.qdrant.QdrantStore` (Qdrant local mode or a server).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Store(Protocol):
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents, their chunks and vectors from every index; returns how many
-        documents were removed (a :class:`DocumentOwnerStore` remembers each removed chunk)."""
+        documents were removed (a `DocumentOwnerStore` remembers each removed chunk)."""
         ...
 
     def get_document(self, doc_id: str) -> Document | None:

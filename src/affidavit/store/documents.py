@@ -6,7 +6,7 @@ uploaded file names, record URLs), never by a path on the machine that stores it
 removes its chunks from the lexical index and the vectors and remembers each removed chunk, so a
 certificate that cites one says on replay that it was deleted.
 
-Example:
+Examples:
     >>> from affidavit.store.local import LocalStore
     >>> store = LocalStore(tmp_path / "store")  # doctest: +SKIP
     >>> list_documents(store).documents  # doctest: +SKIP

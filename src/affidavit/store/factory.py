@@ -16,7 +16,7 @@ def make_store(
     ``read_only``: the local store is opened to read (nothing created or written, so a store in
     a read-only folder can be searched); the Qdrant backend ignores it.
 
-    Example:
+    Examples:
         >>> from affidavit.core.settings import StoreSettings
         >>> make_store(StoreSettings(path=tmp_path)).count()  # doctest: +SKIP
         (0, 0)

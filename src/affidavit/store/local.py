@@ -16,7 +16,7 @@ index is rebuilt from the tables instead. A generation is fsynced before it is p
 index and the next ingest skips what is already there. Readers take a WAL snapshot per search and
 never block the writer.
 
-Example:
+Examples:
     >>> store = LocalStore(tmp_path / ".affidavit")  # doctest: +SKIP
     >>> store.count()  # doctest: +SKIP
     (0, 0)
@@ -112,7 +112,7 @@ CREATE TABLE IF NOT EXISTS deleted_chunks (
 """
 
 _CHUNK_COLS = "rowid, chunk_id, doc_id, start, end, text, url, title, metadata"
-#: The columns of a chunk row as :func:`chunk_row` builds it (everything but the rowid).
+#: The columns of a chunk row as `chunk_row` builds it (everything but the rowid).
 CHUNK_ROW_COLS = (
     "chunk_id, doc_id, idx, start, end, text, url, title, metadata, domain, date, terms, vector"
 )
@@ -133,7 +133,7 @@ def chunk_date(meta: dict[str, Any]) -> str | None:
 def chunk_row(
     analyzer: Analyzer, doc_id: str, idx: int, c: Chunk, vector: np.ndarray
 ) -> tuple[Any, ...]:
-    """The values of one chunk row, in the order of :data:`CHUNK_ROW_COLS`."""
+    """The values of one chunk row, in the order of `CHUNK_ROW_COLS`."""
     return (
         c.id,
         doc_id,
@@ -172,7 +172,7 @@ def take_writer_lock(folder: Path) -> int:
 
 
 def release_writer_lock(fd: int) -> None:
-    """Release a lock taken by :func:`take_writer_lock`."""
+    """Release a lock taken by `take_writer_lock`."""
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
 
@@ -639,7 +639,7 @@ class LocalStore:
     def delete(self, doc_ids: Sequence[str], *, reason: DeletionReason = "deleted") -> int:
         """Remove documents, their names and chunks (so their rows of the lexical index and the
         vector matrix, rebuilt from the tables); returns how many were removed. Each removed
-        chunk is remembered (:meth:`deleted_chunks`)."""
+        chunk is remembered (`deleted_chunks`)."""
         if not doc_ids:
             return 0
         with self._write():

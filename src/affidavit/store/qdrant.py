@@ -14,7 +14,7 @@ Three collections, each created with the settings in docs/store.md:
 
 Searches run in the engine with the Query API: ``search_hybrid`` fuses the chunk-level sparse and
 dense prefetches with RRF; ``search_documents`` (parent-document hybrid, the default of
-:class:`~affidavit.retrieve.retriever.StoreRetriever`) fuses the document-level prefetches with
+`StoreRetriever`) fuses the document-level prefetches with
 RRF, then takes each top document's best chunks with one grouped (``group_by="doc_id"``) RRF
 query.
 
@@ -30,7 +30,7 @@ chunks deleted by doc id, then upserted in large batches) and the document recor
 content hash) last, so a crash leaves either the old record or none, and the next ingest rewrites
 the document.
 
-Example:
+Examples:
     >>> store = QdrantStore(path=None)  # in memory  # doctest: +SKIP
 """
 
@@ -479,7 +479,7 @@ class QdrantStore:
 
     def delete(self, doc_ids: Sequence[str], *, reason: DeletionReason = "deleted") -> int:
         """Remove documents, their chunks (dense and sparse vectors) and names; each removed
-        chunk is remembered (:meth:`deleted_chunks`)."""
+        chunk is remembered (`deleted_chunks`)."""
         m = self._m
         gone = list(self._doc_payloads(list(dict.fromkeys(doc_ids))))
         try:
@@ -769,7 +769,7 @@ class QdrantStore:
         2. Their chunks: one grouped query (``group_by="doc_id"``) on ``_chunks`` fusing the
            chunk-level prefetches with RRF, restricted to those documents.
 
-        As in :meth:`affidavit.store.local.LocalStore.search_documents`, a document's n-th best
+        As in `affidavit.store.local.LocalStore.search_documents`, a document's n-th best
         chunk scores its document score halved n - 1 times. Chunk ranks inside a document come
         from prefetches restricted to the top documents (the local store ranks them among all
         chunks), which can order a document's chunks differently, never its documents.

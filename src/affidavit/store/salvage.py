@@ -21,7 +21,7 @@ repaired from the derived index. What can be done without a backup, in named ste
 A document whose own row is unreadable, or whose chunks cannot be re-created, is lost: it is
 named (with the file it came from, where known) for ``affidavit ingest`` to add again.
 
-Example:
+Examples:
     >>> report = salvage(Path(".affidavit"), chunker, embedder)  # doctest: +SKIP
     >>> report.complete, report.lost  # doctest: +SKIP
     (True, ())

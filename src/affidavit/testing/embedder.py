@@ -1,11 +1,11 @@
 """A deterministic fake embedder for tests: hashed bag of words, no model, no network.
 
 Texts that share words get similar vectors, so dense retrieval behaves sensibly in tests. The
-implementation is :class:`affidavit.retrieve.embedders.HashEmbedder` (the ``fake`` embed
+implementation is `affidavit.retrieve.embedders.HashEmbedder` (the ``fake`` embed
 backend); this module only names it for tests, so the import goes one way: testing imports the
 library, never the reverse.
 
-Example:
+Examples:
     >>> emb = FakeEmbedder(dim=64)
     >>> v = emb.embed(["red apple", "red apple"])
     >>> bool((v[0] == v[1]).all())

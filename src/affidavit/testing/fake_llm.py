@@ -2,7 +2,7 @@
 
 Shipped with the library so applications can test their use of affidavit without a model.
 
-Example:
+Examples:
     >>> from affidavit.core.types import Message
     >>> llm = FakeGenerator(["Paris is the capital of France [1]."])
     >>> "".join(llm.stream([Message(role="user", content="Capital of France?")]))
@@ -37,7 +37,7 @@ class FakeCall:
 
 
 class FakeGenerator:
-    """A :class:`~affidavit.generate.base.Generator` that replays a script.
+    """A `Generator` that replays a script.
 
     Args:
         responses: answers returned in order (an exception in the list is raised at its turn),
@@ -111,7 +111,7 @@ class FakeGenerator:
 
 @dataclass
 class FakeReply:
-    """One scripted reply of :class:`FakeOpenAIServer`."""
+    """One scripted reply of `FakeOpenAIServer`."""
 
     status: int = 200
     content: str = ""
@@ -128,7 +128,7 @@ class FakeOpenAIServer:
     reply's ``stream_pieces`` (or its content split into words) as SSE events. Every request body
     and its headers are recorded.
 
-    Example:
+    Examples:
         >>> with FakeOpenAIServer([FakeReply(content="Paris [1].")]) as srv:
         ...     import httpx
         ...     r = httpx.post(srv.url + "/chat/completions", json={"messages": []})

@@ -1,6 +1,6 @@
 """Run ``affidavit serve`` in a child process on loopback, for tests and benchmarks.
 
-Example:
+Examples:
     >>> with ServedProcess({"AFFIDAVIT_STORE__PATH": "store"}) as srv:  # doctest: +SKIP
     ...     httpx.get(srv.url + "/healthz").json()
     {'status': 'ok'}

@@ -1,9 +1,9 @@
-"""Contract tests every :class:`~affidavit.store.base.Store` implementation must pass.
+"""Contract tests every `Store` implementation must pass.
 
-Subclass :class:`StoreContract` in a test module and implement ``make_store`` (and ``reopen``
+Subclass `StoreContract` in a test module and implement ``make_store`` (and ``reopen``
 for persistent backends); pytest then runs every ``test_*`` method against your store.
 
-Example:
+Examples:
     >>> class TestMyStore(StoreContract):  # doctest: +SKIP
     ...     def make_store(self, path):
     ...         return MyStore(path)

@@ -1,11 +1,11 @@
 """A deterministic fake verifier for tests: word containment, no model.
 
 Shipped with the library so applications can test code that calls a
-:class:`~affidavit.verify.base.ClaimVerifier` without loading the cross-encoder. It is not a
+`ClaimVerifier` without loading the cross-encoder. It is not a
 verifier anyone should trust: it only asks whether one chunk contains every content word of the
 claim.
 
-Example:
+Examples:
     >>> from affidavit.core.types import Chunk
     >>> from affidavit.verify.cascade import claim_from_text
     >>> v = KeywordVerifier()

@@ -4,7 +4,7 @@ A Merkle tree of ``size`` leaves (RFC 9162, section 2.1) is stored as levels: le
 leaf hashes, level ``l`` the hashes of the complete subtrees of ``2**l`` leaves that start at a
 multiple of ``2**l``. Every subtree an inclusion or consistency proof names is either such a node
 or a right-edge subtree built from at most ``log2(size)`` of them, so a store that answers
-:meth:`NodeSource.node` in constant time builds any proof in ``O(log n)`` lookups.
+`NodeSource.node` in constant time builds any proof in ``O(log n)`` lookups.
 """
 
 from __future__ import annotations

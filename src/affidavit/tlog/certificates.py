@@ -5,7 +5,7 @@ A certificate's entry is the sha256 of its RFC 8785 canonical JSON, signature in
 key lives in ``tlog/<key id>/`` beside the key (``tlog.path`` overrides it) and its origin is
 ``affidavit/<key id>`` (``tlog.origin``); its checkpoints are signed by that same key.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from affidavit.core.settings import Settings
     >>> from affidavit.certify import build_certificate, generate_key, sign_certificate
@@ -70,7 +70,7 @@ def log_origin(settings: Settings, public: Ed25519PublicKey) -> str:
 
 
 def log_certificate(cert: Certificate, settings: Settings, key: Ed25519PrivateKey) -> Certificate:
-    """Append a signed certificate to the log and return it with its :class:`LogEntry`.
+    """Append a signed certificate to the log and return it with its `LogEntry`.
 
     Raises:
         CertificateError: the certificate is unsigned.

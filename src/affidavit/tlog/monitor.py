@@ -1,14 +1,14 @@
 """Watching a log: recompute it from its entries (``log verify``), and witness its checkpoints.
 
-:func:`verify_log` is what the log's keeper (or anyone with a copy of its folder) runs: it
+`verify_log` is what the log's keeper (or anyone with a copy of its folder) runs: it
 streams every entry through a compact range, compares every stored node and every checkpoint
 ever signed, and reports the first divergence. It catches an entry deleted, reordered or
 rewritten behind the checkpoints' back, but not a keeper who rewrites the entries, the nodes and
 the whole history and re-signs it all: only someone who kept an earlier checkpoint can. That
-is the :class:`Witness`: it keeps the last checkpoint it saw of each log and accepts a new one
+is the `Witness`: it keeps the last checkpoint it saw of each log and accepts a new one
 only with a proof that the new tree extends the old.
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     >>> key = Ed25519PrivateKey.generate()

@@ -6,9 +6,9 @@ line and one signature line per signer, ``— <key name> <base64(key hash || sig
 bytes of ``SHA-256(key name || 0x0A || 0x01 || raw public key)`` (0x01: Ed25519) and the
 signature covers the text above the blank line. The same key that signs affidavit's certificates
 signs its checkpoints, under the log's origin as key name, so standard checkpoint tooling (Go's
-``golang.org/x/mod/sumdb/note``, for one) reads them given :func:`verifier_key`.
+``golang.org/x/mod/sumdb/note``, for one) reads them given `verifier_key`.
 
-Example:
+Examples:
     >>> from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     >>> key = Ed25519PrivateKey.generate()
     >>> note = sign_checkpoint("example.com/log", 3, bytes(32), key)

@@ -25,7 +25,7 @@ it, the next append finishes the history. Before signing, the stored right edge 
 committed root, so a damaged node index can never make the log sign a tree that does not extend
 its own (the append is refused instead).
 
-Example:
+Examples:
     >>> import tempfile, pathlib
     >>> from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     >>> key = Ed25519PrivateKey.generate()
@@ -102,7 +102,7 @@ class FileLog:
     """A transparency log in a folder (see the module docstring for the layout).
 
     Readers (proofs, entries, checkpoints) see only committed entries and take no lock; writers
-    (:meth:`append`) are serialised by an exclusive ``flock``.
+    (`append`) are serialised by an exclusive ``flock``.
 
     Args:
         path: the log folder (created on the first append).
@@ -163,11 +163,11 @@ class FileLog:
         return data
 
     def entry(self, index: int) -> bytes:
-        """Entry ``index`` (its 32 bytes), which must be below :meth:`size`."""
+        """Entry ``index`` (its 32 bytes), which must be below `size`."""
         return self._read(ENTRIES, index)
 
     def node(self, level: int, index: int) -> bytes:
-        """See :class:`affidavit.tlog.base.NodeSource`."""
+        """See `affidavit.tlog.base.NodeSource`."""
         if level == 0:
             return leaf_hash(self._read(ENTRIES, index))
         return self._read(_level_name(level), index)
@@ -209,7 +209,7 @@ class FileLog:
         return inclusion_proof(self, index, size)
 
     def prove_inclusion(self, index: int, size: int | None = None) -> InclusionProof:
-        """:meth:`inclusion_proof` as the contract (with the leaf hash)."""
+        """`inclusion_proof` as the contract (with the leaf hash)."""
         size = self._sized(size)
         hashes = self.inclusion_proof(index, size)
         return InclusionProof(

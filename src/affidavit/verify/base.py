@@ -1,7 +1,7 @@
 """The verification stage Protocols.
 
-A :class:`PairScorer` scores (claim, evidence) text pairs into 3-way probabilities (one cascade
-stage); a :class:`ClaimVerifier` turns a claim plus retrieved chunks into a :class:`Verdict`
+A `PairScorer` scores (claim, evidence) text pairs into 3-way probabilities (one cascade
+stage); a `ClaimVerifier` turns a claim plus retrieved chunks into a `Verdict`
 (evidence selection, windows, cascade, minimal sufficient evidence). Both fail closed: a stage that
 cannot run returns/records an error and the claim is never reported as supported.
 """

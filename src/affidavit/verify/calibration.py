@@ -1,10 +1,10 @@
 """Calibration of verifier probabilities (fitted on dev data only) and threshold presets.
 
-* :class:`TemperatureScaler`: one temperature for the 3-way logits, fitted by minimising the
+* `TemperatureScaler`: one temperature for the 3-way logits, fitted by minimising the
   negative log-likelihood (binary "not entailed" rows count p_neutral + p_contradict).
-* :class:`IsotonicCalibrator`: a monotone map of p_entail, fitted by pool-adjacent-violators
+* `IsotonicCalibrator`: a monotone map of p_entail, fitted by pool-adjacent-violators
   (numpy only), applied by linear interpolation between the fitted steps.
-* :func:`preset_thresholds`: tau_entail / tau_contradict for the policy presets; the packaged
+* `preset_thresholds`: tau_entail / tau_contradict for the policy presets; the packaged
   model's ``config.json`` may carry dev-tuned values, which then replace the defaults.
 
 Fit these on a dev split (``training/data/dev.jsonl`` or your own), never on the rows you report::
@@ -13,7 +13,7 @@ Fit these on a dev split (``training/data/dev.jsonl`` or your own), never on the
 
 then set ``verify.calibration_path`` to the file: the cross-encoder maps p_entail through it.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> iso = IsotonicCalibrator().fit(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1]))
     >>> [round(float(x), 3) for x in iso.transform(np.array([0.1, 0.375, 0.9]))]
@@ -85,7 +85,7 @@ def effective_policy(settings: Any) -> Any:
     dev-tuned values from its ``config.json`` (the combiner's threshold when the model ships one).
 
     Args:
-        settings: the whole :class:`~affidavit.core.settings.Settings`.
+        settings: the whole `Settings`.
 
     Returns:
         A ``PolicySettings`` copy with the thresholds filled in.

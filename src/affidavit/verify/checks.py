@@ -11,7 +11,7 @@ disagrees with, or is absent from, the evidence; the reason says which, in plain
 paraphrase that keeps the facts passes (reordering, dropped clauses, synonyms, "95 billion" for
 "$95B", "10 miles" for "16 km").
 
-Example:
+Examples:
     >>> r = run_checks("The tower was finished in 1925.", "The tower was finished in 1889.")
     >>> [x.reason for x in r if x.status == "fail"]
     ['the year 1925 disagrees with 1889 in the evidence']
@@ -66,7 +66,7 @@ def fold_for_checks(text: str) -> str:
     from Cyrillic and Greek folded to Latin. Both claim and evidence are folded the same way,
     so text genuinely in those scripts still compares equal to itself.
 
-    Example:
+    Examples:
         >>> fold_for_checks("was n‍o‍t found in ¹⁹²⁵ by Рierre")
         'was not found in 1925 by Pierre'
     """
@@ -956,9 +956,9 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
         evidence_text: the evidence passage (a sentence window or a whole chunk).
 
     Returns:
-        One :class:`CheckResult` per check, in the order of :data:`CHECK_NAMES`.
+        One `CheckResult` per check, in the order of `CHECK_NAMES`.
 
-    Example:
+    Examples:
         >>> r = run_checks("Revenue was 95 billion dollars.", "Revenue reached $95B in 2023.")
         >>> {x.check: x.status for x in r}["number"]
         'pass'

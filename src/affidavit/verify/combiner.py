@@ -12,7 +12,7 @@ hand-set rules. Its weights, feature standardisation, the dev-chosen threshold a
 Fail closed: the combiner only ever runs on complete verdicts; a text with any incomplete part
 is unsupported whatever the combiner says (``ClaimCascade`` enforces it).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> c = Combiner(features=["pe_whole"], mean=[0.5], scale=[0.25], coef=[4.0], intercept=0.0,
     ...              tau=0.5)
@@ -69,7 +69,7 @@ class PartSignals:
 def feature_vector(
     whole: PartSignals, parts: Sequence[PartSignals], evidence_tokens: int
 ) -> dict[str, float]:
-    """All of :data:`FEATURES` for a text; ``parts`` is ``[whole]`` for a one-sentence claim."""
+    """All of `FEATURES` for a text; ``parts`` is ``[whole]`` for a one-sentence claim."""
     parts = list(parts) or [whole]
     n = len(parts)
     return {
@@ -94,7 +94,7 @@ class Combiner:
     """Standardised logistic regression over named features.
 
     Args:
-        features: feature names (a subset of :data:`FEATURES`), in weight order.
+        features: feature names (a subset of `FEATURES`), in weight order.
         mean: per-feature mean used for standardisation.
         scale: per-feature standard deviation (> 0).
         coef: per-feature weight.

@@ -11,7 +11,7 @@ the top encoder layers, the pooler and the classifier (``verifier_top.onnx``, in
 Both files are checked against the sha256 in the model's ``config.json`` before they are joined.
 Needs the ``onnx`` package (part of the ``models`` extra).
 
-Example:
+Examples:
     >>> from affidavit.verify.compose import compose_verifier  # doctest: +SKIP
     >>> model = compose_verifier(base_onnx, top_onnx, layers=2)  # doctest: +SKIP
 """
@@ -237,7 +237,7 @@ def has_dynamic_quantization(model: Any) -> bool:
 def compose_in_child(
     base_path: Path, top_path: Path, layers: int, *, quantize_base: bool = False
 ) -> tuple[bytes, bool]:
-    """:func:`compose_verifier` in a child interpreter: the joined model's bytes, and whether it
+    """`compose_verifier` in a child interpreter: the joined model's bytes, and whether it
     quantises activations at run time.
 
     Importing ``onnx`` holds the GIL for about a second (the C extension of its ``ml_dtypes``
@@ -277,7 +277,7 @@ def compose_in_child(
 
 def _main(argv: list[str]) -> int:
     """``python -m affidavit.verify.compose BASE TOP LAYERS QUANTIZE OUT`` (for
-    :func:`compose_in_child`): writes the joined model to OUT, one JSON line to stdout."""
+    `compose_in_child`): writes the joined model to OUT, one JSON line to stdout."""
     base, top, layers, quantize, out = argv
     try:
         model = compose_verifier(Path(base), Path(top), int(layers), quantize_base=quantize == "1")

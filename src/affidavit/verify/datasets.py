@@ -7,7 +7,7 @@ error types and ANLI are evaluation-only (their licences forbid training a shipp
 
 Labels are ``entail`` / ``neutral`` / ``contradict`` (3-way sets) or ``entail`` / ``not_entail``.
 
-Example:
+Examples:
     >>> splits = read_splits(Path("training/splits.json"))  # doctest: +SKIP
     >>> load_set("wice", Path("../shared/data"), splits)[0].label  # doctest: +SKIP
     'entail'

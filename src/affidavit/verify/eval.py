@@ -4,7 +4,7 @@ Metrics (supported vs not): balanced accuracy and F1 at the policy's tau_entail,
 p_entail, expected calibration error (10 equal-width bins); 3-way accuracy on 3-way labelled sets.
 Each comes with a bootstrap 95% interval (percentile method, seeded).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> y = np.array([1, 1, 0, 0]); p = np.array([0.9, 0.4, 0.3, 0.6])
     >>> balanced_accuracy(y, p >= 0.5), auroc(y, p)

@@ -9,7 +9,7 @@ point into the chunk, and the windows of a chunk overlap and cover it end to end
 For minimal sufficient evidence the same module proposes smaller spans (the sentences of a window)
 and combinations of two or three spans (concatenated in document order) to be re-verified.
 
-Example:
+Examples:
     >>> w = Windower(WhitespaceTokens(), max_len=64, stride=32)
     >>> chunk = Chunk(text="Paris is the capital of France. It has 2.1 million inhabitants.")
     >>> [s.text for s in w.windows("Paris is in France.", chunk)]
@@ -69,11 +69,11 @@ def content_words(text: str) -> list[str]:
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text`` (deterministic regex, no model).
 
-    The one splitter of the verifier (:func:`affidavit.verify.lexical.sentence_spans`): it keeps
+    The one splitter of the verifier (`affidavit.verify.lexical.sentence_spans`): it keeps
     abbreviations and initials together, splits sentences glued without a space after a
     lower-case word (concatenated paragraphs), and splits caseless text at any word.
 
-    Example:
+    Examples:
         >>> sentence_spans("One. Two!")
         [(0, 4), (5, 9)]
         >>> sentence_spans("Formed by Hanson.The U.S. band split.")  # glued; an abbreviation

@@ -5,14 +5,14 @@ Two kinds of folder are accepted:
 * an ONNX folder (``*.onnx`` + ``tokenizer.json``, optional ``config.json``): run by ONNX Runtime
   like the packaged model; the sha256 is checked when the config gives one;
 * a Hugging Face folder (``config.json`` + weights): run by ``transformers`` + ``torch``,
-  imported lazily; without them a :class:`MissingDependencyError` names
+  imported lazily; without them a `MissingDependencyError` names
   ``pip install "affidavit[external]"``.
 
 The label order of the logits comes from ``settings.external_labels`` (names such as
 ``entailment``, ``neutral``, ``contradiction``, ``not_entailment``); a 2-label model's
 "not entailed" mass counts as neutral.
 
-Example:
+Examples:
     >>> from affidavit.core.settings import VerifySettings
     >>> s = VerifySettings(external_model_path="~/models/deberta-nli",
     ...                    external_labels=["contradiction", "neutral", "entailment"])

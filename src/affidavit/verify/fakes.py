@@ -5,7 +5,7 @@
 ``tokenizer.json`` and a ``config.json`` with the right sha256, so the ONNX path can be tested
 without the trained model. It needs the ``onnx`` package (dev extra).
 
-Example:
+Examples:
     >>> s = ScriptedScorer({"cats": (0.9, 0.05, 0.05)})
     >>> s.score([("cats purr", "Cats purr.")])[0].label
     'supported'

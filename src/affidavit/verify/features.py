@@ -10,13 +10,13 @@ Three families, all deterministic given the frozen MiniLM embedder:
 * **lexical**: content-stem coverage of the claim in the whole evidence (unigram, bigram,
   IDF-weighted), in the best unit and in the best two units, coverage of numbers and capitalised
   names, rarest missing word, lengths, negation counts.
-* **typed checks** (:func:`affidavit.verify.checks.run_checks`) on the best units: a fail / pass
+* **typed checks** (`affidavit.verify.checks.run_checks`) on the best units: a fail / pass
   indicator per check type.
 
 Only the lexical ranking sees every unit; the embedder sees the claim and the ``top_k`` units
 (``n_units`` and ``n_embedded`` are reported so a caller can tell how much was embedded).
 
-Example:
+Examples:
     >>> units = evidence_units("Paris is in France. It is big.")
     >>> units
     ['Paris is in France.', 'It is big.']
@@ -251,7 +251,7 @@ def featurize(
     All texts of the batch are embedded in one call (deduplicated; ``cache`` keeps vectors across
     calls, e.g. for evidence shared by many claims).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> fake = lambda texts: np.ones((len(texts), EMBED_DIM), dtype=np.float32) / EMBED_DIM**0.5
         >>> X, used = featurize([("A cat.", "A cat sat.")], fake, IdfTable.fit(["A cat sat."]))

@@ -1,7 +1,7 @@
 """The embedding-head verifier: a small classifier on frozen MiniLM, lexical and check features.
 
-A :class:`PairScorer` (cascade stage ``embed_head``) that needs only numpy and onnxruntime. The
-features are :func:`affidavit.verify.features.featurize`; the classifier is a numpy MLP (or a
+A `PairScorer` (cascade stage ``embed_head``) that needs only numpy and onnxruntime. The
+features are `affidavit.verify.features.featurize`; the classifier is a numpy MLP (or a
 linear layer when ``hidden`` is 0) trained by ``training/train_head.py``. The packaged model lives
 in ``affidavit/verify/model_head/``: ``head.npz`` (weights, feature standardisation, hashed IDF)
 and ``config.json`` (labels, calibration temperature, the dev-chosen threshold, the sha256 of
@@ -10,7 +10,7 @@ and ``config.json`` (labels, calibration temperature, the dev-chosen threshold, 
 Long evidence is never cut: every sentence is ranked lexically and the ``top_k`` best (a sentence
 too long for MiniLM is split into overlapping windows) are embedded; ``detail`` says how many.
 
-Example:
+Examples:
     >>> scorer = EmbedHeadScorer(threads=1)  # doctest: +SKIP
     >>> s = scorer.score([("Paris is in France.", "Paris is the capital of France.")])[0]
     >>> s.p_entail > s.p_contradict  # doctest: +SKIP
@@ -234,7 +234,7 @@ def read_head_config(model_dir: str | Path) -> HeadConfig:
 def load_embed_head(settings: VerifySettings) -> EmbedHeadScorer:
     """The packaged embed head with the verify settings' threads (cascade stage ``embed_head``).
 
-    Example:
+    Examples:
         >>> from affidavit.core.settings import VerifySettings
         >>> load_embed_head(VerifySettings(threads=1)).name  # doctest: +SKIP
         'embed_head'

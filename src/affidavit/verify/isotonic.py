@@ -1,7 +1,7 @@
 """The isotonic map of p_entail: shared by the cross-encoder (which applies it) and the
 calibration module (which fits it), so neither imports the other.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> iso = IsotonicCalibrator().fit(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1]))
     >>> [round(float(x), 3) for x in iso.transform(np.array([0.1, 0.375, 0.9]))]
@@ -70,7 +70,7 @@ class IsotonicCalibrator:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IsotonicCalibrator:
-        """Rebuild a fitted map from :meth:`to_dict` output.
+        """Rebuild a fitted map from `to_dict` output.
 
         Raises:
             ModelError: the map is malformed (lengths differ, not monotone, outside [0, 1]).
@@ -87,7 +87,7 @@ class IsotonicCalibrator:
 
 
 def load_isotonic(path: str | Path) -> IsotonicCalibrator:
-    """Read a calibration file written by :func:`fit_on_dev`.
+    """Read a calibration file written by `fit_on_dev`.
 
     Raises:
         ModelError: missing or malformed file.

@@ -1,9 +1,9 @@
 """Small, deterministic text helpers shared by the typed checks and the audit matcher.
 
-Tokens are lower-cased word forms; :func:`stem` is a light suffix stripper (plus a few irregular
+Tokens are lower-cased word forms; `stem` is a light suffix stripper (plus a few irregular
 verb forms) so that "founded"/"founds"/"founding" and "won"/"wins" meet. Nothing here loads a model.
 
-Example:
+Examples:
     >>> content_stems("The Eiffel Tower was completed in 1889.")
     ['eiffel', 'tower', 'complet', '1889']
 """
@@ -283,7 +283,7 @@ _SUFFIXES = (
 def stem(word: str) -> str:
     """Light, deterministic stemmer: lower-case, irregular forms, then one suffix strip.
 
-    Example:
+    Examples:
         >>> stem("Founded"), stem("founding"), stem("won")
         ('found', 'found', 'win')
     """
@@ -349,7 +349,7 @@ _ABBREV_CASELESS = re.compile(
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """See :func:`_sentence_spans` (cached; a fresh list each call)."""
+    """See `_sentence_spans` (cached; a fresh list each call)."""
     return list(_sentence_spans(text))
 
 
@@ -357,7 +357,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of the sentences of a text (abbreviations and initials kept together).
 
-    Example:
+    Examples:
         >>> t = "Dr. Smith came. He left in 1990."
         >>> [t[a:b] for a, b in sentence_spans(t)]
         ['Dr. Smith came.', 'He left in 1990.']
@@ -441,7 +441,7 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
     ``benchmarks/verifier_invariance.py`` measures how far a model still moves. Only a single
     plain statement of at most 60 words with one time adverbial is rewritten.
 
-    Example:
+    Examples:
         >>> move_time_adverbial("Marie Curie discovered polonium and radium in 1898.")
         ('In 1898, Marie Curie discovered polonium and radium.', 'to_front')
         >>> move_time_adverbial("In 1889, the tower opened to the public.")
@@ -769,5 +769,5 @@ def subject_focus(claim: str, evidence: str) -> str | None:
 
 
 def fold_text(text: str) -> str:
-    """Spaces and quotes made uniform (for :func:`role_mismatch`)."""
+    """Spaces and quotes made uniform (for `role_mismatch`)."""
     return " ".join(text.translate(_NORM_QUOTES).split())

@@ -1,11 +1,11 @@
-"""An LLM judge as a PairScorer: any :class:`Generator` asked for a strict JSON verdict.
+"""An LLM judge as a PairScorer: any `Generator` asked for a strict JSON verdict.
 
 Used by the cascade only for the uncertain band. The reply must be exactly one JSON object
 ``{"label": "supported" | "contradicted" | "unsupported", "confidence": 0..1, "reason": str}``;
 anything else (prose, extra keys, a wrong type, a generator error) is an error score: the judge
 fails closed and the claim is not verified on its word.
 
-Example:
+Examples:
     >>> from affidavit.verify.fakes import ScriptedScorer
     >>> class Echo:
     ...     name = "echo"

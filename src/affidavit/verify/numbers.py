@@ -5,7 +5,7 @@ is 5000 m; "a dozen" is 12; "2 March 1991", "March 2, 1991" and "1991-03-02" are
 A quantity keeps its *precision* (half a unit of its last written digit, times its scale) so a
 rounded claim ("about 95 billion") matches a precise source ("95.3 billion").
 
-Example:
+Examples:
     >>> [q.value for q in find_quantities("revenue of $95B")]
     [95000000000.0]
     >>> [(d.year, d.month, d.day) for d in find_dates("born on March 2, 1991")]
@@ -353,7 +353,7 @@ def find_dates(text: str) -> list[DateMention]:
 
     The most specific reading of a span wins ("3 May 2001" is one date, not a year).
 
-    Example:
+    Examples:
         >>> [d.describe() for d in find_dates("From 1844 to 1846, and on 3 May 2001.")]
         ['1844', '1846', '3 May 2001']
     """
@@ -466,9 +466,9 @@ def _precision(num: str) -> float:
 
 
 def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Quantity]:
-    """Every number with its scale and unit; years and dates are left to :func:`find_dates`.
+    """Every number with its scale and unit; years and dates are left to `find_dates`.
 
-    Example:
+    Examples:
         >>> [(q.value, q.dimension) for q in find_quantities("3.5% of 12 km and a dozen eggs")]
         [(3.5, 'percent'), (12000.0, 'length'), (12.0, '')]
     """

@@ -1,4 +1,4 @@
-"""Countries and US states named in a text, for the wrong-place check of :mod:`.checks`.
+"""Countries and US states named in a text, for the wrong-place check of `checks`.
 
 The gazetteer is ``pycountry`` (ISO 3166: every country's name, common and official names, and
 the US states), plus the usual short forms ("US", "UK", "South Korea") and adjectives
@@ -7,7 +7,7 @@ Names that are more often something else (Jordan, Chad, Georgia, Washington, Tur
 capitalised only as the country, so it stays) are left out: a missed place only lets the model
 decide, a false one would withhold a true claim.
 
-Example:
+Examples:
     >>> sorted(p.key for p in places_in("Paris is the capital of France."))
     ['FR']
 """

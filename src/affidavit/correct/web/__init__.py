@@ -1,6 +1,6 @@
 """Web fallback of corrective retrieval: search clients, the safe fetcher, the offline store.
 
-Example:
+Examples:
     >>> from affidavit.correct.web import SafeFetcher, SearxngSearch
     >>> SearxngSearch("http://127.0.0.1:8888").name
     'searxng'

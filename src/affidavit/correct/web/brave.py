@@ -1,6 +1,6 @@
 """Brave Search API client (``GET /res/v1/web/search``).
 
-Example:
+Examples:
     >>> BraveSearch(api_key="...").search("eiffel tower height", max_results=3)  # doctest: +SKIP
 """
 
@@ -24,7 +24,7 @@ def _plain(text: object) -> str:
 
 
 class BraveSearch:
-    """A :class:`WebSearch` over the Brave Search API (snippets only; pages are fetched after).
+    """A `WebSearch` over the Brave Search API (snippets only; pages are fetched after).
 
     Args:
         api_key: the subscription token (``settings.correct.brave_api_key``).

@@ -1,11 +1,11 @@
 """Fetch a web page safely and reduce it to its main text (trafilatura).
 
-Every hop (the first URL and each redirect) goes through :class:`UrlGuard`, and the connection is
+Every hop (the first URL and each redirect) goes through `UrlGuard`, and the connection is
 made to the very address the guard checked (the host name still goes in the ``Host`` header and
 TLS SNI, so certificates are verified against the name), which closes the DNS-rebinding window.
 Bodies are read up to ``max_bytes``; only HTML and plain text are accepted.
 
-Example:
+Examples:
     >>> f = SafeFetcher(allowlist=["wikipedia.org"])
     >>> page = f.fetch("https://en.wikipedia.org/wiki/Paris")  # doctest: +SKIP
     >>> page.text[:40]  # doctest: +SKIP
@@ -46,7 +46,7 @@ def extract_main_text(body: str) -> tuple[str, str]:
 
 
 class SafeFetcher:
-    """A :class:`Fetcher` with an SSRF guard, a domain allowlist, timeouts and a size cap.
+    """A `Fetcher` with an SSRF guard, a domain allowlist, timeouts and a size cap.
 
     Args:
         allowlist: allowed domains (suffix match); empty allows any public host.
@@ -55,7 +55,7 @@ class SafeFetcher:
         max_bytes: larger bodies are cut at this size.
         max_redirects: redirect hops followed (each one checked).
         resolver: host -> addresses.
-        guard: a ready :class:`UrlGuard` (then ``allowlist``, ``allow_private_addresses`` and
+        guard: a ready `UrlGuard` (then ``allowlist``, ``allow_private_addresses`` and
             ``resolver`` are ignored).
     """
 

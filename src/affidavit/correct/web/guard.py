@@ -1,6 +1,6 @@
 """URL safety: the domain allowlist and the SSRF guard used before every fetch (and redirect).
 
-Example:
+Examples:
     >>> domain_allowed("https://en.wikipedia.org/wiki/X", ["wikipedia.org"])
     True
     >>> domain_allowed("https://evil-wikipedia.org/", ["wikipedia.org"])
@@ -79,10 +79,10 @@ class UrlGuard:
 
     Refuses non-http(s) schemes, URLs with credentials, hosts outside the allowlist and (unless
     ``allow_private_addresses``) hosts that resolve to any private, loopback, link-local,
-    multicast, reserved or otherwise non-global address. :meth:`check` returns the addresses so
+    multicast, reserved or otherwise non-global address. `check` returns the addresses so
     that the caller connects to exactly the address that was checked (no DNS rebinding window).
 
-    Example:
+    Examples:
         >>> UrlGuard().check("file:///etc/passwd")
         Traceback (most recent call last):
         ...
@@ -104,7 +104,7 @@ class UrlGuard:
         return WebSearchError(f"refused {url}: {why}", source=url, reason=why)
 
     def check(self, url: str) -> list[str]:
-        """Return the host's checked addresses; raise :class:`WebSearchError` when refused."""
+        """Return the host's checked addresses; raise `WebSearchError` when refused."""
         try:
             parts = urlsplit(url)
             port = parts.port

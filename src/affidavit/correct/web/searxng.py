@@ -2,7 +2,7 @@
 
 The instance must have ``json`` in its ``search.formats`` setting.
 
-Example:
+Examples:
     >>> SearxngSearch("http://localhost:8888").search("eiffel", max_results=3)  # doctest: +SKIP
 """
 
@@ -16,7 +16,7 @@ from affidavit.correct.web._http import as_float, as_list, request_json
 
 
 class SearxngSearch:
-    """A :class:`WebSearch` over a SearXNG instance (``settings.correct.searxng_url``).
+    """A `WebSearch` over a SearXNG instance (``settings.correct.searxng_url``).
 
     The instance URL is trusted configuration (often on a private network), so it is not put
     through the SSRF guard; the result pages are, when they are fetched.

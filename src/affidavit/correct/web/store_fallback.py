@@ -4,7 +4,7 @@ When the user's store does not answer, CRAG looks elsewhere; without network, el
 second store (a reference corpus, an encyclopaedia dump...). Results come with their text, so no
 fetch is needed.
 
-Example:
+Examples:
     >>> fb = StoreFallbackSearch.from_settings(settings)  # doctest: +SKIP
     >>> fb.search("eiffel tower height", max_results=3)  # doctest: +SKIP
 """
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class StoreFallbackSearch:
-    """A :class:`WebSearch` over any :class:`Retriever` (normally a second local store).
+    """A `WebSearch` over any `Retriever` (normally a second local store).
 
     Args:
         retriever: the fallback corpus' retriever.

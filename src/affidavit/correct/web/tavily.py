@@ -1,6 +1,6 @@
 """Tavily search client (``POST /search``).
 
-Example:
+Examples:
     >>> TavilySearch(api_key="tvly-...").search("eiffel tower", max_results=3)  # doctest: +SKIP
 """
 
@@ -14,7 +14,7 @@ from affidavit.correct.web._http import as_float, as_list, request_json
 
 
 class TavilySearch:
-    """A :class:`WebSearch` over the Tavily API.
+    """A `WebSearch` over the Tavily API.
 
     Tavily returns extracted page text itself when ``include_raw_content`` is set, so its results
     usually need no fetch.
