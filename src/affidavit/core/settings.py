@@ -301,6 +301,14 @@ class VerifySettings(Section):
         "model also reads a *fronted* date as support whatever its value, and the average let "
         "'The Eiffel Tower was completed in 1887.' (the date of its start) through.",
     )
+    compressed_support: bool = Field(
+        default=True,
+        description="Support a claim an evidence sentence states word for word but for a "
+        "description of its subject ('The Fatima Mansions was formed in 1988.' against 'The "
+        "Fatima Mansions were an art rock group formed in 1988 by ...'), as a verbatim "
+        "statement is (verify.lexical.compressed_support: one narrow sentence shape, nothing "
+        "denied, hedged or reported); a typed check's conflict still wins.",
+    )
     subject_focus: bool = Field(
         default=True,
         description="Who did what: a supported claim that opens with a name is judged again "

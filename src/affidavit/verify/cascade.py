@@ -61,6 +61,7 @@ from affidavit.verify.evidence import (
     sentence_candidates,
 )
 from affidavit.verify.lexical import (
+    compressed_support,
     move_time_adverbial,
     role_mismatch,
     subject_focus,
@@ -375,10 +376,14 @@ class ClaimCascade:
             return None
         sentences = _sentences(claim) or [claim]
         spans: list[EvidenceSpan] = []
+        compressed = False
         for sent in sentences:
             hit = None
             for chunk in chunks:
                 found = verbatim_support(sent.text, chunk.text)
+                if found is None and self.settings.compressed_support:
+                    found = compressed_support(sent.text, chunk.text)
+                    compressed = compressed or found is not None
                 if found is not None:
                     hit = make_span(chunk, *found)
                     break
@@ -386,6 +391,9 @@ class ClaimCascade:
                 return None
             spans.append(hit)
         quoted = "; ".join(f"'{sp.text[:80]}'" for sp in spans)
+        how = (
+            "word for word, but for a description of its subject" if compressed else "word for word"
+        )
         stage = StageScore(
             stage="verbatim",
             p_entail=1.0,
@@ -393,7 +401,7 @@ class ClaimCascade:
             p_contradict=0.0,
             label="supported",
             decided=True,
-            detail=f"the evidence states it word for word: {quoted}",
+            detail=f"the evidence states it {how}: {quoted}",
         )
         return v.model_copy(
             update={
@@ -403,7 +411,7 @@ class ClaimCascade:
                 "p_contradict": 0.0,
                 "evidence": tuple(dict.fromkeys(spans)),
                 "stages": (*v.stages, stage),
-                "reason": f"the evidence states the claim word for word ({v.label} by "
+                "reason": f"the evidence states the claim {how} ({v.label} by "
                 f"p(supported) {v.p_entail:.2f} before): {quoted}",
             }
         )

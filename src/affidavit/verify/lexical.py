@@ -552,6 +552,142 @@ def verbatim_support(claim: str, evidence: str) -> tuple[int, int] | None:
     return None
 
 
+_COPULAS = frozenset(["is", "was", "are", "were"])
+_ARTICLES = frozenset(["a", "an", "the"])
+_RELATIVE = frozenset(["that", "which", "who"])
+# a participle that can follow "X was": regular ones end in -ed/-en, these do not
+_PARTICIPLES = frozenset(
+    [
+        "born",
+        "built",
+        "made",
+        "held",
+        "won",
+        "led",
+        "run",
+        "sold",
+        "bought",
+        "found",
+        "set",
+        "put",
+        "kept",
+        "left",
+        "lost",
+        "met",
+        "paid",
+        "sent",
+        "spent",
+        "told",
+        "brought",
+        "caught",
+        "taught",
+        "stood",
+        "sung",
+        "begun",
+        "drawn",
+        "grown",
+        "known",
+        "shown",
+        "thrown",
+        "flown",
+        "done",
+        "seen",
+        "given",
+        "taken",
+        "written",
+        "driven",
+        "spoken",
+        "chosen",
+        "based",
+        "located",
+        "situated",
+        "named",
+    ]
+)
+_NO_CONTINUATION = frozenset(["or", "nor", "than", "until", "unless", "if", "whether"])
+# in the left-out noun phrase: another clause, or a second noun the predicate could belong to
+# ("the brother of Jerry who was born in 1950": Jerry was)
+_NOT_IN_GAP = (
+    _RELATIVE
+    | _COPULAS
+    | _NO_CONTINUATION
+    | frozenset(
+        ["of", "with", "for", "by", "to", "at", "on", "about", "between", "among", "and", "but"]
+    )
+)
+MAX_GAP_WORDS = 12
+
+
+def _words_at(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0).lower(), m.start(), m.end()) for m in WORD_RE.finditer(text)]
+
+
+def compressed_support(claim: str, evidence: str) -> tuple[int, int] | None:
+    """Character span of an evidence sentence that states ``claim`` with only a description of
+    its subject left out, or None.
+
+    "The Fatima Mansions was formed in 1988." against "The Fatima Mansions were an art rock group
+    formed in 1988 by Cork singer Cathal Coughlan." and "Hinder was formed in 2001." against
+    "Hinder is an American rock band from Oklahoma that was formed in 2001 by ..." (the model
+    scored both p_entail below 0.1). Only this one shape is read, where what is left out can
+    only describe the subject: the sentence opens with the claim's subject, goes on with "is /
+    was / are / were" and an article, a short noun phrase (no comma, no other clause), then
+    either "that / which / who" and the claim's predicate word for word, or the claim's
+    participle phrase ("formed in 1988") word for word. The noun phrase may hold no second noun
+    the predicate could belong to ("the brother of Jerry who was born in 1950" says Jerry was):
+    no "of", "with", "and" and the like. Nothing that denies, hedges, reports or compares may
+    stand in the sentence, and the predicate must not go on with "or", "than", "until" and the
+    like. A finding only supports; it never withholds.
+    """
+    cased = _norm(claim)
+    if "?" in cased or _unasserted(cased) or len(cased.split()) < MIN_VERBATIM_WORDS:
+        return None
+    c = _words_at(cased)
+    m = _CLAIM_SUBJECT.match(fold_text(cased))
+    if m is None or not _name_words(m.group("name"), cased):
+        return None
+    n_subject = len(WORD_RE.findall(cased[: m.start("pred")]))
+    subject = [w for w, _, _ in c[:n_subject]]
+    rest = [w for w, _, _ in c[n_subject:]]
+    if not rest or rest[0] not in _COPULAS:
+        return None
+    for a, b in sentence_spans(evidence):
+        sent = _norm(evidence[a:b])
+        if _unasserted(sent) or len(sent) != len(sent.lower()):
+            continue
+        s = _words_at(sent)
+        words = [w for w, _, _ in s]
+        k = len(subject)
+        if words[:k] != subject or k + 2 > len(words):
+            continue
+        if words[k] not in _COPULAS or words[k + 1] not in _ARTICLES:
+            continue
+        # the claim's predicate after a relative pronoun ("... band that was formed in 2001")
+        # or its participle phrase right after the noun phrase ("... group formed in 1988")
+        participle = rest[1:]
+        for j in range(k + 3, min(len(words), k + 3 + MAX_GAP_WORDS)):
+            if words[j - 1] in _RELATIVE and j - 1 > k + 2:
+                pred, gap_end = rest, j - 1
+            elif participle and _is_participle(participle[0]):
+                pred, gap_end = participle, j
+            else:
+                continue
+            if len(pred) < 3 or words[j : j + len(pred)] != pred:
+                continue
+            gap = sent[s[k + 2][1] : s[gap_end - 1][2]]
+            if any(ch in gap for ch in ',;:()"') or set(_words_lower(gap)) & _NOT_IN_GAP:
+                continue
+            after = words[j + len(pred) : j + len(pred) + 1]
+            if after and after[0] in _NO_CONTINUATION:
+                continue
+            return a, b
+    return None
+
+
+def _is_participle(word: str) -> bool:
+    return word in _PARTICIPLES or (len(word) > 4 and word.endswith(("ed", "en")))
+
+
 # ----------------------------------------------------------------------------- who did what
 _NAME = r"(?:[A-Z][\w'\u2019.-]*)(?:\s+(?:[A-Z][\w'\u2019.-]*|de|van|von|da|di|of|bin|al))*"
 _CLAIM_SUBJECT = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s+(?P<pred>[a-z].*)$")

@@ -6,9 +6,9 @@ import pytest
 
 from affidavit.core.settings import PolicySettings, VerifySettings
 from affidavit.core.types import CheckResult, Chunk
-from affidavit.verify.cascade import ClaimCascade, claim_from_text
+from affidavit.verify.cascade import ClaimCascade, chunks_from_texts, claim_from_text
 from affidavit.verify.fakes import ScriptedScorer
-from affidavit.verify.lexical import verbatim_support
+from affidavit.verify.lexical import compressed_support, verbatim_support
 
 FORTH = (
     "The Forth Bridge is a cantilever railway bridge across the Firth of Forth in the east of "
@@ -98,3 +98,70 @@ def test_a_wrong_claim_inside_a_negated_sentence_stays_unverified() -> None:
     chunk = Chunk(text="It is false that the Forth Bridge opened on 4 March 1891.", id="x")
     v = casc.verify(claim_from_text("The Forth Bridge opened on 4 March 1891."), [chunk])
     assert v.label == "unsupported"
+
+
+# ------------------------------------------------------------------ compressed support
+HINDER = (
+    "Hinder is an American rock band from Oklahoma that was formed in 2001 by lead singer "
+    "Austin Winkler.The Fatima Mansions were an art rock group formed in 1988 by Cork "
+    "singer/keyboardist Cathal Coughlan, formerly of Microdisney."
+)
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # the ask benchmark's withheld true sentences (the model: p_entail 0.07)
+        "The Fatima Mansions was formed in 1988.",
+        "The Fatima Mansions were formed in 1988.",
+        "Hinder was formed in 2001.",
+        "Hinder was formed in 2001 by lead singer Austin Winkler.",
+    ],
+)
+def test_a_claim_stated_but_for_a_description_of_its_subject_is_found(claim: str) -> None:
+    assert compressed_support(claim, HINDER) is not None
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Hinder was formed in 1988.", HINDER),
+        ("The Fatima Mansions was formed by Microdisney.", HINDER),
+        ("Austin Winkler was formed in 2001.", HINDER),
+        # the predicate belongs to another noun of the left-out phrase
+        ("Tom was born in 1950.", "Tom is the brother of Jerry who was born in 1950."),
+        ("Tom was born in 1950.", "Tom met Jerry, who was born in 1950."),
+        ("Tom was born in 1950.", "Tom is a friend and a rival who was born in 1950."),
+        # denied, hedged, or not the whole statement
+        ("Tom was born in 1950.", "Tom is not a man who was born in 1950."),
+        ("Tom was born in 1950.", "Tom is reportedly a man who was born in 1950."),
+        ("Tom was born in 1950.", "Tom is a man who was born in 1950 or 1951."),
+        # not at the start of the sentence: who it is about cannot be told
+        ("Tom was born in 1950.", "Yesterday Tom is a man who was born in 1950."),
+    ],
+)
+def test_no_compressed_support_where_the_shape_does_not_hold(claim: str, evidence: str) -> None:
+    assert compressed_support(claim, evidence) is None
+
+
+def test_the_cascade_supports_a_compressed_statement_the_model_doubts() -> None:
+    doubtful = ScriptedScorer(default=(0.07, 0.6, 0.33))
+    casc = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.9),
+        scorers={"cross_encoder": doubtful},
+    )
+    ev = chunks_from_texts([HINDER])
+    v = casc.verify(claim_from_text("The Fatima Mansions was formed in 1988."), ev)
+    assert v.label == "supported" and v.stages[-1].stage == "verbatim"
+    assert "description of its subject" in v.reason
+    # a typed check's conflict still wins: the year differs
+    assert casc.verify(claim_from_text("Hinder was formed in 1988."), ev).label != "supported"
+    off = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1, compressed_support=False),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.9),
+        scorers={"cross_encoder": doubtful},
+    )
+    assert off.verify(claim_from_text("The Fatima Mansions was formed in 1988."), ev).label != (
+        "supported"
+    )
