@@ -259,3 +259,231 @@ def test_page_points_users_ran_into(browser: Any, served: Server) -> None:
     api.screenshot(path=str(SCREENS / "api-docs.png"))
     assert not api_errors, api_errors
     context.close()
+
+
+# what the Trace view held when the first answer token arrived (the result comes much later)
+TRACE_PROBE = """
+window.__traceAtFirstToken = null;
+document.addEventListener("DOMContentLoaded", () => {
+  const box = document.getElementById("answer");
+  new MutationObserver(() => {
+    if (window.__traceAtFirstToken !== null) return;
+    if (!box.classList.contains("provisional") || !box.textContent) return;
+    const trace = document.getElementById("trace");
+    const first = trace.querySelector("table");
+    window.__traceAtFirstToken = {
+      text: trace.textContent,
+      rows: first ? first.querySelectorAll("tbody tr").length : 0,
+      status: document.getElementById("ask-status").textContent,
+    };
+  }).observe(box, { childList: true, characterData: true, subtree: true });
+});
+"""
+
+
+def _page(browser: Any, served: Server, **context: Any) -> tuple[Any, Any, list[str]]:
+    """A new page and its context, its console errors collected."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    ctx = browser.new_context(viewport={"width": 1100, "height": 900}, **context)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    return ctx, page, errors
+
+
+def _fits_a_phone(page: Any, name: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SCREENS / name), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 392
+    page.set_viewport_size({"width": 1100, "height": 900})
+
+
+def test_page_audit_marks_each_claim_in_the_answer(browser: Any, served: Server) -> None:
+    """Issue 28: the Audit view shows the audited answer with each claim's span marked by its
+    outcome, the reason on hover and, on selection, a card; the table stays below."""
+    from playwright.sync_api import expect
+
+    context, page, errors = _page(browser, served)
+    page.goto(served.url + "/")
+    page.click("summary")
+    page.fill("#api-key", served.keys["read"])
+    page.click("#tab-audit")
+    page.fill("#audit-query", "When did the Forth Bridge open?")
+    page.fill(
+        "#audit-chunks",
+        "url: https://example.org/forth\nThe Forth Bridge opened on 4 March 1890. "
+        "It is a railway bridge over the Firth of Forth.",
+    )
+    answer = (
+        "The Forth Bridge opened on 4 March 1890. It opened in 1990. "
+        "Penguins live in the Sahara desert."
+    )
+    page.fill("#audit-response", answer)
+    page.select_option("#audit-mode", "guardrail")
+    page.click("#audit-form button[type=submit]")
+    report = page.locator("#audit-report")
+    expect(report).to_contain_text("TRUST", timeout=20_000)
+
+    text = report.locator(".audited-text")
+    expect(text).to_have_text(answer)
+    spans = text.locator("button.audit-claim")
+    assert spans.count() == 3
+    expect(spans.nth(0)).to_have_class("sentence audit-claim supported")
+    expect(spans.nth(0)).to_have_text("The Forth Bridge opened on 4 March 1890.")
+    # a failed date check: contradicted, and guardrail mode withholds it
+    expect(spans.nth(1)).to_have_class("sentence audit-claim contradicted blocked")
+    expect(spans.nth(2)).to_have_class("sentence audit-claim unsupported blocked")
+    assert "1990 disagrees with 4 March 1890" in (spans.nth(1).get_attribute("title") or "")
+    assert (spans.nth(2).get_attribute("title") or "").startswith("not supported, withheld: ")
+    assert "supported" in (spans.nth(0).get_attribute("title") or "")
+
+    # the reason as a card, by keyboard
+    spans.nth(1).focus()
+    page.keyboard.press("Enter")
+    card = page.locator("#audit-evidence .claim-card")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("opened in 1990.")
+    expect(card).to_contain_text("from the answer: It opened in 1990.")
+    expect(card).to_contain_text("contradicted by a source (withheld)")
+    expect(card.locator("table.checks tr.fail")).to_contain_text("date")
+    spans.nth(0).click()
+    expect(card).to_contain_text("4 March 1890")
+    expect(card.locator("mark")).to_contain_text("The Forth Bridge opened on 4 March 1890.")
+    # the table of claims stays
+    assert report.locator(".audit-claims tbody tr").count() == 3
+    page.screenshot(path=str(SCREENS / "audit-spans.png"), full_page=True)
+    _fits_a_phone(page, "audit-spans-phone.png")
+    assert not errors, errors
+    context.close()
+
+
+def test_page_search_view(browser: Any, served: Server) -> None:
+    """Issue 28: a Search view over GET /v1/search."""
+    from playwright.sync_api import expect
+
+    context, page, errors = _page(browser, served)
+    page.goto(served.url + "/")
+    page.click("summary")
+    page.fill("#api-key", served.keys["read"])
+    page.click("#tab-search")
+    page.fill("#search-query", "polonium")
+    page.fill("#search-k", "3")
+    page.focus("#search-query")
+    page.keyboard.press("Enter")
+    status = page.locator("#search-status")
+    expect(status).to_contain_text("3 results", timeout=20_000)
+    hits = page.locator("#search-results li")
+    assert hits.count() == 3
+    expect(hits.first.locator(".chunk")).to_contain_text("polonium")
+    page.screenshot(path=str(SCREENS / "search.png"), full_page=True)
+    _fits_a_phone(page, "search-phone.png")
+    # a key the server does not know: said, not a blank list
+    page.fill("#api-key", "afd_nobody_nothing")
+    page.click("#search-form button[type=submit]")
+    expect(status).to_contain_text("401", timeout=20_000)
+    assert hits.count() == 0
+    assert [e for e in errors if "401" not in e] == [], errors
+    context.close()
+
+
+def test_page_documents_list_upload_delete(browser: Any, served: Server, tmp_path: Path) -> None:
+    """Issue 28: a Documents view lists the store by name, uploads a file (its job polled to the
+    end, each file's outcome shown) and deletes a document after a confirmation, write key only.
+    The served store is shared: only the document uploaded here is deleted."""
+    from playwright.sync_api import expect
+
+    context, page, errors = _page(browser, served)
+    page.goto(served.url + "/")
+    page.click("summary")
+    page.fill("#api-key", served.keys["read"])
+    page.click("#tab-docs")
+    listing = page.locator("#docs-list")
+    for name in ("marie_curie.docx", "eiffel_tower.pdf", "us_constitution.txt"):
+        expect(listing).to_contain_text(name, timeout=20_000)
+    for cell in listing.locator("td.doc-name").all_inner_texts():
+        assert not cell.startswith("/"), cell
+    assert str(served.store) not in listing.inner_text()
+    expect(page.locator("#docs-status")).to_contain_text("documents")
+
+    # show one
+    row = listing.locator("tr", has_text="marie_curie.docx")
+    row.get_by_role("button", name="Show marie_curie.docx").click()
+    detail = page.locator("#doc-detail")
+    expect(detail).to_contain_text("sha256")
+    expect(detail.locator("h3")).to_have_text("marie_curie.docx")
+
+    # upload: a read key is refused, a write key ingests it
+    name = "page-upload-tapir.txt"
+    upload = tmp_path / name
+    upload.write_text("The tapir Zelvorn-9 crossed the Okavango delta on 5 June 2031.\n")
+    page.set_input_files("#upload-files", str(upload))
+    page.click("#upload-button")
+    expect(page.locator("#upload-status")).to_contain_text("403", timeout=20_000)
+    page.fill("#api-key", served.keys["write"])
+    page.set_input_files("#upload-files", str(upload))
+    page.click("#upload-button")
+    expect(page.locator("#upload-status")).to_contain_text(": done", timeout=60_000)
+    job = page.locator("#upload-job")
+    expect(job).to_contain_text(name)
+    expect(job).to_contain_text("added")
+    mine = listing.locator("tr", has_text=name)
+    expect(mine).to_have_count(1, timeout=20_000)
+    page.screenshot(path=str(SCREENS / "documents.png"), full_page=True)
+    _fits_a_phone(page, "documents-phone.png")
+
+    # delete: asked first; cancel keeps it
+    mine.get_by_role("button", name="Delete " + name).click()
+    expect(detail).to_contain_text("Delete " + name + "?")
+    detail.get_by_role("button", name="Cancel").click()
+    expect(detail).to_be_hidden()
+    expect(mine).to_have_count(1)
+    mine.get_by_role("button", name="Delete " + name).click()
+    expect(page.locator("#doc-delete-confirm")).to_be_focused()
+    page.screenshot(path=str(SCREENS / "documents-delete.png"), full_page=True)
+    page.keyboard.press("Enter")
+    expect(detail).to_contain_text("deleted " + name, timeout=20_000)
+    expect(mine).to_have_count(0, timeout=20_000)
+    expect(listing).to_contain_text("marie_curie.docx")
+    # the one failed load is the upload the read key was refused
+    assert [e for e in errors if "403" not in e] == [], errors
+    context.close()
+
+
+def test_page_trace_grows_while_the_answer_streams(browser: Any, served: Server) -> None:
+    """Issue 28: the Trace view shows retrieval, grades, the decision with its thresholds and
+    refinement as their events arrive, before the answer's result; the result completes it."""
+    from playwright.sync_api import expect
+
+    context, page, errors = _page(browser, served)
+    page.add_init_script(TRACE_PROBE)
+    page.goto(served.url + "/")
+    page.click("summary")
+    page.fill("#api-key", served.keys["read"])
+    page.fill("#question", "Who discovered polonium?")
+    page.select_option("#mode", "mixed")
+    page.click("#ask-button")
+    page.click("#tab-trace")
+    trace = page.locator("#trace")
+    expect(trace.locator("table").first).to_be_visible(timeout=60_000)
+    if trace.get_attribute("data-live") == "running":
+        page.screenshot(path=str(SCREENS / "trace-live.png"), full_page=True)
+    expect(page.locator("#ask-status")).to_contain_text("done:", timeout=60_000)
+
+    early = page.evaluate("window.__traceAtFirstToken")
+    assert early is not None, "no token was seen"
+    assert "done:" not in early["status"]
+    assert "Retrieved chunks and grades" in early["text"]
+    assert early["rows"] >= 3
+    assert "thresholds: correct >= " in early["text"]
+    assert "What refinement kept" in early["text"]
+    assert "Timings" not in early["text"]
+    # the result completes it: timings, and every claim with its decision
+    expect(trace).to_have_attribute("data-live", "done")
+    expect(trace).to_contain_text("Timings")
+    expect(trace).to_contain_text("strip sentences <")
+    claims = trace.locator(".trace-claims")
+    expect(claims).to_contain_text("verified")
+    assert claims.locator("tbody tr").count() >= 2
+    assert not errors, errors
+    context.close()

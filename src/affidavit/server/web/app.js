@@ -41,7 +41,7 @@ async function explain(resp) {
 }
 
 // -- tabs ---------------------------------------------------------------------------------------
-const TABS = ["ask", "trace", "cert", "audit"];
+const TABS = ["ask", "trace", "cert", "audit", "search", "docs"];
 function show(name) {
   for (const t of TABS) {
     const on = t === name;
@@ -49,6 +49,7 @@ function show(name) {
     $("tab-" + t).tabIndex = on ? 0 : -1;
     $("view-" + t).hidden = !on;
   }
+  if (name === "docs") loadDocuments();
 }
 function setupTabs() {
   TABS.forEach((t, i) => {
@@ -276,7 +277,8 @@ async function ask(ev) {
   box.classList.add("provisional");
   box.dataset.pieces = "0";
   state.tokens = "";
-  state.live = { hits: null, grading: null, refinement: null };
+  state.live = { question, hits: null, grading: null, refinement: null, claims: [] };
+  renderLiveTrace();
   status.textContent = "retrieving...";
   const stop = new AbortController();
   state.stop = stop;
@@ -290,12 +292,13 @@ async function ask(ev) {
     });
     if (!resp.ok) { status.textContent = await explain(resp); return; }
     await readEvents(resp, (name, data) => {
-      if (name === "retrieval") { state.live.hits = data; status.textContent = data.hits.length + " chunks retrieved; grading..."; }
+      if (name === "retrieval") { state.live.hits = data; renderLiveTrace(); status.textContent = data.hits.length + " chunks retrieved; grading..."; }
       else if (name === "grading") {
         state.live.grading = data;
+        renderLiveTrace();
         const c = data.classification;
         status.textContent = c ? "retrieval judged " + c.kind + " (max grade " + fmt(c.max_score, 1) + "); refining..." : "no grading (" + data.note + ")";
-      } else if (name === "refinement") { state.live.refinement = data; status.textContent = data.context.length + " passages kept; generating..."; }
+      } else if (name === "refinement") { state.live.refinement = data; renderLiveTrace(); status.textContent = data.context.length + " passages kept; generating..."; }
       else if (name === "token") {
         state.tokens += data.text;
         // strict mode shows nothing that is not verified, not even while it streams
@@ -304,7 +307,7 @@ async function ask(ev) {
         box.dataset.pieces = String(Number(box.dataset.pieces || 0) + 1);
         status.textContent = "generating (not yet verified)...";
       }
-      else if (name === "claim") { status.textContent = "verifying claims..."; }
+      else if (name === "claim") { state.live.claims.push(data.outcome); renderLiveTrace(); status.textContent = "verifying claims..."; }
       else if (name === "certificate") { setCertificate(data.certificate); }
       else if (name === "result") {
         state.response = data.response;
@@ -313,9 +316,10 @@ async function ask(ev) {
         const n = data.response.result.claims.length;
         const ok = data.response.result.claims.filter((c) => c.decision === "verified").length;
         status.textContent = "done: " + ok + " of " + n + " claims verified (" + data.response.result.mode + " mode)";
-      } else if (name === "error") { status.textContent = "failed: " + data.error.message; }
+      } else if (name === "error") { status.textContent = "failed: " + data.error.message; endTrace("failed: " + data.error.message); }
     });
   } catch (e) {
+    endTrace(stop.signal.aborted ? "stopped: the question was cancelled" : "failed: " + (e.message || e));
     if (stop.signal.aborted) {
       // nothing unverified stays on the page: the provisional text goes with the stream
       box.replaceChildren();
@@ -341,51 +345,128 @@ function table(head, rows) {
   return el("div", { class: "scroll" }, t);
 }
 
-function renderTrace(resp) {
+// The trace is drawn from one description of what is known so far: the stream's events while the
+// answer runs (retrieval, grading, refinement, claims), then the result's whole trace.
+function liveTrace(question) {
+  const L = state.live;
+  const g = L.grading;
+  const r = L.refinement;
+  return {
+    question, done: false,
+    hits: L.hits ? L.hits.hits : null,
+    grades: g ? new Map(g.grades.map((x) => [x.chunk_id, x.score])) : null,
+    gradingNote: g ? g.note : "",
+    classification: g ? g.classification : null,
+    stripThreshold: null,
+    context: r ? r.context : null,
+    origins: r ? r.origins : [],
+    dropped: r ? r.dropped : [],
+    fallback: null,
+    web: r ? { ran: r.web_ran, queries: r.web_query ? [r.web_query] : [], results: [] } : null,
+    claims: L.claims,
+  };
+}
+
+function finalTrace(resp) {
   const t = resp.result.trace;
+  const d = t.corrective_detail || {};
+  const c = state.live && state.live.grading ? state.live.grading.classification : null;
+  const classification = t.classification ? {
+    kind: t.classification, max_score: d.max_score,
+    upper_threshold: c ? c.upper_threshold : null, lower_threshold: c ? c.lower_threshold : null,
+    reason: d.classification_reason || (c && c.reason) || "",
+  } : null;
+  return {
+    question: resp.result.question, done: true,
+    hits: t.retrieval_hits,
+    grades: new Map(t.evaluator_scores.map((s) => [s.chunk_id, s.score])),
+    gradingNote: "",
+    classification,
+    stripThreshold: d.strip_threshold,
+    context: t.context,
+    origins: [],
+    dropped: d.dropped || [],
+    fallback: d.fallback || null,
+    web: { ran: t.web_queries.length > 0, queries: t.web_queries, results: t.web_results },
+    claims: resp.result.claims,
+    timings: t.timings, ttft: t.time_to_first_token_s, skipped: t.skipped_stages,
+  };
+}
+
+function endTrace(why) {
+  // a stream that ends without its result: the trace says where it stopped
+  const box = $("trace");
+  if (box.dataset.live !== "running") return;
+  box.dataset.live = "ended";
+  box.append(el("p", { class: "error", text: why }));
+}
+
+function renderLiveTrace() {
+  if (state.live) drawTrace(liveTrace(state.live.question));
+}
+
+function renderTrace(resp) {
+  drawTrace(finalTrace(resp));
+}
+
+function drawTrace(p) {
   const box = $("trace");
   $("trace-empty").hidden = true;
-  box.replaceChildren(el("h2", { text: "Question" }), el("p", { text: resp.result.question }));
-  const grades = new Map(t.evaluator_scores.map((s) => [s.chunk_id, s]));
+  box.replaceChildren(el("h2", { text: "Question" }), el("p", { text: p.question }));
+  box.dataset.live = p.done ? "done" : "running";
+  if (!p.hits) { box.append(el("p", { class: "note", text: "retrieving..." })); return; }
   const why = new Map(((state.live && state.live.grading && state.live.grading.grades) || []).map((g) => [g.chunk_id, g]));
   box.append(el("h2", { text: "Retrieved chunks and grades (0-10)" }));
-  box.append(table(["#", "grade", "retrieval", "source", "text"], t.retrieval_hits.map((h) => {
-    const g = grades.get(h.chunk.id);
+  box.append(table(["#", "grade", "retrieval", "source", "text"], p.hits.map((h) => {
+    const g = p.grades ? p.grades.get(h.chunk.id) : undefined;
     const w = why.get(h.chunk.id);
-    const grade = el("span", { text: g ? fmt(g.score, 1) : "-", title: w ? (w.error || w.reason) : null });
+    const grade = el("span", { text: g !== undefined ? fmt(g, 1) : p.grades ? "-" : "...", title: w ? (w.error || w.reason) : null });
     return [String(h.rank), grade, fmt(h.score, 3) + " " + h.mode,
       h.chunk.title || h.chunk.url || h.chunk.doc_id || "", h.chunk.text.slice(0, 220) + (h.chunk.text.length > 220 ? "..." : "")];
   })));
-  // the trace names the decision; its thresholds came with the live grading event
-  const kind = t.classification;
-  const d = t.corrective_detail || {};
-  const c = state.live && state.live.grading ? state.live.grading.classification : null;
+  if (!p.grades) { box.append(el("p", { class: "note", text: "grading..." })); return; }
   box.append(el("h2", { text: "Decision" }));
-  if (kind) {
-    const limits = c ? "correct >= " + fmt(c.upper_threshold, 1) + ", incorrect < " + fmt(c.lower_threshold, 1) + ", " : "";
-    box.append(el("p", {}, el("strong", { class: "kind " + kind, text: kind.toUpperCase() }),
-      " - max grade " + fmt(d.max_score, 1) + "; thresholds: " + limits + "strip sentences < " + fmt(d.strip_threshold, 1)));
-    box.append(el("p", { class: "reason", text: d.classification_reason || (c && c.reason) || "" }));
+  const c = p.classification;
+  if (c) {
+    const limits = [];
+    if (c.upper_threshold !== null && c.upper_threshold !== undefined) limits.push("correct >= " + fmt(c.upper_threshold, 1), "incorrect < " + fmt(c.lower_threshold, 1));
+    if (p.stripThreshold !== null && p.stripThreshold !== undefined) limits.push("strip sentences < " + fmt(p.stripThreshold, 1));
+    box.append(el("p", {}, el("strong", { class: "kind " + c.kind, text: c.kind.toUpperCase() }),
+      " - max grade " + fmt(c.max_score, 1) + (limits.length ? "; thresholds: " + limits.join(", ") : "")));
+    box.append(el("p", { class: "reason", text: c.reason || "" }));
   } else {
-    box.append(el("p", { class: "empty", text: "Corrective retrieval did not run." }));
+    box.append(el("p", { class: "empty", text: "Corrective retrieval did not run." + (p.gradingNote ? " (" + p.gradingNote + ")" : "") }));
   }
+  if (!p.context) { box.append(el("p", { class: "note", text: "refining..." })); return; }
   box.append(el("h2", { text: "What refinement kept (the passages the model saw)" }));
-  box.append(table(["#", "source", "text"], t.context.map((ch, i) => [String(i + 1), ch.title || ch.url || ch.doc_id || "", ch.text])));
-  const titles = new Map(t.retrieval_hits.map((h, i) => [h.chunk.id, "[" + (i + 1) + "] " + (h.chunk.title || h.chunk.url || h.chunk.doc_id || h.chunk.id)]));
-  for (const line of t.corrective_detail.dropped || []) {
+  box.append(table(["#", "source", "text"], p.context.map((ch, i) => [String(i + 1),
+    (ch.title || ch.url || ch.doc_id || "") + (p.origins[i] === "web" ? " [web]" : ""), ch.text])));
+  const titles = new Map(p.hits.map((h, i) => [h.chunk.id, "[" + (i + 1) + "] " + (h.chunk.title || h.chunk.url || h.chunk.doc_id || h.chunk.id)]));
+  for (const line of p.dropped) {
     const cut = line.indexOf(": ");
     const id = cut > 0 ? line.slice(0, cut) : "";
     const named = titles.has(id) ? titles.get(id) + ": " + line.slice(cut + 2) : line;
     box.append(el("p", { class: "note", text: "dropped: " + named }));
   }
-  if (d.fallback) box.append(el("p", { class: "note", text: "kept whole: " + d.fallback }));
+  if (p.fallback) box.append(el("p", { class: "note", text: "kept whole: " + p.fallback }));
   box.append(el("h2", { text: "Web fallback" }));
-  box.append(el("p", { text: t.web_queries.length ? "ran with the query: " + t.web_queries.join("; ") : "did not run" }));
-  if (t.web_results.length) box.append(table(["url", "used", "note"], t.web_results.map((w) => [w.url || "", w.used ? "yes" : "no", w.note])));
+  box.append(el("p", { text: p.web.queries.length ? "ran with the query: " + p.web.queries.join("; ") : p.web.ran ? "ran" : "did not run" }));
+  if (p.web.results.length) box.append(table(["url", "used", "note"], p.web.results.map((w) => [w.url || "", w.used ? "yes" : "no", w.note])));
+  box.append(el("h2", { text: "Claims" }));
+  if (p.claims.length) {
+    const claims = table(["claim", "decision", "label", "p_entail", "reason"], p.claims.map((o) => [
+      o.claim.text, el("span", { class: "sentence " + decisionClass(o, "mixed"), text: o.decision }),
+      o.verdict.label, fmt(o.verdict.p_entail), o.verdict.reason]));
+    claims.classList.add("trace-claims");
+    box.append(claims);
+  } else {
+    box.append(el("p", { class: "note", text: p.done ? "no claim" : "generating the answer; claims show as they are decided..." }));
+  }
+  if (!p.done) return;
   box.append(el("h2", { text: "Timings" }));
-  box.append(table(["stage", "seconds", "note"], t.timings.map((s) => [s.stage, s.skipped ? "skipped" : fmt(s.seconds, 3), s.note])));
-  if (t.time_to_first_token_s !== null) box.append(el("p", { text: "first token after " + fmt(t.time_to_first_token_s, 2) + " s" }));
-  for (const s of t.skipped_stages) box.append(el("p", { class: "note", text: s }));
+  box.append(table(["stage", "seconds", "note"], p.timings.map((s) => [s.stage, s.skipped ? "skipped" : fmt(s.seconds, 3), s.note])));
+  if (p.ttft !== null) box.append(el("p", { text: "first token after " + fmt(p.ttft, 2) + " s" }));
+  for (const s of p.skipped) box.append(el("p", { class: "note", text: s }));
 }
 
 // -- certificate --------------------------------------------------------------------------------
@@ -475,6 +556,104 @@ function parseChunks(text) {
   });
 }
 
+// a claim's outcome: a failed typed check means a source says otherwise
+function auditOutcome(c) {
+  if (c.failed_checks.length) return "contradicted";
+  return c.supported ? "supported" : "unsupported";
+}
+const AUDIT_WORDS = { supported: "supported", unsupported: "not supported", contradicted: "contradicted by a source" };
+const AUDIT_RANK = { supported: 0, unsupported: 1, contradicted: 2 };
+
+function auditTitle(c, blocked) {
+  let t = AUDIT_WORDS[auditOutcome(c)] + (blocked ? ", withheld" : "") + ": " + (c.reason || "");
+  if (c.freshness === "supported_stale") t += " (stale source)";
+  return t;
+}
+
+function auditedAnswer(r) {
+  // the answer as audited, each claim's text marked by its outcome; claims from one sentence
+  // share their offsets and show the worst of them
+  const wrap = el("section", { class: "audited", "aria-label": "The audited answer" });
+  wrap.append(el("h3", { text: "The audited answer" }));
+  const blocking = r.mode !== "audit" && r.guarded_response !== null;
+  const groups = new Map();
+  for (const c of r.claims) {
+    const k = c.start + ":" + c.end;
+    if (!groups.has(k)) groups.set(k, { start: c.start, end: c.end, claims: [] });
+    groups.get(k).claims.push(c);
+  }
+  const spans = [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
+  const text = r.response || "";
+  const p = el("p", { class: "answer audited-text" });
+  let pos = 0;
+  for (const s of spans) {
+    if (s.start < pos || s.end > text.length || s.end <= s.start) continue; // nested or off the text
+    if (s.start > pos) p.append(text.slice(pos, s.start));
+    let cls = "supported";
+    for (const c of s.claims) if (AUDIT_RANK[auditOutcome(c)] > AUDIT_RANK[cls]) cls = auditOutcome(c);
+    const blocked = blocking && cls !== "supported";
+    const title = s.claims.map((c) => auditTitle(c, blocking && !c.supported)).join("\n");
+    const b = el("button", {
+      type: "button", class: "sentence audit-claim " + cls + (blocked ? " blocked" : ""),
+      text: text.slice(s.start, s.end), title,
+      "aria-label": AUDIT_WORDS[cls] + (blocked ? ", withheld" : "") + ": " + text.slice(s.start, s.end),
+    });
+    b.addEventListener("click", () => showAuditClaims(s.claims, b, blocking, text.slice(s.start, s.end)));
+    p.append(b);
+    pos = s.end;
+  }
+  if (pos < text.length) p.append(text.slice(pos));
+  wrap.append(p);
+  const legend = el("div", { class: "legend" },
+    el("span", { class: "sentence supported", text: "supported" }),
+    el("span", { class: "sentence unsupported", text: "not supported" }),
+    el("span", { class: "sentence contradicted", text: "contradicted" }));
+  if (blocking) legend.append(el("span", { class: "sentence unsupported blocked", text: "withheld (" + r.mode + ")" }));
+  legend.append(el("span", { class: "hint", text: "Hover for the reason; select a claim for its evidence." }));
+  wrap.append(legend);
+  wrap.append(el("section", { id: "audit-evidence", class: "evidence", "aria-live": "polite", hidden: true }));
+  return wrap;
+}
+
+function showAuditClaims(claims, button, blocking, said) {
+  document.querySelectorAll(".audit-claim.selected").forEach((n) => n.classList.remove("selected"));
+  button.classList.add("selected");
+  const box = $("audit-evidence");
+  box.replaceChildren(el("h3", { text: "Evidence" }));
+  for (const c of claims) {
+    const outcome = auditOutcome(c);
+    const card = el("article", { class: "claim-card " + outcome });
+    card.append(el("h3", { text: c.text }));
+    // the claim as checked can read differently from the answer ("It" resolved to its name)
+    if (c.text.trim() !== said.trim()) card.append(el("p", { class: "where", text: "from the answer: " + said }));
+    card.append(
+      el("p", { class: "scores" },
+        el("span", { text: "outcome: " + AUDIT_WORDS[outcome] + (blocking && !c.supported ? " (withheld)" : "") }),
+        el("span", { text: "confidence " + fmt(c.confidence) }),
+        el("span", { text: "freshness: " + (FRESHNESS[c.freshness] || c.freshness) + (c.source_date ? " (" + c.source_date + ")" : "") })),
+    );
+    if (c.reason) card.append(el("p", { class: "reason", text: c.reason }));
+    if (c.evidence) {
+      card.append(el("p", { class: "where", text: "best passage: " + (c.source_url || c.chunk_id || "") }));
+      card.append(el("p", { class: "chunk" }, el("mark", { text: c.evidence.text })));
+    } else {
+      card.append(el("p", { class: "where", text: "No passage states it." }));
+    }
+    const checks = c.checks.filter((k) => k.status !== "not_applicable");
+    if (checks.length) {
+      const t = el("table", { class: "checks" },
+        el("thead", {}, el("tr", {}, el("th", { text: "check" }), el("th", { text: "result" }), el("th", { text: "reason" }))));
+      const tb = el("tbody");
+      for (const k of checks) tb.append(el("tr", { class: k.status }, el("td", { text: k.check }), el("td", { text: k.status }), el("td", { text: k.reason })));
+      t.append(tb);
+      card.append(t);
+    }
+    if (c.verdict) card.append(el("p", { class: "note", text: "verifier: " + c.verdict.label + ", p_entail " + fmt(c.verdict.p_entail) }));
+    box.append(card);
+  }
+  box.hidden = false;
+}
+
 async function audit(ev) {
   ev.preventDefault();
   const status = $("audit-status");
@@ -498,10 +677,14 @@ async function audit(ev) {
   const ok = r.claims.filter((c) => c.supported).length;
   out.append(el("p", { class: r.trust_passed ? "valid" : "invalid",
     text: (r.trust_passed ? "TRUST PASSED" : "TRUST FAILED") + " - compliance " + Math.round(r.compliance_rate * 100) + "% (" + ok + "/" + r.claims.length + " claims), mode " + r.mode + ", " + r.n_chunks_used + "/" + r.n_chunks + " chunks used" }));
-  out.append(table(["claim", "supported", "confidence", "source", "freshness", "evidence / reason"], r.claims.map((c) => [
+  out.append(auditedAnswer(r));
+  out.append(el("h3", { text: "Claims" }));
+  const claimTable = table(["claim", "supported", "confidence", "source", "freshness", "evidence / reason"], r.claims.map((c) => [
     c.text, c.supported ? "yes" : "no", fmt(c.confidence), c.source_url || c.chunk_id || "-", (FRESHNESS[c.freshness] || c.freshness) + (c.source_date ? " (" + c.source_date + ")" : ""),
     c.supported && c.evidence ? c.evidence.text : c.reason,
-  ])));
+  ]));
+  claimTable.classList.add("audit-claims");
+  out.append(claimTable);
   if (r.blocked_sources.length) {
     out.append(el("h3", { text: "Blocked sources (allowlist)" }));
     out.append(table(["source", "reason", "detail"], r.blocked_sources.map((b) => [b.url || b.chunk_id, b.reason, b.detail])));
@@ -515,10 +698,149 @@ async function audit(ev) {
   if (r.guarded_response !== null) out.append(el("h3", { text: "Guarded response" }), el("p", { text: r.guarded_response }));
 }
 
+// -- search -------------------------------------------------------------------------------------
+async function search(ev) {
+  ev.preventDefault();
+  const q = $("search-query").value.trim();
+  if (!q) return;
+  const status = $("search-status");
+  const out = $("search-results");
+  status.textContent = "searching...";
+  out.replaceChildren();
+  const params = new URLSearchParams({ q, k: $("search-k").value || "5" });
+  if ($("search-mode").value) params.set("mode", $("search-mode").value);
+  let resp, r;
+  try {
+    resp = await fetch("/v1/search?" + params, { headers: headers(false) });
+    if (!resp.ok) { status.textContent = await explain(resp); return; }
+    r = await resp.json();
+  } catch (e) {
+    status.textContent = "failed: the server could not be reached (" + e.message + ")";
+    return;
+  }
+  status.textContent = r.hits.length + " results (" + r.mode + " ranking)";
+  for (const h of r.hits) {
+    const c = h.chunk;
+    out.append(el("li", { class: "hit", value: h.rank },
+      el("p", { class: "where" },
+        el("strong", { text: c.title || c.url || c.doc_id || c.id }),
+        " - score " + fmt(h.score, 3) + " " + h.mode + (c.url && c.title ? " - " + c.url : "")),
+      el("p", { class: "chunk", text: c.text })));
+  }
+}
+
+// -- documents ----------------------------------------------------------------------------------
+async function call(url, init) {
+  // fetch, and the answer as JSON or the reason it failed, in words
+  let resp;
+  try { resp = await fetch(url, init); } catch (e) {
+    return { error: "failed: the server could not be reached (" + e.message + ")" };
+  }
+  if (!resp.ok) return { error: await explain(resp) };
+  return { body: await resp.json() };
+}
+
+async function loadDocuments() {
+  const status = $("docs-status");
+  status.textContent = "loading...";
+  const { body, error } = await call("/v1/documents", { headers: headers(false) });
+  if (error) { status.textContent = error; return; }
+  status.textContent = body.documents.length + " documents, " + body.chunks_total + " chunks";
+  const t = el("table", { class: "docs", "aria-labelledby": "docs-title" },
+    el("thead", {}, el("tr", {}, el("th", { text: "name" }), el("th", { text: "title" }),
+      el("th", { class: "col-type", text: "type" }), el("th", { text: "chunks" }), el("th", { text: "" }))));
+  const tb = el("tbody");
+  for (const d of body.documents) {
+    const show = el("button", { type: "button", class: "secondary", text: "Show", "aria-label": "Show " + d.source });
+    show.addEventListener("click", () => showDocument(d.id));
+    const del = el("button", { type: "button", class: "danger", text: "Delete", "aria-label": "Delete " + d.source });
+    del.addEventListener("click", () => confirmDelete(d, del));
+    const names = d.names.length > 1 ? " (also: " + d.names.slice(1).join(", ") + ")" : "";
+    tb.append(el("tr", { "data-doc": d.id },
+      el("td", { class: "doc-name", text: d.source + names }),
+      el("td", { text: d.title || "" }),
+      el("td", { class: "col-type", text: d.mime }),
+      el("td", { class: "num", text: String(d.chunks) }),
+      el("td", { class: "actions" }, show, del)));
+  }
+  t.append(tb);
+  $("docs-list").replaceChildren(el("div", { class: "scroll" }, t));
+}
+
+async function showDocument(id) {
+  const box = $("doc-detail");
+  box.hidden = false;
+  box.replaceChildren(el("p", { text: "loading..." }));
+  const { body, error } = await call("/v1/documents/" + encodeURIComponent(id), { headers: headers(false) });
+  if (error) { box.replaceChildren(el("p", { class: "error", text: error })); return; }
+  const dl = el("dl", { class: "facts" });
+  for (const [k, v] of [["id", body.id], ["names", body.names.join(", ")], ["title", body.title || "-"],
+    ["type", body.mime], ["chunks", String(body.chunks)], ["sha256", body.content_hash]]) {
+    dl.append(el("dt", { text: k }), el("dd", { text: v }));
+  }
+  const title = el("h3", { text: body.source, tabindex: "-1" });
+  box.replaceChildren(title, dl);
+  title.focus();
+}
+
+function confirmDelete(doc, button) {
+  // deleting is not undone: ask in the page, the focus on the answer to give
+  const box = $("doc-detail");
+  const yes = el("button", { type: "button", class: "danger", id: "doc-delete-confirm", text: "Delete it" });
+  const no = el("button", { type: "button", class: "secondary", text: "Cancel" });
+  no.addEventListener("click", () => { box.hidden = true; box.replaceChildren(); button.focus(); });
+  yes.addEventListener("click", () => deleteDocument(doc));
+  box.replaceChildren(
+    el("p", { role: "alert", text: "Delete " + doc.source + "? Its " + doc.chunks + " chunks leave the store; certificates that cite them will say so." }),
+    el("div", { class: "row" }, yes, no));
+  box.hidden = false;
+  yes.focus();
+}
+
+async function deleteDocument(doc) {
+  const box = $("doc-detail");
+  const { body, error } = await call("/v1/documents/" + encodeURIComponent(doc.id), { method: "DELETE", headers: headers(false) });
+  if (error) { box.replaceChildren(el("p", { class: "error", text: error })); return; }
+  box.replaceChildren(el("p", { text: "deleted " + body.source + ": " + body.chunks_removed + " chunks removed" }));
+  await loadDocuments();
+}
+
+async function upload(ev) {
+  ev.preventDefault();
+  const input = $("upload-files");
+  if (!input.files.length) return;
+  const status = $("upload-status");
+  const out = $("upload-job");
+  const form = new FormData();
+  for (const f of input.files) form.append("files", f, f.name);
+  $("upload-button").disabled = true;
+  status.textContent = "uploading...";
+  out.replaceChildren();
+  try {
+    let { body: job, error } = await call("/v1/documents", { method: "POST", headers: headers(false), body: form });
+    while (!error && (job.state === "queued" || job.state === "running")) {
+      status.textContent = "job " + job.id + ": " + job.state + "...";
+      await new Promise((done) => setTimeout(done, 400));
+      ({ body: job, error } = await call("/v1/jobs/" + encodeURIComponent(job.id), { headers: headers(false) }));
+    }
+    if (error) { status.textContent = error; return; }
+    status.textContent = "job " + job.id + ": " + job.state + (job.error ? " (" + job.error + ")" : "");
+    out.append(table(["file", "outcome", "chunks", "reason"],
+      job.outcomes.map((o) => [o.source, o.status, String(o.chunks), o.reason || ""])));
+    input.value = "";
+    await loadDocuments();
+  } finally {
+    $("upload-button").disabled = false;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setupTabs();
   setupDrop();
   $("ask-form").addEventListener("submit", ask);
   $("stop-button").addEventListener("click", () => { if (state.stop) state.stop.abort(); });
   $("audit-form").addEventListener("submit", audit);
+  $("search-form").addEventListener("submit", search);
+  $("upload-form").addEventListener("submit", upload);
+  $("docs-refresh").addEventListener("click", loadDocuments);
 });
