@@ -41,7 +41,7 @@ ENV_PREFIX = "AFFIDAVIT_"
 # AFFIDAVIT_* names that are not settings: the server's config file handed to its workers, the
 # model cache of the accurate verifier (affidavit.verify.accurate.default_cache), and a client's
 # API key for a server's routes (`log witness URL`; a credential, never recorded in a certificate)
-PROCESS_ENV = frozenset({"SERVE_CONFIG", "MODEL_CACHE", "API_KEY"})
+PROCESS_ENV = frozenset({"SERVE_CONFIG", "MODEL_CACHE", "API_KEY", "MAX_WORKERS"})
 # A config file is a few kB; anything far larger is a mistake (or /dev/zero), refused unread.
 MAX_CONFIG_BYTES = 1024 * 1024
 
