@@ -200,13 +200,9 @@ def test_haystack_auditor_keeps_the_true_sentence(store: Path) -> None:
     assert audit["replies"][0].text == audit["answer"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the audit hands the verifier only the chunk it matched, and the shipped cross-encoder "
-    "scores 'completed in March 1889' against that chunk alone p_entail 0.23, p_contradict 0.63 "
-    "(its sentence 'Construction began in January 1887 and was completed in March 1889' does not "
-    "name the tower); ask verifies it only because the height chunk is co-evidence (0.68)",
-)
+# the audit hands the verifier every source that shares the claim's words (it used to hand it
+# only the chunk it matched, where the cross-encoder scores 'completed in March 1889' p_entail
+# 0.23: that chunk's date sentence does not name the tower)
 def test_haystack_verifier_keeps_the_true_sentence(store: Path) -> None:
     pytest.importorskip("haystack")
     from affidavit.integrations.haystack import AffidavitVerifier

@@ -411,7 +411,15 @@ class Auditor:
         supported = chosen.coverage >= s.support_threshold and not failed
         verdict = None
         if supported and s.use_verifier and self.verifier is not None:
-            verdict = self.verifier.verify(claim, [chunk])
+            # the verifier reads every source that shares the claim's words, the chosen one
+            # first, as ask's verifier reads all its passages: a claim whose subject one
+            # passage names and whose date another states was withheld when it saw only one
+            pool = [chunk] + [
+                index.chunks[m.chunk_index]
+                for m in matches
+                if index.chunks[m.chunk_index].id != chunk.id
+            ]
+            verdict = self.verifier.verify(claim, pool)
             supported = verdict.label == "supported"
         if failed:
             reason = "; ".join(dict.fromkeys(x.reason for x in failed))
@@ -427,8 +435,13 @@ class Auditor:
         f = fresh.get(chunk.id)
         freshness: FreshnessVerdict = "unsupported"
         if supported:
-            # fail closed: a source whose age cannot be established counts as stale
-            stale = f is not None and f.status in ("stale", "unknown")
+            # fail closed: a source whose age cannot be established counts as stale, and so
+            # does a claim that any stale source the verifier quoted helps support
+            used = [chunk.id] + [e.chunk_id for e in (verdict.evidence if verdict else ())]
+            stale = any(
+                (g := fresh.get(cid)) is not None and g.status in ("stale", "unknown")
+                for cid in dict.fromkeys(used)
+            )
             freshness = "supported_stale" if stale else "supported_fresh"
         return ClaimAudit(
             **base,
