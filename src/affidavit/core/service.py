@@ -196,9 +196,9 @@ class ErrorEvent(Frozen):
 
 
 PipelineEvent = Annotated[
-    RetrievalEvent | GradingEvent | RefinementEvent, Field(discriminator="kind")
+    RetrievalEvent | GradingEvent | RefinementEvent | ClaimEvent, Field(discriminator="kind")
 ]
-"""The stage events the ask pipeline reports through ``on_event``."""
+"""The stage events the ask pipeline reports through ``on_event`` (a claim's as it is decided)."""
 
 AskEvent = Annotated[
     RetrievalEvent

@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,7 +69,13 @@ from affidavit.core.answer import (
 from affidavit.core.correction import CorrectionResult, RefinedContext
 from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
 from affidavit.core.policy import ClaimDecision
-from affidavit.core.service import GradingEvent, PipelineEvent, RefinementEvent, RetrievalEvent
+from affidavit.core.service import (
+    ClaimEvent,
+    GradingEvent,
+    PipelineEvent,
+    RefinementEvent,
+    RetrievalEvent,
+)
 from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Claim, DisplayMode, Hit, Verdict
 from affidavit.generate.base import Generator
@@ -80,7 +87,7 @@ from affidavit.pipeline.citations import (
     list_citations,
 )
 from affidavit.pipeline.prompt import INSUFFICIENT_ANSWER, build_prompt, is_insufficient
-from affidavit.policy.render import decide_all, render
+from affidavit.policy.render import decide_all, decide_claim, render
 from affidavit.retrieve.base import Retriever
 from affidavit.verify.base import ClaimVerifier
 
@@ -153,6 +160,50 @@ class _Clock:
 
     def skipped(self, name: StageName, note: str) -> None:
         self.timings.append(StageTiming(stage=name, seconds=0.0, skipped=True, note=note))
+
+
+@dataclass
+class _Run:
+    """What one ``ask`` call carries from stage to stage."""
+
+    question: str
+    display: DisplayMode
+    on_token: TokenCallback | None = None
+    on_event: EventCallback | None = None
+    cancel: threading.Event | None = None
+    clock: _Clock = field(default_factory=lambda: _Clock())
+    skipped: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    hits: list[Hit] = field(default_factory=list)
+    correction: CorrectionResult | None = None
+    context: list[Chunk] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)
+    refined: Sequence[RefinedContext] = ()
+    prompt: Any = None
+    raw: str = ""
+    pieces: int = 0
+    ttft: float | None = None
+    gen_seconds: float = 0.0
+    cleaned: Any = None
+    draft: str = ""
+    insufficient: bool = False
+    claims: list[Claim] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    vtrace: list[VerificationTrace] = field(default_factory=list)
+    decisions: list[ClaimDecision] = field(default_factory=list)
+    by_claim: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    corrected: Any = None
+    rendered: Any = None
+    answer: str = ""
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise CancelledError("ask cancelled")
+
+    def emit(self, event: PipelineEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
 
 
 class AskPipeline:
@@ -258,7 +309,9 @@ class AskPipeline:
             on_token: called with each generated piece as it arrives (the provisional text).
             certify: write a signed certificate of the answer to this path.
             on_event: called with the retrieval, grading and refinement events as each stage
-                ends (the HTTP API streams them); an exception it raises aborts the answer.
+                ends, then one claim event as each claim is decided (the HTTP API streams
+                them; the result's claims are final: citation corrections come after); an
+                exception it raises aborts the answer.
             cancel: when set (from another thread), the call stops at the next stage boundary
                 or generated piece and raises ``concurrent.futures.CancelledError``; it is
                 checked last just before the certificate is written, which is atomic.
@@ -272,107 +325,125 @@ class AskPipeline:
         """
         from affidavit.core.errors import ConfigError
 
-        def check_cancel() -> None:
-            if cancel is not None and cancel.is_set():
-                raise CancelledError("ask cancelled")
-
         if not question.strip():
             raise ConfigError("the question is empty")
         if certify is not None and self.certificate_writer is None:
             raise ConfigError("a certificate was asked for but no certificate writer is set")
-        display: DisplayMode = mode or self.settings.policy.display
-        clock = _Clock()
-        skipped: list[str] = []
-        total_start = time.perf_counter()
+        run = _Run(
+            question=question,
+            display=mode or self.settings.policy.display,
+            on_token=on_token,
+            on_event=on_event,
+            cancel=cancel,
+        )
+        self._load(run)
+        self._retrieve_step(run)
+        self._correct_step(run)
+        self._generate_step(run)
+        self._claims_step(run)
+        self._verify_step(run)
+        self._policy_step(run)
+        certificate_path = self._certify_step(run, certify)
+        return self._result(run, certificate_path)
 
+    # -- the stages of ask, in order; each records its timing and emits its event -------------
+
+    def _load(self, run: _Run) -> None:
         load = getattr(self.generator, "load", None)
         if callable(load):
             # model loading is a one-off per process; keep it out of the generation timings
-            with clock.stage("load", "generator model"):
+            with run.clock.stage("load", "generator model"):
                 load()
 
+    def _retrieve_step(self, run: _Run) -> None:
         t_stage = time.perf_counter()
-        check_cancel()
-        with clock.stage("retrieve"):
-            hits = self._retrieve(question)
-        if on_event is not None:
-            on_event(RetrievalEvent(hits=tuple(hits), seconds=time.perf_counter() - t_stage))
+        run.check_cancel()
+        with run.clock.stage("retrieve"):
+            run.hits = self._retrieve(run.question)
+        run.emit(RetrievalEvent(hits=tuple(run.hits), seconds=time.perf_counter() - t_stage))
 
+    def _correct_step(self, run: _Run) -> None:
+        """Corrective retrieval, then the prompt (its passage budget decides the context)."""
         t_stage = time.perf_counter()
-        with clock.stage("correct"):
-            context, origins, correction = self._correct(question, hits, skipped)
+        with run.clock.stage("correct"):
+            context, origins, run.correction = self._correct(run.question, run.hits, run.skipped)
         correct_seconds = time.perf_counter() - t_stage
-
-        with clock.stage("prompt"):
-            prompt = build_prompt(question, context, max_chars=self.max_prompt_chars)
-            if prompt.dropped:
-                skipped.append(f"prompt: {prompt.dropped} passages left out (context budget)")
-            context, origins = context[: prompt.used], origins[: prompt.used]
+        with run.clock.stage("prompt"):
+            run.prompt = build_prompt(run.question, context, max_chars=self.max_prompt_chars)
+            if run.prompt.dropped:
+                run.skipped.append(
+                    f"prompt: {run.prompt.dropped} passages left out (context budget)"
+                )
+            run.context = context[: run.prompt.used]
+            run.origins = origins[: run.prompt.used]
             # the passages verified against, with where each came from (for the certificate)
-            refined = correction.context[: prompt.used] if correction is not None else ()
-        chunk_ids = [c.id for c in context]
-        if on_event is not None:
-            on_event(_grading_event(correction, skipped))
-            on_event(_refinement_event(correction, context, origins, correct_seconds))
+            if run.correction is not None:
+                run.refined = run.correction.context[: run.prompt.used]
+        run.emit(_grading_event(run.correction, run.skipped))
+        run.emit(_refinement_event(run.correction, run.context, run.origins, correct_seconds))
 
-        raw, pieces, ttft, gen_seconds = "", 0, None, 0.0
-        if not context:
+    def _generate_step(self, run: _Run) -> None:
+        if not run.context:
             # nothing to ground an answer in: do not ask the model to improvise
-            clock.skipped("generate", "no passages to answer from")
-            skipped.append(
+            run.clock.skipped("generate", "no passages to answer from")
+            run.skipped.append(
                 "generate: no passages to answer from (none retrieved, or all judged "
                 "irrelevant); answered insufficient without calling the model"
             )
-            raw = INSUFFICIENT_ANSWER
-            if on_token is not None:
-                on_token(raw)
-        else:
-            check_cancel()
-            with clock.stage("generate"):
-                start = time.perf_counter()
-                parts: list[str] = []
-                try:
-                    for piece in self.generator.stream(prompt.messages):
-                        check_cancel()
-                        if ttft is None:
-                            ttft = time.perf_counter() - start
-                        parts.append(piece)
-                        if on_token is not None:
-                            on_token(piece)
-                except GenerationError:
-                    raise
-                except AffidavitError as exc:
-                    raise GenerationError(f"generation failed: {exc.message}") from exc
-                gen_seconds = time.perf_counter() - start
-                raw, pieces = "".join(parts), len(parts)
+            run.raw = INSUFFICIENT_ANSWER
+            if run.on_token is not None:
+                run.on_token(run.raw)
+            return
+        run.check_cancel()
+        assert run.prompt is not None
+        with run.clock.stage("generate"):
+            start = time.perf_counter()
+            parts: list[str] = []
+            try:
+                for piece in self.generator.stream(run.prompt.messages):
+                    run.check_cancel()
+                    if run.ttft is None:
+                        run.ttft = time.perf_counter() - start
+                    parts.append(piece)
+                    if run.on_token is not None:
+                        run.on_token(piece)
+            except GenerationError:
+                raise
+            except AffidavitError as exc:
+                raise GenerationError(f"generation failed: {exc.message}") from exc
+            run.gen_seconds = time.perf_counter() - start
+            run.raw, run.pieces = "".join(parts), len(parts)
 
-        with clock.stage("citations"):
-            cleaned = clean_citations(raw, len(context))
-        draft = cleaned.text
-        insufficient = is_insufficient(draft)
-
-        with clock.stage("claims"):
-            claims = self.extractor.extract(draft)
-            if not insufficient:
+    def _claims_step(self, run: _Run) -> None:
+        with run.clock.stage("citations"):
+            run.cleaned = clean_citations(run.raw, len(run.context))
+        run.draft = run.cleaned.text
+        run.insufficient = is_insufficient(run.draft)
+        with run.clock.stage("claims"):
+            claims = self.extractor.extract(run.draft)
+            if not run.insufficient:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
-                claims = [*claims, *fragment_claims(question, draft, claims)]
+                claims = [*claims, *fragment_claims(run.question, run.draft, claims)]
+        run.claims = list(claims)
 
-        check_cancel()
-        verdicts: list[Verdict] = []
-        vtrace: list[VerificationTrace] = []
-        with clock.stage("verify"):
-            for claim in claims:
+    def _verify_step(self, run: _Run) -> None:
+        """Every claim against every passage; each claim's event goes out as it is decided."""
+        run.check_cancel()
+        chunk_ids = [c.id for c in run.context]
+        policy = self.settings.policy
+        with run.clock.stage("verify"):
+            for claim in run.claims:
                 t0 = time.perf_counter()
                 try:
-                    verdict = self.verifier.verify(claim, context)
+                    verdict = self.verifier.verify(claim, run.context)
                 except AffidavitError as exc:
                     verdict = _unverifiable(claim, exc.message)
                 except Exception as exc:  # a third-party verifier must not show a claim
                     log.exception("verifier raised on claim %s", claim.id)
                     verdict = _unverifiable(claim, f"{type(exc).__name__}: {exc}")
-                verdicts.append(verdict)
+                run.verdicts.append(verdict)
                 stage_errors = [s.error for s in verdict.stages if s.error]
-                vtrace.append(
+                run.vtrace.append(
                     VerificationTrace(
                         claim_id=claim.id,
                         label=verdict.label,
@@ -382,48 +453,79 @@ class AskPipeline:
                         error="; ".join([*verdict.errors, *stage_errors]) or None,
                     )
                 )
+                if run.on_event is not None:
+                    decided = decide_claim(claim.id, verdict, policy, premise=run.question)
+                    run.emit(
+                        ClaimEvent(
+                            outcome=ClaimOutcome(
+                                claim=claim,
+                                verdict=verdict,
+                                decision=decided.decision,
+                                evidence_numbers=evidence_passages(verdict, chunk_ids),
+                            )
+                        )
+                    )
 
-        with clock.stage("policy"):
-            decisions = decide_all(claims, verdicts, self.settings.policy, premise=question)
-            by_claim = {d.claim_id: d.decision for d in decisions}
-            evidence = {v.claim_id: evidence_passages(v, chunk_ids) for v in verdicts}
-            corrected = correct_citations(draft, claims, by_claim, evidence)
-            draft, claims = corrected.text, list(corrected.claims)
-            rendered = render(draft, claims, decisions, display, verdicts=verdicts)
-            answer = rendered.text
-            if insufficient and not claims:
-                answer = draft.strip() or INSUFFICIENT_ANSWER
+    def _policy_step(self, run: _Run) -> None:
+        chunk_ids = [c.id for c in run.context]
+        with run.clock.stage("policy"):
+            decisions = decide_all(
+                run.claims, run.verdicts, self.settings.policy, premise=run.question
+            )
+            run.decisions = decisions
+            run.by_claim = {d.claim_id: d.decision for d in decisions}
+            run.evidence = {v.claim_id: evidence_passages(v, chunk_ids) for v in run.verdicts}
+            run.corrected = correct_citations(run.draft, run.claims, run.by_claim, run.evidence)
+            run.draft, run.claims = run.corrected.text, list(run.corrected.claims)
+            run.rendered = render(
+                run.draft, run.claims, decisions, run.display, verdicts=run.verdicts
+            )
+            run.answer = run.rendered.text
+            if run.insufficient and not run.claims:
+                run.answer = run.draft.strip() or INSUFFICIENT_ANSWER
 
-        certificate_path: str | None = None
-        if certify is not None and self.certificate_writer is not None:
-            check_cancel()
-            with clock.stage("certify"):
-                path = Path(certify)
-                self.certificate_writer(
-                    question, draft, claims, verdicts, decisions, path, context=refined
-                )
-                certificate_path = str(path)
-        else:
-            clock.skipped("certify", "not requested")
+    def _certify_step(self, run: _Run, certify: Path | str | None) -> str | None:
+        if certify is None or self.certificate_writer is None:
+            run.clock.skipped("certify", "not requested")
+            return None
+        run.check_cancel()
+        with run.clock.stage("certify"):
+            path = Path(certify)
+            self.certificate_writer(
+                run.question,
+                run.draft,
+                run.claims,
+                run.verdicts,
+                run.decisions,
+                path,
+                context=run.refined,
+            )
+        return str(path)
 
-        clock.timings.append(StageTiming(stage="total", seconds=time.perf_counter() - total_start))
+    def _result(self, run: _Run, certificate_path: str | None) -> AskResult:
+        assert run.prompt is not None and run.cleaned is not None
+        assert run.corrected is not None and run.rendered is not None
+        run.clock.timings.append(
+            StageTiming(stage="total", seconds=time.perf_counter() - run.started)
+        )
+        chunk_ids = [c.id for c in run.context]
         return AskResult(
-            question=question,
-            mode=display,
-            answer=answer,
-            note=rendered.note,
-            draft=draft,
-            insufficient=insufficient,
+            question=run.question,
+            mode=run.display,
+            answer=run.answer,
+            note=run.rendered.note,
+            draft=run.draft,
+            insufficient=run.insufficient,
             claims=tuple(
                 ClaimOutcome(
                     claim=c,
                     verdict=v,
-                    decision=by_claim.get(c.id, "unverified"),
-                    evidence_numbers=evidence.get(c.id, ()),
+                    decision=run.by_claim.get(c.id, "unverified"),
+                    evidence_numbers=run.evidence.get(c.id, ()),
                 )
-                for c, v in zip(claims, verdicts, strict=True)
+                for c, v in zip(run.claims, run.verdicts, strict=True)
             ),
-            citations=tuple(list_citations(draft, chunk_ids, corrected.corrections)),
+            citations=tuple(list_citations(run.draft, chunk_ids, run.corrected.corrections)),
             sources=tuple(
                 Source(
                     number=i,
@@ -433,23 +535,23 @@ class AskPipeline:
                     title=c.title,
                     doc_id=c.doc_id,
                 )
-                for i, (c, o) in enumerate(zip(context, origins, strict=True), start=1)
+                for i, (c, o) in enumerate(zip(run.context, run.origins, strict=True), start=1)
             ),
             trace=_trace(
-                hits=hits,
-                correction=correction,
-                context=context,
-                prompt_chars=prompt.chars,
+                hits=run.hits,
+                correction=run.correction,
+                context=run.context,
+                prompt_chars=run.prompt.chars,
                 generator=getattr(self.generator, "name", type(self.generator).__name__),
-                raw=raw,
-                pieces=pieces,
-                gen_seconds=gen_seconds,
-                ttft=ttft,
-                removed=cleaned.removed,
-                corrections=corrected.corrections,
-                verification=vtrace,
-                timings=clock.timings,
-                skipped=skipped,
+                raw=run.raw,
+                pieces=run.pieces,
+                gen_seconds=run.gen_seconds,
+                ttft=run.ttft,
+                removed=run.cleaned.removed,
+                corrections=run.corrected.corrections,
+                verification=run.vtrace,
+                timings=run.clock.timings,
+                skipped=run.skipped,
             ),
             certificate_path=certificate_path,
         )

@@ -62,7 +62,6 @@ from affidavit.core.service import (
     AskResponse,
     AuditInput,
     CertificateEvent,
-    ClaimEvent,
     ErrorEvent,
     IngestJob,
     PublicKeyInfo,
@@ -983,8 +982,7 @@ async def _event_stream(state: _State, body: AskRequest, ticket: Any) -> AsyncIt
             yield _sse(ErrorEvent(error=error))
             return
         _count_ask(state, response)
-        for outcome in response.result.claims:
-            yield _sse(ClaimEvent(outcome=outcome))
+        # the claim events went out as each claim was decided (AskPipeline's verify stage)
         if response.certificate is not None:
             yield _sse(CertificateEvent(certificate=response.certificate))
         yield _sse(ResultEvent(response=response))

@@ -364,8 +364,13 @@ def test_on_event_reports_the_stages_in_order() -> None:
         on_token=lambda piece: order.append("token"),
     )
     assert order[:3] == ["retrieval", "grading", "refinement"]
-    assert set(order[3:]) == {"token"}
-    retrieval, grading, refinement = seen
+    # the tokens as they are written, then one claim event as each claim is decided
+    n_claims = len(result.claims)
+    assert n_claims >= 1
+    assert set(order[3:-n_claims]) == {"token"} and order[-n_claims:] == ["claim"] * n_claims
+    retrieval, grading, refinement, *claims = seen
+    assert [c.outcome.decision for c in claims] == [o.decision for o in result.claims]  # type: ignore[attr-defined]
+    assert [c.outcome.claim.text for c in claims] == [o.claim.text for o in result.claims]  # type: ignore[attr-defined]
     assert isinstance(retrieval, RetrievalEvent) and len(retrieval.hits) == 2
     assert isinstance(grading, GradingEvent) and grading.classification is None
     assert "no corrective stage" in grading.note
@@ -406,3 +411,30 @@ def test_short_plain_answers_get_a_fragment_claim_refusals_do_not() -> None:
     assert texts("Who won?", "not sure") == []
     # a plain phrase longer than four words states something the extractor should have found
     assert texts("Who won?", "the team that played well in the end") == []
+
+
+def test_each_claim_event_goes_out_before_the_next_claim_is_verified() -> None:
+    """Issue 28: the trace shows claims as they are decided, not all at the end."""
+    order: list[str] = []
+
+    class Recording(WordVerifier):
+        def verify(self, claim, chunks):  # type: ignore[no-untyped-def]
+            order.append("verify:" + claim.text[:5])
+            return super().verify(claim, chunks)
+
+    pipe = AskPipeline(
+        retriever=ListRetriever([PARIS, TOWER]),
+        generator=FakeGenerator(["Paris is the capital of France [1]. The tower is tall [2]."]),
+        extractor=RuleBasedExtractor(),
+        verifier=Recording(),
+        settings=load_settings(),
+    )
+    pipe.ask(
+        "Tell me about Paris.",
+        on_event=lambda e: (
+            order.append("claim:" + e.outcome.claim.text[:5])  # type: ignore[union-attr]
+            if e.kind == "claim"
+            else None
+        ),
+    )
+    assert order == ["verify:Paris", "claim:Paris", "verify:The t", "claim:The t"]
