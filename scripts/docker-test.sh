@@ -112,7 +112,7 @@ main() {
 
     if want build; then
         local t0 t1 target
-        for target in full nollm; do
+        for target in nollm full; do
             t0=$(date +%s)
             if docker build --network host --build-arg BASE="$base" --target "$target" \
                 --build-arg EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null)" \
@@ -246,30 +246,48 @@ kill_step() {
     mkdir -p "$big"
     for i in $(seq 20); do sed "s/\\bthe\\b/the [$i]/g" sample_corpus/docs/us_constitution.txt; done \
         >"$WORK/base.txt"
-    for i in $(seq "${KILL_FILES:-120}"); do sed "s/^/($i) /" "$WORK/base.txt" >"$big/part-$i.txt"; done
+    for i in $(seq "${KILL_FILES:-24}"); do sed "s/^/($i) /" "$WORK/base.txt" >"$big/part-$i.txt"; done
     docker volume rm -f affidavit-test-kill >/dev/null 2>&1 || true
     docker run -d --pull never --name affidavit-test-ingest --network none -v "$big:/corpus:ro" \
         -v affidavit-test-kill:/data/store "$IMAGE:nollm" affidavit ingest /corpus >/dev/null
-    sleep "${KILL_AFTER:-15}"
+    # kill it once the first batches are committed and while later ones are being written
+    local at_kill=0 n
+    for _ in $(seq 120); do
+        sleep 2
+        docker inspect -f '{{.State.Running}}' affidavit-test-ingest | grep -q true || break
+        n=$(store_check affidavit-test-kill | grep -oE '[0-9]+ chunks' | grep -oE '[0-9]+')
+        if [ "${n:-0}" -gt 0 ]; then at_kill=$n; break; fi
+    done
     if ! docker inspect -f '{{.State.Running}}' affidavit-test-ingest | grep -q true; then
-        fail "kill mid-ingest" "ingest had already finished; raise the corpus or lower KILL_AFTER"
+        fail "kill mid-ingest" "ingest ended before it could be killed; raise KILL_FILES"
         docker rm -f affidavit-test-ingest >/dev/null
         return
     fi
     docker kill -s KILL affidavit-test-ingest >/dev/null
     docker rm -f affidavit-test-ingest >/dev/null
-    out=$(docker run --rm --pull never --network none -v affidavit-test-kill:/data/store "$IMAGE:nollm" \
-        affidavit store check 2>&1)
+    out=$(store_check affidavit-test-kill)
     rc=$?
-    [ $rc = 0 ] && pass "kill mid-ingest: store check" "$(tail -n 1 <<<"$out")" \
+    [ $rc = 0 ] && pass "kill mid-ingest: store check" "$(tail -n 1 <<<"$out") (>= $at_kill seen)" \
         || fail "kill mid-ingest: store check" "exit $rc: $(tail -c 300 <<<"$out")"
     # restarted, the ingest finishes and the store is still whole
-    out=$(docker run --rm --pull never --network none -v "$big:/corpus:ro" -v affidavit-test-kill:/data/store \
-        "$IMAGE:nollm" sh -c 'affidavit ingest /corpus >/dev/null && affidavit store check' 2>&1)
+    out=$(docker run --rm --pull never --network none -v "$big:/corpus:ro" \
+        -v affidavit-test-kill:/data/store "$IMAGE:nollm" affidavit ingest /corpus 2>&1)
     rc=$?
-    [ $rc = 0 ] && pass "kill mid-ingest: restart" "$(tail -n 1 <<<"$out")" \
-        || fail "kill mid-ingest: restart" "exit $rc: $(tail -c 300 <<<"$out")"
+    local after after_rc
+    after=$(store_check affidavit-test-kill)
+    after_rc=$?
+    if [ $rc = 0 ] && [ $after_rc = 0 ] && ! grep -q "^failed" <<<"$out"; then
+        pass "kill mid-ingest: restart" "ingest finished; $(tail -n 1 <<<"$after")"
+    else
+        fail "kill mid-ingest: restart" "exit $rc: $(tail -c 300 <<<"$out$after")"
+    fi
     docker volume rm -f affidavit-test-kill >/dev/null 2>&1 || true
+}
+
+# `affidavit store check` of a store volume (reads only)
+store_check() {
+    docker run --rm --pull never --network none -v "$1:/data/store" "$IMAGE:nollm" \
+        affidavit store check 2>&1
 }
 
 compose_step() {
