@@ -198,6 +198,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "per_document": 3,
         "document_prior": True,
     },
+    "hybrid passage, 3 per document, document prior, question parts": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "question_parts": True,
+    },
     "hybrid passage, 3 per document, document prior, merged": {
         "granularity": "passage",
         "per_document": 3,
@@ -222,6 +228,7 @@ def run_variants(
             per_document=v.get("per_document", 3),
             merge_neighbours=v.get("merge_neighbours", False),
             document_prior=v.get("document_prior", False),
+            question_parts=v.get("question_parts", False),
         )
         per: list[float] = []
         res = []

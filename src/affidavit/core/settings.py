@@ -222,6 +222,14 @@ class RetrieveSettings(Section):
         "a third ranking shared by each document's chunks (measured better on passages and on "
         "whole documents; see the benchmarks).",
     )
+    question_parts: bool = Field(
+        default=False,
+        description="Hybrid search of a question with several parts ('When was it built, and "
+        "who designed it?') searches each part and takes each part's ranking in turn, so each "
+        "part's passage can reach the top (a one-part question is searched as before). Off by "
+        "default: on the passage benchmark it raised two-part recall@5 from 78.2 to 82.8 but "
+        "lowered one-part recall@1 from 81.7 to 80.0 (questions split that read better whole).",
+    )
 
 
 class VerifySettings(Section):

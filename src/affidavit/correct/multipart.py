@@ -18,48 +18,11 @@ Examples:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from affidavit.core.correction import RelevanceScore
+from affidavit.core.questions import question_parts
 from affidavit.correct.base import RelevanceEvaluator
-
-_WH = r"(?:who|whom|whose|what|when|where|which|why|how|in what|in which|on what|at what)"
-# a clause boundary: ", and how", "; who", " and when", "? What" (case-insensitive question word)
-_SPLIT = re.compile(rf"(?:\s*[,;]\s*(?:and\s+|or\s+)?|\s+and\s+|\?\s+)(?={_WH}\b)", re.IGNORECASE)
-_NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|von|van|da|and)?\s*[A-Z][\w'’-]*)*")
-_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|he|him|his|she|her|this|that)\b", re.I)
-# most parts one question is split into; past this the split is not a question's parts
-_MAX_PARTS = 6
-
-
-def _names(text: str) -> list[str]:
-    """Capitalised word sequences, leaving out the text's first word (capitalised anyway)."""
-    body = text.strip()
-    first = re.match(r"\S+\s*", body)
-    offset = first.end() if first else 0
-    return [m.group(0) for m in _NAME.finditer(body, offset)]
-
-
-def question_parts(question: str) -> list[str]:
-    """The parts of a multi-part question (empty when it has one part).
-
-    Examples:
-        >>> question_parts("Who discovered polonium?")
-        []
-    """
-    pieces = [p.strip(" ?,;.") for p in _SPLIT.split(question.strip())]
-    pieces = [p for p in pieces if p]
-    # "who wrote it, and when?": a bare question word is no part on its own
-    if len(pieces) < 2 or len(pieces) > _MAX_PARTS or any(len(p.split()) < 2 for p in pieces):
-        return []
-    topic = " ".join(_names(pieces[0]))
-    out = [pieces[0]]
-    for p in pieces[1:]:
-        if topic and not _names(p) and _PRONOUN.search(p):
-            p = f"{p} {topic}"
-        out.append(p)
-    return out
 
 
 class MultiPartEvaluator:

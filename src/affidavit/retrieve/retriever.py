@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from affidavit.core.errors import ConfigError, RetrievalError
+from affidavit.core.questions import question_parts
 from affidavit.core.retrieval import SearchFilters
 from affidavit.core.settings import Granularity, RetrieveSettings
 from affidavit.core.types import Chunk, Hit
@@ -62,6 +63,10 @@ class StoreRetriever:
             from that text, and ``metadata["merged_from"]`` names the stored chunks).
         document_prior: ``passage`` granularity: the parent-document ranking joins the fusion as
             a third ranking shared by each document's chunks (stores with document support).
+        question_parts: hybrid search of a question with several parts ("When was it built,
+            and who designed it?") also searches each part on its own and fuses the rankings
+            (each part's ranking in turn), so that each part's passage can reach the top; a
+            one-part query is searched as before.
     """
 
     def __init__(
@@ -78,6 +83,7 @@ class StoreRetriever:
         per_document: int = 3,
         merge_neighbours: bool = False,
         document_prior: bool = True,
+        question_parts: bool = False,
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")
@@ -97,6 +103,7 @@ class StoreRetriever:
         self.per_document = per_document
         self.merge_neighbours = merge_neighbours
         self.document_prior = document_prior
+        self.question_parts = question_parts
         stored = store.embedder()
         if embedder is not None and stored is not None and stored != embedder.name:
             raise RetrievalError(
@@ -117,6 +124,7 @@ class StoreRetriever:
             per_document=settings.per_document,
             merge_neighbours=settings.merge_neighbours,
             document_prior=settings.document_prior,
+            question_parts=settings.question_parts,
         )
 
     def config(self) -> dict[str, Any]:
@@ -131,6 +139,7 @@ class StoreRetriever:
             "per_document": self.per_document,
             "merge_neighbours": self.merge_neighbours,
             "document_prior": self.document_prior,
+            "question_parts": self.question_parts,
         }
 
     def search(
@@ -183,9 +192,48 @@ class StoreRetriever:
             hits = self._hits(self.store.search_lexical(query, k, filters), "bm25", "bm25")
         elif mode == "dense":
             hits = self._hits(self.store.search_dense(vector, k, filters), "dense", "dense")
+        elif self.question_parts and (parts := question_parts(query)):
+            hits = self._by_parts(query, vector, parts, k, n, filters)
         else:
             hits = self._hybrid(query, vector, k, n, filters)
         return self.reranker.rerank(query, hits, k)
+
+    def _by_parts(
+        self,
+        query: str,
+        vector: Any,
+        parts: list[str],
+        k: int,
+        n: int,
+        filters: SearchFilters | None,
+    ) -> list[Hit]:
+        """Each part's hybrid ranking in turn (the first of each part, then the second of
+        each...), then the whole question's, under the passage cap: every part's best passage
+        reaches the top. An RRF of the whole question's and the parts' rankings did worse on
+        the passage benchmark: passages of the part the whole question leans to appear in two
+        of the rankings and push the other part's out."""
+        vectors = self._embed(parts)
+        rankings = [self._hybrid(p, vectors[i], n, n, filters) for i, p in enumerate(parts)]
+        whole = self._hybrid(query, vector, n, n, filters)
+        seen: set[str] = set()
+        order: list[Hit] = []
+        for depth in range(max(len(r) for r in rankings)):
+            for ranking in rankings:
+                if depth < len(ranking) and ranking[depth].chunk.id not in seen:
+                    seen.add(ranking[depth].chunk.id)
+                    order.append(ranking[depth])
+        order += [h for h in whole if h.chunk.id not in seen]
+        fused = [
+            h.model_copy(
+                update={
+                    "score": 1.0 / (self.rrf_k + i),
+                    "mode": "hybrid",
+                    "scores": {**h.scores, "parts_rank": float(i)},
+                }
+            )
+            for i, h in enumerate(order, start=1)
+        ]
+        return self._passages(fused, k) if self.granularity == "passage" else fused[:k]
 
     def _embed(self, queries: list[str]) -> Any:
         if self.embedder is None:

@@ -10,6 +10,7 @@ import pytest
 
 from affidavit.core.errors import ConfigError, RetrievalError
 from affidavit.core.retrieval import SearchFilters
+from affidavit.core.types import Chunk
 from affidavit.retrieve.fusion import rrf
 from affidavit.retrieve.retriever import StoreRetriever
 from affidavit.retrieve.text import Analyzer
@@ -272,3 +273,51 @@ def test_document_prior_adds_the_parent_document_ranking(tmp_path: Path) -> None
         assert h.score == pytest.approx(expected)
         assert h.scores["doc_rank"] == doc_rank[h.chunk.doc_id]
     assert all(a.score >= b.score for a, b in itertools.pairwise(prior))
+
+
+def test_question_parts_bring_each_parts_passage_to_the_top(tmp_path: Path) -> None:
+    """Issue 27: a two-part question ranked as one favours the part with more words; searched
+    part by part (and fused), the passage of the other part reaches the top k too."""
+    from affidavit.core.types import Document
+    from affidavit.store.base import DocumentBatchItem
+
+    emb = FakeEmbedder()
+    texts = {
+        "b1": "The old tower was built in 1889 and the tower was built of iron.",
+        "b2": "Building the tower took two years; the tower was built by 300 workers.",
+        "b3": "When the tower was built it was the tallest tower built in the world.",
+        "b4": "The tower was built for a fair; when built, the tower was new.",
+        "b5": "A tower built in 1889: when it was built the tower stood alone.",
+        "d": "Its engineer Gustave Eiffel designed it.",
+    }
+    items = []
+    for doc_id, text in texts.items():
+        d = Document(id=doc_id, source=doc_id, text=text)
+        chunk = Chunk(id=f"{doc_id}-0", doc_id=doc_id, text=text, start=0, end=len(text))
+        items.append(
+            DocumentBatchItem(document=d, chunks=(chunk,), vectors=emb.embed([text]), origin=doc_id)
+        )
+    store = LocalStore(tmp_path / "s")
+    store.upsert(items, embedder=emb.name)
+    q = "When was the tower built, and who designed it?"
+    r = StoreRetriever(store, emb, question_parts=True, per_document=3)
+    hits = r.search(q, k=4)
+    # each part's ranking in turn: the first of each part, then the second of each
+    first, second = (
+        [h.chunk.id for h in StoreRetriever(store, emb).search(x, k=50)]
+        for x in ("When was the tower built", "who designed it")
+    )
+    assert second[0] == "d-0" and first[0] != "d-0"
+    expected: list[str] = []
+    for a, b in zip(first, second, strict=False):
+        for cid in (a, b):
+            if cid not in expected:
+                expected.append(cid)
+    assert [h.chunk.id for h in hits] == expected[:4]
+    assert hits[1].chunk.id == "d-0"  # the designer's passage, second of four
+    assert "parts_rank" in hits[0].scores
+    # a one-part question is searched exactly as before
+    one = "When was the tower built?"
+    split = StoreRetriever(store, emb, question_parts=True).search(one, k=3)
+    plain = StoreRetriever(store, emb, question_parts=False).search(one, k=3)
+    assert [h.chunk.id for h in split] == [h.chunk.id for h in plain]
