@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from affidavit.core.settings import load_settings
+from affidavit.core.settings import Settings, load_settings
 from affidavit.generate.model_cache import MODEL_FILENAME, PART_COUNT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,18 +37,22 @@ def _env(stage: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("target", ["full", "nollm"])
-def test_image_environment_is_valid_settings(
-    target: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    env = {**_env(_stage("runtime")), **_env(_stage(target))}
+def _load_with(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, where: Path) -> Settings:
+    """The settings a process sees with exactly these ``AFFIDAVIT_*`` variables."""
     for key in [k for k in os.environ if k.startswith("AFFIDAVIT_")]:
         monkeypatch.delenv(key)
     for key, value in env.items():
         if key.startswith("AFFIDAVIT_"):
             monkeypatch.setenv(key, value)
-    monkeypatch.chdir(tmp_path)  # no affidavit.toml of the repository's is read
-    s = load_settings()  # an unknown or misspelt AFFIDAVIT_* name raises here
+    monkeypatch.chdir(where)  # no affidavit.toml of the repository's is read
+    return load_settings()  # an unknown or misspelt AFFIDAVIT_* name raises here
+
+
+@pytest.mark.parametrize("target", ["full", "nollm"])
+def test_image_environment_is_valid_settings(
+    target: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    s = _load_with({**_env(_stage("runtime")), **_env(_stage(target))}, monkeypatch, tmp_path)
     volumes = {Path(p) for p in re.findall(r'"(/data/[a-z]+)"', _stage("runtime"))}
     assert volumes == {Path("/data/store"), Path("/data/home"), Path("/data/tlog")}
     # everything the server writes is on a volume
@@ -84,3 +88,16 @@ def test_compose_file_matches_the_image() -> None:
     assert qdrant["profiles"] == ["qdrant"]
     assert app["depends_on"]["qdrant"]["required"] is False
     assert "AFFIDAVIT_STORE__QDRANT_URL" in app["environment"]
+
+
+def test_compose_qdrant_profile_points_the_store_at_the_service(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
+    env = {
+        key: re.sub(r"\$\{STORE_BACKEND:-[a-z]+\}", "qdrant", str(value))
+        for key, value in compose["services"]["affidavit"]["environment"].items()
+    }
+    s = _load_with({**_env(_stage("runtime")), **env}, monkeypatch, tmp_path)
+    assert s.store.backend == "qdrant" and s.store.qdrant_url == "http://qdrant:6333"
+    assert s.store.path == Path("/data/store")
