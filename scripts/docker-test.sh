@@ -166,7 +166,8 @@ main() {
             fail "ingest" "exit $rc: $(tail -c 300 <<<"$out")"
         fi
         offline "$IMAGE:full" affidavit keys generate >/dev/null 2>&1 || true
-        out=$(offline "$IMAGE:full" affidavit ask "On what date did the Apollo 11 lunar module land on the Moon?" \
+        local question="On what date did the Apollo 11 lunar module land on the Moon?"
+        out=$(offline "$IMAGE:full" affidavit ask "$question" \
             --certify "$cert" --json 2>&1)
         rc=$?
         if [ $rc = 0 ] && grep -q '"decision": "verified"' <<<"$out"; then
@@ -190,6 +191,8 @@ main() {
     summary
 }
 
+health() { docker inspect -f '{{.State.Health.Status}}' affidavit-test-serve; }
+
 serve_step() {
     local target token t0 ready code
     for target in full nollm; do
@@ -205,7 +208,10 @@ serve_step() {
         ready=""
         for _ in $(seq 600); do
             code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/readyz" || true)
-            if [ "$code" = 200 ]; then ready=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'); break; fi
+            if [ "$code" = 200 ]; then
+                ready=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
+                break
+            fi
             docker inspect -f '{{.State.Running}}' affidavit-test-serve 2>/dev/null | grep -q true \
                 || break
             sleep 0.25
@@ -229,12 +235,11 @@ serve_step() {
             || fail "serve $target unauthorised" "HTTP $code"
         # the image's HEALTHCHECK sees the same /readyz
         for _ in $(seq 90); do
-            [ "$(docker inspect -f '{{.State.Health.Status}}' affidavit-test-serve)" = healthy ] && break
+            [ "$(health)" = healthy ] && break
             sleep 1
         done
-        [ "$(docker inspect -f '{{.State.Health.Status}}' affidavit-test-serve)" = healthy ] \
-            && pass "serve $target HEALTHCHECK" "healthy" \
-            || fail "serve $target HEALTHCHECK" "$(docker inspect -f '{{.State.Health.Status}}' affidavit-test-serve)"
+        [ "$(health)" = healthy ] && pass "serve $target HEALTHCHECK" "healthy" \
+            || fail "serve $target HEALTHCHECK" "$(health)"
         docker rm -f affidavit-test-serve >/dev/null
     done
 }
