@@ -109,6 +109,16 @@ class ClaimsSettings(Section):
         default=True,
         description="Keep only checkworthy sentences (False: every sentence becomes a claim).",
     )
+    answer_form: bool = Field(
+        default=False,
+        description="ask: a claim that restates the question and that the verifier does not "
+        "support as written is checked again as '<question> <what it adds>' (the question-and-"
+        "answer form the verifier was trained on); shown when that is supported, and recorded "
+        "with that text. A contradiction is never checked again. Off by default: on the ask "
+        "benchmark's drafts it raised accuracy from 0.57 to 0.60 but let 0.33 of fed "
+        "hallucinated answers through instead of 0.23 (benchmarks/results/"
+        "ask_halueval_answer_form_replay.json).",
+    )
     decompose: bool = Field(
         default=True, description="Split conjunctions and list items into atomic claims."
     )

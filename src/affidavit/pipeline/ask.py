@@ -80,6 +80,7 @@ from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Claim, DisplayMode, Hit, Verdict
 from affidavit.generate.base import Generator
 from affidavit.pipeline.citations import (
+    answer_form,
     clean_citations,
     correct_citations,
     evidence_passages,
@@ -240,6 +241,7 @@ class AskPipeline:
         self.settings = settings
         self.corrector = corrector
         self.certificate_writer = certificate_writer
+        self.answer_forms = settings.claims.answer_form
         gen = settings.generate
         # ~3 characters per token for English prose is a safe under-estimate of capacity
         self.max_prompt_chars = max_prompt_chars or max(
@@ -431,16 +433,27 @@ class AskPipeline:
         run.check_cancel()
         chunk_ids = [c.id for c in run.context]
         policy = self.settings.policy
+        checked: list[Claim] = []
         with run.clock.stage("verify"):
             for claim in run.claims:
                 t0 = time.perf_counter()
-                try:
-                    verdict = self.verifier.verify(claim, run.context)
-                except AffidavitError as exc:
-                    verdict = _unverifiable(claim, exc.message)
-                except Exception as exc:  # a third-party verifier must not show a claim
-                    log.exception("verifier raised on claim %s", claim.id)
-                    verdict = _unverifiable(claim, f"{type(exc).__name__}: {exc}")
+                verdict = self._verify_one(claim, run.context)
+                alt = answer_form(run.question, claim.text) if self.answer_forms else None
+                if alt is not None and verdict.label == "unsupported" and verdict.complete:
+                    # a restatement of the question: checked as the question and its answer
+                    as_answer = claim.model_copy(update={"text": alt})
+                    second = self._verify_one(as_answer, run.context)
+                    if second.label == "supported":
+                        claim, verdict = (
+                            as_answer,
+                            second.model_copy(
+                                update={
+                                    "reason": f"checked as the answer to the question ('{alt}'): "
+                                    f"{second.reason}"
+                                }
+                            ),
+                        )
+                checked.append(claim)
                 run.verdicts.append(verdict)
                 stage_errors = [s.error for s in verdict.stages if s.error]
                 run.vtrace.append(
@@ -465,6 +478,17 @@ class AskPipeline:
                             )
                         )
                     )
+        run.claims = checked
+
+    def _verify_one(self, claim: Claim, context: Sequence[Chunk]) -> Verdict:
+        """The verifier's verdict; one that raises leaves the claim unverified (fail closed)."""
+        try:
+            return self.verifier.verify(claim, context)
+        except AffidavitError as exc:
+            return _unverifiable(claim, exc.message)
+        except Exception as exc:  # a third-party verifier must not show a claim
+            log.exception("verifier raised on claim %s", claim.id)
+            return _unverifiable(claim, f"{type(exc).__name__}: {exc}")
 
     def _policy_step(self, run: _Run) -> None:
         chunk_ids = [c.id for c in run.context]

@@ -364,3 +364,56 @@ def fragment_claims(
             )
         )
     return out
+
+
+MIN_RESTATED_SHARE = 0.6
+MAX_ANSWER_WORDS = 12
+
+
+def answer_form(question: str, claim: str) -> str | None:
+    """``"<question> <what the claim adds to it>"`` for a claim that restates the question, else
+    None.
+
+    "The population of the small town with an Air Force Base 7 mi northeast of Sacramento,
+    California is 743." restates "What is the population of the small town with an Air Force
+    Base 7 mi northeast of Sacramento, California?" and adds "743": checked as "<question> 743",
+    the question-and-answer form the verifier reads best (held out on HaluEval QA 0.96 balanced
+    accuracy), where the restatement joins facts of two passages it reads poorly. The question
+    is the user's premise, as for a bare answer (`fragment_claims`); every word the claim adds
+    is still checked. A claim restates the question when at least 60% of the question's
+    content words are in it; a yes-no question, or a claim adding nothing or more than 12 words,
+    has no answer form.
+
+    Examples:
+        >>> answer_form("Who founded the band Hinder?", "The band Hinder was founded by Austin Winkler.")
+        'Who founded the band Hinder? Austin Winkler'
+        >>> answer_form("Who founded Hinder?", "Paris is in France.") is None
+        True
+    """  # noqa: E501
+    from difflib import SequenceMatcher
+
+    from affidavit.claims.rules import strip_citations
+    from affidavit.verify.lexical import FILLER, STOPWORDS, content_stems, stem
+
+    q = set(content_stems(question))
+    first = _WORDS.search(question)
+    if len(q) < 2 or first is None or first.group(0).lower() in _YES_NO_OPENERS:
+        return None
+    body = strip_citations(claim).strip().rstrip(".!?;:").strip()
+    c_words = _WORDS.findall(body)
+    q_words = _WORDS.findall(question)
+    c_keys = [stem(w.lower()) for w in c_words]
+    q_keys = [stem(w.lower()) for w in q_words]
+    # what the claim writes where the question has its question word, or adds: the runs of
+    # the claim that do not align with the question, each kept whole ("My Love from the Star")
+    added: list[str] = []
+    for op, _, _, j1, j2 in SequenceMatcher(None, q_keys, c_keys, autojunk=False).get_opcodes():
+        if op in ("replace", "insert"):
+            run = c_words[j1:j2]
+            if any(w.lower() not in STOPWORDS | FILLER for w in run):
+                added.append(" ".join(run))
+    shared = q & set(content_stems(" ".join(c_words)))
+    n_added = sum(len(a.split()) for a in added)
+    if len(shared) < MIN_RESTATED_SHARE * len(q) or not added or n_added > MAX_ANSWER_WORDS:
+        return None
+    return f"{question.strip()} {'; '.join(added)}"

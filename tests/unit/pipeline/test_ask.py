@@ -438,3 +438,103 @@ def test_each_claim_event_goes_out_before_the_next_claim_is_verified() -> None:
         ),
     )
     assert order == ["verify:Paris", "claim:Paris", "verify:The t", "claim:The t"]
+
+
+# ---------------------------------------------------------------------- answer form
+TOWN = Chunk(
+    text="McClellan Park's population was 743. McClellan Air Force Base is 7 mi northeast of "
+    "Sacramento.",
+    url="file:///town.txt",
+)
+QUESTION = "What is the population of the town with an Air Force Base northeast of Sacramento?"
+RESTATED = "The population of the town with an Air Force Base northeast of Sacramento is 743 [1]."
+
+
+class AnswerFormVerifier:
+    """Reads a question-and-answer claim ('...? 743') well and a restatement poorly, as the
+    shipped model does; 'contradicts' when the claim says 744."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
+        self.seen.append(claim.text)
+        if "744" in claim.text:
+            return Verdict(
+                claim_id=claim.id,
+                label="contradicted",
+                p_entail=0.02,
+                p_neutral=0.08,
+                p_contradict=0.9,
+            )
+        if "?" in claim.text and claim.text.endswith("743"):
+            c = chunks[0]
+            span = EvidenceSpan(chunk_id=c.id, start=0, end=36, text=c.text[:36])
+            return Verdict(
+                claim_id=claim.id,
+                label="supported",
+                p_entail=0.9,
+                p_neutral=0.08,
+                p_contradict=0.02,
+                evidence=(span,),
+            )
+        return Verdict(
+            claim_id=claim.id, label="unsupported", p_entail=0.2, p_neutral=0.5, p_contradict=0.3
+        )
+
+
+def _answer_pipe(answer: str, verifier: AnswerFormVerifier, **claims: object) -> AskPipeline:
+    settings = load_settings()
+    claims = {"answer_form": True, **claims}
+    if claims:
+        settings = settings.model_copy(update={"claims": settings.claims.model_copy(update=claims)})
+    return AskPipeline(
+        retriever=ListRetriever([TOWN]),
+        generator=FakeGenerator([answer]),
+        extractor=RuleBasedExtractor(),
+        verifier=verifier,
+        settings=settings,
+    )
+
+
+def test_a_restated_question_is_checked_as_the_question_and_its_answer() -> None:
+    """Issue 24: ask withheld right answers written as restatements of the question ('The
+    population of ... is 743.'), which the verifier reads poorly; as '<question> 743' (the
+    question-and-answer form it was trained on) it is verified, and recorded with that text."""
+    v = AnswerFormVerifier()
+    r = _answer_pipe(RESTATED, v).ask(QUESTION, mode="strict")
+    assert [o.decision for o in r.claims] == ["verified"]
+    assert r.claims[0].claim.text == f"{QUESTION} is 743"
+    assert "checked as the answer to the question" in r.claims[0].verdict.reason
+    assert "743" in r.answer
+    # the restatement was tried first, as written
+    assert v.seen[0].startswith("The population")
+    # switched off: withheld as before
+    off = _answer_pipe(RESTATED, AnswerFormVerifier(), answer_form=False).ask(
+        QUESTION, mode="strict"
+    )
+    assert [o.decision for o in off.claims] != ["verified"]
+
+
+def test_a_contradicted_restatement_is_not_checked_again() -> None:
+    v = AnswerFormVerifier()
+    r = _answer_pipe(RESTATED.replace("743", "744"), v).ask(QUESTION, mode="strict")
+    assert [o.decision for o in r.claims] == ["blocked"]
+    assert len(v.seen) == 1
+
+
+def test_answer_form() -> None:
+    from affidavit.pipeline.citations import answer_form
+
+    assert answer_form(QUESTION, RESTATED) == f"{QUESTION} is 743"
+    # the claim adds a second fact: it is checked too; what it writes for the question word is
+    # kept whole
+    assert answer_form(
+        "Which show did the series replace?", "The series replaced My Love from the Star."
+    ) == ("Which show did the series replace? My Love from the Star")
+    assert answer_form(QUESTION, RESTATED.replace(" [1].", ", founded in 1935.")) == (
+        f"{QUESTION} is 743 founded in 1935"
+    )
+    assert answer_form(QUESTION, "Paris is the capital of France.") is None  # no restatement
+    assert answer_form("Is the town near Sacramento?", "The town is near Sacramento.") is None
+    assert answer_form(QUESTION, QUESTION.rstrip("?")) is None  # adds nothing
