@@ -585,8 +585,12 @@ class ClaimCascade:
         run.checks = results
         conflicts = [r for r in failed if not _absence(r)]
         missing = [r for r in failed if _absence(r)]
-        run.name_missing = any(r.absent and r.check in NON_DECISIVE for r in results)
         run.misplaced = any(r.check == "entity" and r.evidence_value is not None for r in failed)
+        # a place the evidence names instead is a missing name too: the evidence is about
+        # somewhere else, and a year it gives says nothing against the claim
+        run.name_missing = run.misplaced or any(
+            r.absent and r.check in NON_DECISIVE for r in results
+        )
         # the combiner's signal is what the checks found (it was fitted on exactly that)
         run.conflict, run.missing = bool(conflicts), bool(missing)
         run.matched = (

@@ -290,7 +290,10 @@ def test_audit_returns_what_the_cli_prints(served: Server, tmp_path: Path) -> No
         content=b'{"chunks": [',
         headers={**served.auth(), "Content-Type": "application/json"},
     )
-    assert bad.status_code == 422
+    # not JSON at all: 400 with the parser's reason and where (issue 28), not a field error
+    assert bad.status_code == 400
+    assert bad.json()["message"].startswith("the body is not valid JSON: ")
+    assert "line 1, column" in bad.json()["message"]
 
 
 def test_check_one_and_many_like_the_cli(served: Server, tmp_path: Path) -> None:

@@ -76,3 +76,19 @@ def test_the_cascade_does_not_support_a_claim_in_the_wrong_place() -> None:
     assert v.label == "unsupported"  # not contradicted: the evidence says where, not where not
     assert "different country or state" in v.reason
     assert casc.verify(claim_from_text("Paris is in France."), ev).label == "supported"
+
+
+def test_a_wrong_place_makes_a_differing_year_say_nothing() -> None:
+    """The evidence is about somewhere else: its year is no contradiction (issue 12's
+    University of Texas against a passage on the University of Virginia)."""
+    casc = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": ScriptedScorer(default=(0.3, 0.3, 0.4))},
+        combiner=Combiner(
+            features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
+        ),
+    )
+    ev = chunks_from_texts(["The University of Virginia in Charlottesville was founded in 1819."])
+    v = casc.verify(claim_from_text("The University of Texas was founded in 1883."), ev)
+    assert v.label == "unsupported", v.reason
