@@ -157,6 +157,10 @@ class RefinementEvent(Frozen):
     dropped: tuple[str, ...] = Field(default=(), description="Why passages were dropped.")
     web_ran: bool = Field(default=False, description="True when the web fallback ran.")
     web_query: str | None = Field(default=None, description="The (rewritten) web query.")
+    strip_threshold: float | None = Field(
+        default=None,
+        description="Sentences graded below this were stripped (None: no corrective stage).",
+    )
     seconds: float = Field(ge=0.0, description="Time grading and refinement took.")
 
 

@@ -650,6 +650,7 @@ def _refinement_event(
         dropped=correction.trace.dropped if correction is not None else (),
         web_ran=web is not None and web.provider != "none",
         web_query=web.query.query if web is not None and web.query is not None else None,
+        strip_threshold=correction.trace.strip_threshold if correction is not None else None,
         seconds=seconds,
     )
 

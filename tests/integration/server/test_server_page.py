@@ -477,6 +477,7 @@ def test_page_trace_grows_while_the_answer_streams(browser: Any, served: Server)
     assert early["rows"] >= 3
     assert "thresholds: correct >= " in early["text"]
     assert "What refinement kept" in early["text"]
+    assert "strip sentences <" in early["text"]  # the refinement event carries it
     assert "Timings" not in early["text"]
     # the result completes it: timings, and every claim with its decision
     expect(trace).to_have_attribute("data-live", "done")

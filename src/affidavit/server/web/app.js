@@ -357,7 +357,7 @@ function liveTrace(question) {
     grades: g ? new Map(g.grades.map((x) => [x.chunk_id, x.score])) : null,
     gradingNote: g ? g.note : "",
     classification: g ? g.classification : null,
-    stripThreshold: null,
+    stripThreshold: r ? r.strip_threshold : null,
     context: r ? r.context : null,
     origins: r ? r.origins : [],
     dropped: r ? r.dropped : [],
