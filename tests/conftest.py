@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +96,34 @@ def make_page_tree_pdf(fanout: int, per_node: int, text: bytes = b"The same page
 def page_tree_pdf() -> Callable[..., bytes]:
     """:func:`make_page_tree_pdf`, for the hostile-input tests of ingest and of the upload API."""
     return make_page_tree_pdf
+
+
+# headless Chromium for the browser tests (Debian's, driven by Playwright: its own browser
+# download is not used); runs as root, hence --no-sandbox
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the run; skips (with the reason) without Playwright or a
+    Chromium binary (``AFFIDAVIT_CHROMIUM``, else ``chromium`` on the path)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    exe = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
+    exe = exe or shutil.which("chromium-browser")
+    if not exe:
+        pytest.skip("no Chromium binary (apt-get install chromium; .ci/run does it)")
+    with sync_api.sync_playwright() as pw:
+        try:
+            b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        except Exception as exc:  # a broken browser install is an environment problem
+            pytest.skip(f"Chromium at {exe} does not start: {exc}")
+        yield b
+        b.close()

@@ -13,10 +13,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +24,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENS = ROOT / "tests" / "output" / "docs" / "screens"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # the pages under docs/reference/, each with how many docstring examples it shows at least
 PAGES = {
     "affidavit": 5,
@@ -65,14 +54,6 @@ READ_EXAMPLES = """
 """
 
 
-def _chromium() -> str:
-    found = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
-    found = found or shutil.which("chromium-browser")
-    if not found:
-        pytest.skip("no Chromium binary (apt-get install chromium; .ci/run does it)")
-    return found
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for module in ("mkdocs", "mkdocstrings", "material"):
@@ -90,19 +71,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert build.returncode == 0, build.stdout + build.stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
-    exe = _chromium()
-    with sync_api.sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        except Exception as exc:  # a broken browser install is an environment problem
-            pytest.skip(f"Chromium at {exe} does not start: {exc}")
-        yield b
-        b.close()
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))

@@ -8,7 +8,8 @@ scripted answer (a piece every 0.15 s) and a per-key rate limit (bursts of 5, th
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,22 +76,52 @@ def _env(home: Path, store: Path, llm_url: str, **serve: str) -> dict[str, str]:
     return env
 
 
+@contextmanager
+def scripted_server(
+    corpus: Path,
+    home: tuple[Path, dict[str, str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    answer: str,
+    name: str,
+) -> Iterator[Server]:
+    """A real server over a copy of the sample corpus store whose LLM writes ``answer`` (a
+    piece every 30 ms), keys configured, no rate limit; its log in ``OUTPUT/<name>.log``."""
+    home_dir, keys = home
+    store = tmp_path_factory.mktemp(name) / "store"
+    shutil.copytree(corpus, store)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with (
+        FakeOpenAIServer([FakeReply(content=answer, delay_s=0.03)]) as llm,
+        ServedProcess(
+            _env(home_dir, store, llm.url, rate_limit_per_minute="0"),
+            log_path=OUTPUT / f"{name}.log",
+        ) as srv,
+    ):
+        yield Server(url=srv.url, keys=keys, home=home_dir, store=store)
+
+
 @pytest.fixture(scope="session")
 def served(
     corpus: Path, home: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
-    home_dir, keys = home
-    store = tmp_path_factory.mktemp("main") / "store"
-    shutil.copytree(corpus, store)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with (
-        FakeOpenAIServer([FakeReply(content=ANSWER, delay_s=0.03)]) as llm,
-        ServedProcess(
-            _env(home_dir, store, llm.url, rate_limit_per_minute="0"),
-            log_path=OUTPUT / "served.log",
-        ) as srv,
-    ):
-        yield Server(url=srv.url, keys=keys, home=home_dir, store=store)
+    with scripted_server(corpus, home, tmp_path_factory, ANSWER, "served") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def serve_answer(
+    corpus: Path, home: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str, str], Server]]:
+    """``serve_answer(answer, name)``: a server like ``served`` whose LLM writes ``answer``
+    (stopped at the end of the test module)."""
+    with ExitStack() as stack:
+
+        def start(answer: str, name: str) -> Server:
+            return stack.enter_context(
+                scripted_server(corpus, home, tmp_path_factory, answer, name)
+            )
+
+        yield start
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,6 @@ Skips (with the reason) when Playwright or a Chromium binary is not available.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +19,6 @@ from affidavit.testing.server import ServedApi as Server
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.browser]
 
 SCREENS = Path(__file__).resolve().parents[3] / "tests" / "output" / "server" / "screens"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 # counts how often the answer box changed while it was provisional (tokens streaming in)
 STREAM_PROBE = """
@@ -42,27 +30,6 @@ document.addEventListener("DOMContentLoaded", () => {
   }).observe(box, { childList: true, characterData: true, subtree: true });
 });
 """
-
-
-def _chromium() -> str:
-    found = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
-    found = found or shutil.which("chromium-browser")
-    if not found:
-        pytest.skip("no Chromium binary (apt-get install chromium; .ci/run does it)")
-    return found
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
-    exe = _chromium()
-    with sync_api.sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        except Exception as exc:  # a broken browser install is an environment problem
-            pytest.skip(f"Chromium at {exe} does not start: {exc}")
-        yield b
-        b.close()
 
 
 def test_page_ask_evidence_trace_certificate_audit(

@@ -9,32 +9,19 @@ Skips (with the reason) when Playwright or a Chromium binary is not available.
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
 from affidavit.testing.server import ServedApi as Server
-from affidavit.testing.server import ServedProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[3]
 OUTPUT = ROOT / "tests" / "output" / "server"
 SCREENS = OUTPUT / "screens"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 QUESTION = "When was the Eiffel Tower built, how tall is it, and who designed it?"
 TRUE = "The Eiffel Tower was completed in March 1889"
@@ -43,43 +30,9 @@ ANSWER = f"{TRUE} [1]. {FALSE} [1]."
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
-    exe = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
-    exe = exe or shutil.which("chromium-browser")
-    if not exe:
-        pytest.skip("no Chromium binary (apt-get install chromium; .ci/run does it)")
-    with sync_api.sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        except Exception as exc:  # a broken browser install is an environment problem
-            pytest.skip(f"Chromium at {exe} does not start: {exc}")
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def eiffel(
-    corpus: Path, home: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
+def eiffel(serve_answer: Callable[[str, str], Server]) -> Server:
     """A server over the sample corpus whose scripted LLM answers the Eiffel question."""
-    home_dir, keys = home
-    store = tmp_path_factory.mktemp("eiffel") / "store"
-    shutil.copytree(corpus, store)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with FakeOpenAIServer([FakeReply(content=ANSWER, delay_s=0.03)]) as llm:
-        env = {
-            "AFFIDAVIT_HOME": str(home_dir),
-            "AFFIDAVIT_STORE__PATH": str(store),
-            "AFFIDAVIT_GENERATE__BACKEND": "openai",
-            "AFFIDAVIT_GENERATE__BASE_URL": llm.url,
-            "AFFIDAVIT_GENERATE__MAX_RETRIES": "0",
-            "AFFIDAVIT_VERIFY__THREADS": "1",
-            "AFFIDAVIT_EMBED__THREADS": "1",
-            "AFFIDAVIT_SERVE__RATE_LIMIT_PER_MINUTE": "0",
-        }
-        with ServedProcess(env, log_path=OUTPUT / "eiffel.log") as srv:
-            yield Server(url=srv.url, keys=keys, home=home_dir, store=store)
+    return serve_answer(ANSWER, "eiffel")
 
 
 def _ask(page: Any, mode: str) -> None:
