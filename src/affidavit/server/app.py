@@ -114,6 +114,14 @@ _CSP = (
 )
 
 
+# the page and the API page: scripts and styles from this server only, no sniffing, no referrer
+_PAGE_HEADERS = {
+    "Content-Security-Policy": _CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
 def _error(
     status: int,
     message: str,
@@ -457,11 +465,7 @@ def _api_page(app: FastAPI) -> None:
     def docs() -> HTMLResponse:
         return HTMLResponse(
             _DOCS_PAGE,
-            headers={
-                "Content-Security-Policy": _CSP,
-                "X-Content-Type-Options": "nosniff",
-                "Referrer-Policy": "no-referrer",
-            },
+            headers=_PAGE_HEADERS,
         )
 
 
@@ -618,11 +622,7 @@ def _routes(app: FastAPI, state: _State) -> None:
         html = (resources.files("affidavit.server") / "web" / "index.html").read_text("utf-8")
         return HTMLResponse(
             html,
-            headers={
-                "Content-Security-Policy": _CSP,
-                "X-Content-Type-Options": "nosniff",
-                "Referrer-Policy": "no-referrer",
-            },
+            headers=_PAGE_HEADERS,
         )
 
     # -- health --------------------------------------------------------------------------------

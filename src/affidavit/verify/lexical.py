@@ -831,10 +831,16 @@ _OPENERS = frozenset(
 )
 
 
-def _name_words(name: str, text: str) -> set[str]:
+def _written_lower(text: str) -> frozenset[str]:
+    """The words ``text`` writes in lower case (ordinary words, not names)."""
+    return frozenset(w for w in WORD_RE.findall(text) if w.islower())
+
+
+def _name_words(name: str, text: str | frozenset[str]) -> set[str]:
     """The words of a capitalised run that name someone: not function words, not sentence
-    openers, and not ordinary words the text also writes in lower case."""
-    low = {w for w in WORD_RE.findall(text) if w.islower()}
+    openers, and not ordinary words the text also writes in lower case (``text``, or its
+    `_written_lower` when the caller asks about many runs of one text)."""
+    low = _written_lower(text) if isinstance(text, str) else text
     return {
         w.lower()
         for w in WORD_RE.findall(name)
@@ -867,12 +873,14 @@ def subject_focus(claim: str, evidence: str) -> str | None:
     m = _CLAIM_SUBJECT.match(fold_text(claim).rstrip(" .!?"))
     if m is None:
         return None
-    subject = _name_words(m.group("name"), claim + " " + evidence)
+    both = _written_lower(claim + " " + evidence)
+    ev_low = _written_lower(evidence)
+    subject = _name_words(m.group("name"), both)
     # the claim's other participants ("... with Armstrong"): only sentences that open with one
     # of them are taken away (a role swap), never those about anyone the claim does not name
     partners: set[str] = set()
     for run in re.finditer(_NAME, m.group("pred")):
-        partners |= _name_words(run.group(0), claim + " " + evidence)
+        partners |= _name_words(run.group(0), both)
     partners -= subject
     if not subject or not partners:
         return None
@@ -892,7 +900,7 @@ def subject_focus(claim: str, evidence: str) -> str | None:
             status = previous
         else:
             opener = _CLAIM_SUBJECT.match(fold_text(sent))
-            others = _name_words(opener.group("name"), evidence) if opener else set()
+            others = _name_words(opener.group("name"), ev_low) if opener else set()
             status = "other" if others & partners else "neutral"
         previous = status
         if status == "other":
