@@ -111,10 +111,12 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the run; skips (with the reason) without Playwright or a
-    Chromium binary (``AFFIDAVIT_CHROMIUM``, else ``chromium`` on the path)."""
+    """Headless Chromium for one test module; skips (with the reason) without Playwright or a
+    Chromium binary (``AFFIDAVIT_CHROMIUM``, else ``chromium`` on the path). Module scope, not
+    session: Playwright's sync API holds an event loop on the main thread while it runs, and
+    every later ``asyncio.run`` in the same process would fail."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     exe = os.environ.get("AFFIDAVIT_CHROMIUM") or shutil.which("chromium")
     exe = exe or shutil.which("chromium-browser")
