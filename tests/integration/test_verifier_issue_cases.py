@@ -67,7 +67,12 @@ def test_the_readme_audit_certify_example_passes(tmp_path: Path) -> None:
     ],
 )
 def test_wrong_place_and_swapped_roles_are_not_supported(claim: str, evidence: str) -> None:
-    assert _label(claim, evidence) != "supported"
+    settings = load_settings()
+    verdict = check(claim, [evidence], settings=settings)
+    assert verdict.label != "supported"
+    # a withheld claim never reports a p(supported) that a consumer thresholding p_entail would
+    # read as support (it was the combiner's 0.63 for "Paris is in Germany."); the stages keep it
+    assert verdict.p_entail < settings.policy.tau_entail
 
 
 def test_unrelated_same_topic_evidence_is_unsupported_not_contradicted() -> None:

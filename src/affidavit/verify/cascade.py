@@ -324,7 +324,7 @@ class ClaimCascade:
                 return restated
         if self.settings.tier == "cascade" and self._second_look(verdict):
             verdict = self._accurate_verdict(claim, chunks, verdict)
-        return self._roles(claim, chunks, verdict)
+        return _below_tau(self._roles(claim, chunks, verdict), self.policy.tau_entail)
 
     def _roles(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
         """Withhold a supported claim whose predicate the evidence gives, word for word, to
@@ -1046,6 +1046,23 @@ def _withheld(v: Verdict, detail: str) -> Verdict:
             "evidence": (),
             "stages": (*v.stages, stage),
             "reason": f"not verified: {detail} (p(supported) {v.p_entail:.2f} before)",
+        }
+    )
+
+
+def _below_tau(v: Verdict, tau_entail: float) -> Verdict:
+    """A verdict that is not ``supported`` never carries a p(supported) at or above the
+    threshold: a claim withheld for a differing value, a wrong place or a contradiction the
+    model or a check found reports p_entail 0 (the stages keep every score that was computed),
+    so a consumer that thresholds ``p_entail`` reads the same decision as one that reads
+    ``label``."""
+    if v.label == "supported" or v.p_entail < tau_entail:
+        return v
+    return v.model_copy(
+        update={
+            "p_entail": 0.0,
+            "p_neutral": max(0.0, 1.0 - v.p_contradict),
+            "reason": f"{v.reason} (p(supported) {v.p_entail:.2f} withheld)",
         }
     )
 
