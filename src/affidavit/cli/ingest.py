@@ -3,7 +3,8 @@
 Exit codes:
     ingest: 0 every input ingested or unchanged; 1 at least one input failed (the report lists
     each with its reason; everything else was still ingested); 2 usage error (no such path,
-    bad option or config, store unusable).
+    bad option or config, store unusable), or the store's disk refused a write during the run
+    (full, read-only, failing: the run stops there; what it stored stays).
     search: 0 success (also with no hits); 2 usage or input error (no store, bad queries file,
     an --output that cannot be written).
     See ``docs/cli-exit-codes.md``.
@@ -116,7 +117,8 @@ def ingest(
     (finished batches are committed and unchanged documents skipped).
 
     Exit codes: 0 everything ingested or unchanged; 1 some inputs failed (each is listed with
-    its reason, the rest was ingested); 2 usage error.
+    its reason, the rest was ingested); 2 usage error, or a full or failing disk stopped the
+    run (what it stored stays; run it again once there is room).
     """
     from contextlib import ExitStack
 

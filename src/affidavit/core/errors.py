@@ -92,6 +92,12 @@ class StoreError(AffidavitError):
     stage = "store"
 
 
+class StoreUnusableError(StoreError):
+    """The disk or database under the store refused a write in a way no other document can get
+    past: full, over quota, read-only, failing or damaged. An ingest run stops at the first one
+    (retrying the rest one by one would only fail each of them); what was committed stays."""
+
+
 class DocumentNotFound(InputError):
     """No stored document has the id asked for (``affidavit documents``: exit 2; HTTP 404)."""
 

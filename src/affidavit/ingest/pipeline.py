@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from affidavit.core.errors import AffidavitError, IngestError, StoreError
+from affidavit.core.errors import AffidavitError, IngestError, StoreError, StoreUnusableError
 from affidavit.core.retrieval import FileOutcome, IngestReport
 from affidavit.core.settings import IngestSettings
 from affidavit.core.text import find_lone_surrogate
@@ -119,6 +119,9 @@ class Ingestor:
         Raises:
             StoreError: the store cannot be locked or opened for writing at all, or it holds
                 vectors of another embedder (an unusable store, not a bad input file).
+            StoreUnusableError: the store's disk or database refused a write (full, read-only,
+                failing, damaged): the run stops there, nothing is pruned, and every batch
+                committed before stays stored (issue 26.8).
         """
         t0 = time.perf_counter()
         lock = getattr(self.store, "lock_for_writing", None)
@@ -136,19 +139,22 @@ class Ingestor:
             run = _Run(records=self.store.records())
             skip = [Path(p) for p in [getattr(self.store, "path", None)] if p is not None]
             found = list(walk(paths, skip=skip))
-            for done, f in enumerate(found, start=1):
-                if progress:
-                    progress(done - 1, len(found), str(f.path))
-                if f.error is not None:
-                    run.outcomes.append(
-                        FileOutcome(source=str(f.path), status="failed", reason=f.error)
-                    )
-                    # a folder (or file) that could not be listed or opened this time: what is
-                    # stored from under it is kept by --prune (issue 26.2)
-                    run.failed_origins.add(os.path.realpath(f.path))
-                    continue
-                self._file(f.path, run, f.root)
-            self._flush(run)
+            try:
+                for done, f in enumerate(found, start=1):
+                    if progress:
+                        progress(done - 1, len(found), str(f.path))
+                    if f.error is not None:
+                        run.outcomes.append(
+                            FileOutcome(source=str(f.path), status="failed", reason=f.error)
+                        )
+                        # a folder (or file) that could not be listed or opened this time:
+                        # what is stored from under it is kept by --prune (issue 26.2)
+                        run.failed_origins.add(os.path.realpath(f.path))
+                        continue
+                    self._file(f.path, run, f.root)
+                self._flush(run)
+            except StoreUnusableError as exc:
+                raise _stopped(exc, run) from exc
             self._names(run)
             if progress:
                 progress(len(found), len(found), "")
@@ -396,6 +402,8 @@ class Ingestor:
                 )
                 pos += n
             self.store.upsert(items, embedder=self.embedder.name)
+        except StoreUnusableError:
+            raise  # a full disk refuses every later document too: the run stops (issue 26.8)
         except AffidavitError as exc:
             return exc.message
         except (UnicodeError, TypeError, ValueError) as exc:
@@ -461,6 +469,18 @@ class Ingestor:
             )
             for rec, _, name in vanished
         )
+
+
+def _stopped(exc: StoreUnusableError, run: _Run) -> StoreUnusableError:
+    """The error a stopped run ends with: why, and what of the run was stored and kept."""
+    stored = sum(o.status in ("added", "replaced") for o in run.outcomes)
+    return StoreUnusableError(
+        f"{exc.message}; ingest stopped: {stored} documents it stored before that are kept, "
+        "nothing was pruned (run it again once the store can be written: what is stored is "
+        "skipped)",
+        source=exc.source,
+        stored=stored,
+    )
 
 
 def _is_record(doc: Document) -> bool:

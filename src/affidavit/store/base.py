@@ -7,6 +7,8 @@ Two implementations pass the same contract tests (``affidavit.testing.store_cont
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -17,6 +19,38 @@ from affidavit.core.types import Chunk, Document, Frozen
 from affidavit.retrieve.base import Vectors
 
 DeletionReason = Literal["deleted", "replaced", "pruned"]
+
+# a disk or device that refuses one write refuses the next too: full, over quota, read-only,
+# failing (EFBIG: a file-size limit)
+_UNUSABLE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+# SQLite's primary result codes for the same, and for a damaged database file
+_UNUSABLE_SQLITE = frozenset(
+    {
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_NOTADB,
+        sqlite3.SQLITE_CANTOPEN,
+    }
+)
+
+
+def refuses_every_write(exc: BaseException) -> bool:
+    """Whether a failed write says the store's disk or database cannot take any write now (so
+    writing the next document would fail the same way), not that one document was refused.
+
+    Examples:
+        >>> refuses_every_write(OSError(errno.ENOSPC, "No space left on device"))
+        True
+        >>> refuses_every_write(sqlite3.IntegrityError("UNIQUE constraint failed"))
+        False
+    """
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        # extended codes (SQLITE_IOERR_WRITE) carry the primary code in their low byte
+        return code is not None and (code & 0xFF) in _UNUSABLE_SQLITE
+    return isinstance(exc, OSError) and exc.errno in _UNUSABLE_ERRNOS
 
 
 class DocName(Frozen):

@@ -43,12 +43,19 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.core.errors import StoreError
+from affidavit.core.errors import StoreError, StoreUnusableError
 from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.retrieve.base import Vectors
 from affidavit.retrieve.text import Analyzer
-from affidavit.store.base import DeletionReason, DocName, DocRecord, DocumentBatchItem, ScoredChunk
+from affidavit.store.base import (
+    DeletionReason,
+    DocName,
+    DocRecord,
+    DocumentBatchItem,
+    ScoredChunk,
+    refuses_every_write,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -404,10 +411,13 @@ class LocalStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # a full disk or an I/O error has SQLite roll back on its own (also at COMMIT):
+                # a second ROLLBACK would fail and hide why the write failed
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -567,7 +577,16 @@ class LocalStore:
                     self._write_one(it, now)
                 self._bump()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
+            if not refuses_every_write(exc):
+                raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
+            # the transaction was rolled back; a full disk or a damaged file refuses every
+            # document after this one too (issue 26.8)
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            damaged = code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+            hint = " (the database is damaged: see `affidavit store check`)" if damaged else ""
+            raise StoreUnusableError(
+                f"cannot write to store {self.path}: {exc}{hint}", source=str(self.path)
+            ) from exc
         except UnicodeEncodeError as exc:  # a lone surrogate: the transaction was rolled back
             raise StoreError(
                 f"cannot store text that is not valid Unicode: {exc.reason}", source=str(self.path)

@@ -49,12 +49,19 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.core.errors import MissingDependencyError, StoreError
+from affidavit.core.errors import MissingDependencyError, StoreError, StoreUnusableError
 from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.retrieve.base import Vectors
 from affidavit.retrieve.text import Analyzer
-from affidavit.store.base import DeletionReason, DocName, DocRecord, DocumentBatchItem, ScoredChunk
+from affidavit.store.base import (
+    DeletionReason,
+    DocName,
+    DocRecord,
+    DocumentBatchItem,
+    ScoredChunk,
+    refuses_every_write,
+)
 from affidavit.store.local import chunk_date
 
 logger = logging.getLogger(__name__)
@@ -314,7 +321,9 @@ class QdrantStore:
         except StoreError:
             raise
         except Exception as exc:  # network / local-mode errors
-            raise StoreError(f"cannot write to Qdrant: {exc}", source=self.chunks_col) from exc
+            # local mode's full or failing disk refuses every later document too (issue 26.8)
+            error = StoreUnusableError if refuses_every_write(exc) else StoreError
+            raise error(f"cannot write to Qdrant: {exc}", source=self.chunks_col) from exc
 
     def _write_batch(
         self,

@@ -268,3 +268,37 @@ def test_prune_keeps_everything_under_a_folder_it_cannot_list(
     counts = _ingest(store, docs, prune=True)
     assert counts["pruned"] == 0 and counts["failed"] >= 1
     assert store.search_lexical("Radium", 1)
+
+
+def test_a_full_store_stops_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
+    """Issue 26.8: on a full disk ('database or disk is full') every remaining document was
+    embedded and retried one by one, each a failure line; the run now stops at the first full
+    write with a store error, and what was stored before stays whole."""
+    from affidavit.core.errors import StoreError, StoreUnusableError
+
+    old, new = tmp_path / "docs" / "old", tmp_path / "docs" / "new"
+    for folder, n in ((old, 3), (new, 30)):
+        folder.mkdir(parents=True)
+        for i in range(n):
+            (folder / f"{folder.name}{i:02d}.txt").write_text(
+                f"Bridge {folder.name} {i} crosses river {i % 5}. " * 40, encoding="utf-8"
+            )
+    store = LocalStore(tmp_path / "s")
+    assert _ingest(store, old)["added"] == 3
+    before = store.records()
+    # SQLite's own page limit on this connection: its writes end in SQLITE_FULL, as on a full disk
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages + 2}")
+    emb = FakeEmbedder()
+    with pytest.raises(StoreUnusableError, match="database or disk is full") as info:
+        Ingestor(store, emb, batch_chunks=8).ingest([tmp_path / "docs"], prune=True)
+    assert isinstance(info.value, StoreError)  # the CLI's exit 2, the server's failed job
+    assert emb.calls <= 2  # stopped at the first full write: nothing more embedded or retried
+    assert store.check() == []
+    assert set(store.records()) >= set(before)
+    store.close()
+
+    store = LocalStore(tmp_path / "s")  # room again: the rerun stores the rest
+    counts = _ingest(store, tmp_path / "docs")
+    assert counts["failed"] == 0 and store.count()[0] == 33
+    assert store.check() == []
