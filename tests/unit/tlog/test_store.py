@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
@@ -112,10 +113,11 @@ def test_a_checkpoint_committed_but_not_in_the_history_is_added(
     assert [c.split("\n")[1] for c in log.history()] == ["1", "2", "3"]
 
 
-def _writer(path: str, pem: bytes, worker: int, count: int) -> None:
+def _writer(path: str, pem: bytes, worker: int, count: int, start: Barrier) -> None:
     key = serialization.load_pem_private_key(pem, password=None)
     assert isinstance(key, Ed25519PrivateKey)
     log = FileLog(path)
+    start.wait(60)  # both writers are loaded: they append at the same time
     for i in range(count):
         log.append([entry(worker * 10_000 + i)], key, ORIGIN)
 
@@ -128,7 +130,8 @@ def test_two_concurrent_writers_lose_and_duplicate_nothing(
     )
     path = str(tmp_path / "log")
     ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_writer, args=(path, pem, w, 40)) for w in (1, 2)]
+    start = ctx.Barrier(2)
+    workers = [ctx.Process(target=_writer, args=(path, pem, w, 40, start)) for w in (1, 2)]
     for w in workers:
         w.start()
     for w in workers:
@@ -139,9 +142,13 @@ def test_two_concurrent_writers_lose_and_duplicate_nothing(
     want = {entry(w * 10_000 + i) for w in (1, 2) for i in range(40)}
     assert len(got) == 80 and set(got) == want
     # each writer's entries keep their order
-    for w in (1, 2):
-        mine = [g for g in got if g in {entry(w * 10_000 + i) for i in range(40)}]
-        assert mine == [entry(w * 10_000 + i) for i in range(40)]
+    where: dict[int, list[int]] = {}
+    for n in (1, 2):
+        mine = [g for g in got if g in {entry(n * 10_000 + i) for i in range(40)}]
+        assert mine == [entry(n * 10_000 + i) for i in range(40)]
+        where[n] = [got.index(e) for e in mine]
+    # and they really wrote at the same time: neither finished before the other began
+    assert where[1][0] < where[2][-1] and where[2][0] < where[1][-1], where
     result = verify_log(log, [key.public_key()])
     assert result.valid and result.checkpoints_checked == 80
 
