@@ -101,6 +101,14 @@ def test_ask_certify(
     cert = json.loads(out.read_text(encoding="utf-8"))
     assert cert["question"] == "When did the Forth Bridge open?"
     assert "[7]" not in cert["answer"]
+    # issue 30: the certificate was appended to the key's transparency log and proves it
+    assert cert["log_entry"]["inclusion"]["leaf_index"] == 0
+    logged = CliRunner().invoke(
+        app, ["certificate", "verify", str(out), "--log", "--public-key", str(public_key_path(key))]
+    )
+    assert logged.exit_code == 0 and "in the log" in logged.output, logged.output
+    whole = CliRunner().invoke(app, ["log", "verify"])
+    assert whole.exit_code == 0 and "valid: 1 entries" in whole.output, whole.output
 
 
 def test_certify_without_key_is_a_usage_error(

@@ -1,5 +1,6 @@
 """`affidavit audit --certify` as a user runs it: every certificate is logged, verifies with
---log, and the log verifies; with the log off, nothing is logged (issue 30)."""
+--log, and the log verifies; with the log off, nothing is logged; a batch job issues no
+certificate, so logs nothing (issue 30)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,18 @@ def test_audit_certificates_are_logged_and_verify_with_log(tmp_path: Path) -> No
     r = _run(["certificate", "verify", str(off), "--log"], home)
     assert r.returncode == 1 and "carries no log entry" in r.stderr
     assert _run(["certificate", "verify", str(off)], home).returncode == 0  # still a valid cert
+
+
+def test_batch_jobs_issue_no_certificate_so_log_nothing(tmp_path: Path) -> None:
+    # the issue lists batch jobs among the certificate paths: they issue none, and say so
+    home = tmp_path / "home"
+    assert _run(["keys", "generate"], home).returncode == 0
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text((ROOT / "examples" / "audit_failing.json").read_text().replace("\n", " "))
+    cert = tmp_path / "c.json"
+    r = _run(
+        ["audit", str(rows), "--batch", "-o", str(tmp_path / "out.jsonl"), "--certify", str(cert)],
+        home,
+    )
+    assert r.returncode == 2 and "cannot be combined with --batch" in r.stderr
+    assert not cert.exists() and not (home / "keys" / "tlog").exists()
