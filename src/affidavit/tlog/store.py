@@ -20,10 +20,11 @@ A log is a folder (default ``tlog/`` beside the signing key) holding:
 An append, under the lock: truncate whatever an interrupted append left past the committed
 size, write and ``fsync`` the entries and the new nodes, sign the new checkpoint, write it to a
 temporary file, ``fsync``, rename it over ``checkpoint`` and ``fsync`` the folder, then add it to
-``checkpoints``. A kill at any moment before the rename leaves the previous tree as it was; after
-it, the next append finishes the history. Before signing, the stored right edge must give the
-committed root, so a damaged node index can never make the log sign a tree that does not extend
-its own (the append is refused instead).
+``checkpoints``. A kill or a full disk at any moment before the rename leaves the previous tree
+as it was (the append raises); after it the append has happened and returns, and the next one
+finishes the history if it could not be written. Before signing, the stored right edge must
+give the committed root, so a damaged node index can never make the log sign a tree that does
+not extend its own (the append is refused instead).
 
 Examples:
     >>> import tempfile, pathlib
@@ -352,7 +353,18 @@ class FileLog:
         os.replace(tmp, self.path / CHECKPOINT)
         _fsync_dir(self.path)
         checkpoint = parse_checkpoint(note)
-        self._append_history(note)
+        try:
+            self._append_history(note)
+        except OSError as exc:
+            # committed already: raising would tell the caller that entries now in the log are
+            # not (a certificate refused as unlogged, logged twice on a retry); the next append
+            # adds this checkpoint to the history, as after a kill
+            logger.warning(
+                "log %s: size %d committed, its checkpoint not yet in the history: %s",
+                self.path,
+                new_size,
+                exc.strerror or exc,
+            )
         logger.debug("log %s: appended %d entries, size %d", self.path, len(entries), new_size)
         return size, checkpoint
 
