@@ -36,13 +36,22 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
     def visit(p: Path, top: bool, root: Path) -> Iterator[Found]:
         if not top and p.name.startswith("."):
             return
-        if p.is_symlink() and not p.exists():
-            yield Found(p, f"broken symlink (points to {os.readlink(p)})", root)
+        try:
+            exists = p.exists()
+            broken = os.readlink(p) if p.is_symlink() and not exists else None
+            real = os.path.realpath(p)
+            is_dir, is_file = p.is_dir(), p.is_file()
+        except OSError as exc:
+            # listed but not readable (an entry of a folder of mode r--, EIO): that entry fails,
+            # the walk goes on, and --prune keeps what is stored from it (issue 26.2)
+            yield Found(p, f"cannot read: {exc.strerror or exc}", root)
             return
-        real = os.path.realpath(p)
+        if broken is not None:
+            yield Found(p, f"broken symlink (points to {broken})", root)
+            return
         if real in skip_real:
             return
-        if p.is_dir():
+        if is_dir:
             if real in seen_dirs:
                 yield Found(
                     p, f"symlink loop or repeated folder ({p} -> {real}); not walked again", root
@@ -56,12 +65,12 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
                 return
             for e in entries:
                 yield from visit(Path(e.path), False, root)
-        elif p.is_file():
+        elif is_file:
             if real in seen_files:
                 return  # the same file reached twice (e.g. through a symlink): ingest it once
             seen_files.add(real)
             yield Found(p, None, root)
-        elif not p.exists():
+        elif not exists:
             yield Found(p, "no such file or folder", root)
         else:
             yield Found(p, "not a regular file (device, socket or pipe)", root)

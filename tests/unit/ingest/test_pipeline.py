@@ -302,3 +302,38 @@ def test_a_full_store_stops_the_run_and_keeps_what_was_stored(tmp_path: Path) ->
     counts = _ingest(store, tmp_path / "docs")
     assert counts["failed"] == 0 and store.count()[0] == 33
     assert store.check() == []
+
+
+def test_prune_keeps_a_folder_whose_entries_cannot_be_read_and_the_run_goes_on(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26.2, a folder of mode r-- (listed, but its entries cannot be looked at: EACCES on
+    each stat): the walker's stat raised, and the whole run ended with exit 2 'cannot write to
+    store: ...: Permission denied' (found in the audit of issue 26)."""
+    import os
+
+    sub = docs / "sub"
+    sub.mkdir()
+    (sub / "c.txt").write_text("Radium glows in the dark.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    assert _ingest(store, docs)["added"] == 3
+    (docs / "new.txt").write_text("Polonium was found in 1898.", encoding="utf-8")
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def refuse(real):  # type: ignore[no-untyped-def]
+        def stat(path, *args, **kw):  # type: ignore[no-untyped-def]
+            if os.fspath(path).startswith(str(sub) + os.sep):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *args, **kw)
+
+        return stat
+
+    monkeypatch.setattr(os, "stat", refuse(real_stat))
+    monkeypatch.setattr(os, "lstat", refuse(real_lstat))
+    report = Ingestor(store, FakeEmbedder()).ingest([docs], prune=True)
+    monkeypatch.undo()
+    counts = report.counts()
+    assert counts["added"] == 1 and counts["pruned"] == 0  # the run went on, nothing pruned
+    [failed] = [o for o in report.failed if "c.txt" in o.source]
+    assert "Permission denied" in failed.reason
+    assert store.search_lexical("Radium", 1) and store.search_lexical("Polonium", 1)
