@@ -75,6 +75,7 @@ from affidavit.core.text import safe_one_line
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, InclusionProof, LogEntryRecord
 from affidavit.core.types import EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
+from affidavit.server import is_loopback
 from affidavit.server.apikeys import ApiKeyStore, AuthError, default_keys_path
 from affidavit.server.documents import document_routes
 from affidavit.server.jobs import IngestJobs
@@ -275,9 +276,13 @@ class _State:
         self.services = services or Services(settings)
         self.metrics = Metrics()
         self.keys = ApiKeyStore(default_keys_path(settings))
-        # latched: once this server has seen a key (at start or later), it requires one for
-        # the rest of its life; revoking every key then refuses every request
-        self.keys_latched = False
+        # latched: a server that has keys when it starts, or sees one later, requires one for
+        # the rest of its life (revoking every key, or the key file going away, then refuses
+        # every request); so does one bound beyond loopback, which `serve` starts only with a
+        # key. Checked here, not at the first request: a key file moved away before anyone
+        # called opened the server (issue 25.1)
+        self.keys_latched = not is_loopback(serve.host)
+        _keys_required(self)
         self.rate = RateLimiter(
             per_minute=serve.rate_limit_per_minute, burst=serve.rate_limit_burst
         )
@@ -698,11 +703,14 @@ def _routes(app: FastAPI, state: _State) -> None:
             # (issue 25.8: the LLM slot stayed busy about 84 s after a 6 s budget)
             return services.ask(body, on_token=stop_when_abandoned, on_event=stop_when_abandoned)
 
+        watcher = asyncio.ensure_future(_cancel_when_gone(request, ticket.cancel))
         try:
             response = await ticket.run(work, timeout=serve.request_timeout_s)
         except BaseException:
             ticket.leave()
             raise
+        finally:
+            watcher.cancel()
         _count_ask(state, response)
         return _json(response)
 
@@ -942,6 +950,15 @@ def _json(model: Any) -> Response:
 def _count_ask(state: _State, response: AskResponse) -> None:
     for c in response.result.claims:
         state.metrics.verdicts.labels(endpoint="ask", outcome=c.decision).inc()
+
+
+async def _cancel_when_gone(request: Request, cancel: threading.Event) -> None:
+    """Set ``cancel`` when the client goes away. A JSON answer sends nothing until it is done,
+    so nothing else notices a client that left, and its generation ran on to the budget (issue
+    25.8). The body is already read: the next message is the disconnect."""
+    while (await request.receive())["type"] != "http.disconnect":
+        await asyncio.sleep(0.2)  # a server that answers at once with empty bodies: no spinning
+    cancel.set()
 
 
 def _sse(event: Any) -> bytes:

@@ -73,6 +73,29 @@ def test_revoking_the_last_key_closes_the_server(corpus: Path, tmp_path: Path) -
         assert ok.status_code == 200
 
 
+def test_a_key_file_gone_before_the_first_request_leaves_the_server_closed(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Issue 25.1: the rule was only checked at the first request, so a server started with a
+    key whose key file was moved away before anyone called it served everyone (200, and an
+    upload without a key 202)."""
+    home = tmp_path / "home"
+    token = _create_key(home, "only", "write")
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    with (
+        FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm,
+        ServedProcess(_env(home, store, llm.url), log_path=OUTPUT / "latch-gone.log") as srv,
+    ):
+        (home / "api_keys.json").rename(home / "api_keys.json.moved")
+        search = srv.url + "/v1/search?q=polonium"
+        assert httpx.get(search, timeout=30).status_code == 401
+        files = {"files": ("a.txt", b"Geese are birds.", "text/plain")}
+        assert httpx.post(srv.url + "/v1/documents", files=files, timeout=30).status_code == 401
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(search, headers=auth, timeout=30).status_code == 401
+
+
 def test_a_damaged_key_file_refuses_requests(corpus: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     token = _create_key(home, "only", "read")

@@ -135,3 +135,22 @@ def test_peek_sees_only_keys_already_checked(tmp_path: Path) -> None:
     with pytest.raises(AuthError):
         keys.authenticate(f"afd_{info.id}_wrong")
     assert not keys.peek(f"afd_{info.id}_wrong")  # failures are never cached
+
+
+def test_an_app_bound_beyond_loopback_never_runs_open(tmp_path: Path) -> None:
+    """Issue 25.1: "no keys means loopback only" held only in `serve`'s start-up check; an app
+    for a non-loopback address whose key file is missing by the time it starts served everyone
+    (here: past the key check to the 503 of models not loaded)."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from affidavit.core.settings import Settings
+    from affidavit.server.app import create_app
+
+    settings = Settings(
+        home=tmp_path / "home", store={"path": tmp_path / "store"}, serve={"host": "0.0.0.0"}
+    )
+    client = TestClient(create_app(settings))  # no lifespan: nothing loads
+    r = client.get("/v1/search", params={"q": "x"})
+    assert r.status_code == 401, r.text
+    assert client.get("/healthz").status_code == 200
