@@ -82,3 +82,34 @@ def test_a_deep_jsonl_record_fails_alone(env: Path) -> None:
     assert failed[0]["source"].endswith("#L1")
     assert out["r2"]["status"] == "added"
     assert any(o["status"] == "added" and o["source"].endswith("other.txt") for o in out.values())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "deep.jsonl"],
+        ["check", "deep.jsonl", "--engine", "local", "--output", "out.jsonl"],
+        ["audit", "deep.jsonl", "--batch", "--output", "out.jsonl"],
+        ["search", "--queries", "deep.jsonl", "--output", "out.jsonl", "--store", "st"],
+    ],
+)
+@pytest.mark.parametrize("levels", [980, 5000])
+def test_deep_json_lines_are_exit_2_at_the_batch_doors(
+    env: Path, args: list[str], levels: int
+) -> None:
+    """The doors the issue found already answering exit 2 "nested too deeply", kept so: each
+    reads its lines through the same bounded reader (980 levels parse in Python but recurse in
+    what follows; 5,000 do not parse)."""
+    deep = "[" * levels + "]" * levels
+    (env / "deep.jsonl").write_text(
+        f'{{"id": "1", "query": "q", "claim": "x", "response": "x", "evidence": {deep}}}\n',
+        encoding="utf-8",
+    )
+    (env / "doc.txt").write_text("The bridge opened in 1890.", encoding="utf-8")
+    assert run(["ingest", "doc.txt", "--store", "st"]).exit_code == 0
+    r = run(args)
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert r.exit_code == 2, r.output
+    out = env / "out.jsonl"
+    told = r.output + (out.read_text(encoding="utf-8") if out.exists() else "")
+    assert "nested too deeply" in told, told
