@@ -47,23 +47,39 @@ from affidavit.verify.places import wrong_place
 
 CHECK_NAMES: tuple[CheckName, ...] = ("number", "unit", "date", "entity", "polarity", "comparative")
 
-# Latin look-alikes from Cyrillic and Greek (Unicode's confusables, the letters that render the
-# same in common fonts): "nоt" (Cyrillic o) must read as "not", "Рierre" as "Pierre"
+# Latin look-alikes (Unicode's confusables, the letters that render the same in common fonts):
+# "nоt" (Cyrillic o) must read as "not", "Рierre" as "Pierre"
 _CONFUSABLES = str.maketrans(
     {
         **dict(zip("аеорсухіјѕԁһ", "aeopcyxijsdh", strict=True)),
         **dict(zip("АВЕКМНОРСТХІЈЅҮ", "ABEKMHOPCTXIJSY", strict=True)),
         **dict(zip("οαικνρυχ", "oaiknpux", strict=True)),
         **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
+        # Armenian, dotless i and j, and small capitals (read as capitals: "ɴᴏᴛ" is "NOT")
+        **dict(zip("օսհոՕՍıȷ", "ouhnOUij", strict=True)),
+        **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "ABCDEFGHIJKLMNOPRSTUVWYZ", strict=True)),
     }
+)
+
+# invisible characters that are not format characters (Cf), so dropping Cf missed them:
+# combining grapheme joiner, Hangul fillers (NFKC turns U+3164 and U+FFA0 into U+1160), Khmer
+# inherent vowels, Mongolian variation selectors and the variation selectors ("n\ufe0fot")
+_INVISIBLE = frozenset(
+    (
+        *(0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5),
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    )
 )
 
 
 def fold_for_checks(text: str) -> str:
     """The text as the typed checks read it: NFKC (fullwidth letters, superscript digits and
-    ligatures become plain ones), format characters removed (zero-width joiners and spaces,
-    soft hyphens, direction marks: "n‍o‍t" is "not"), and Latin look-alike letters
-    from Cyrillic and Greek folded to Latin. Both claim and evidence are folded the same way,
+    ligatures become plain ones), format and other invisible characters removed (zero-width
+    joiners and spaces, soft hyphens, direction marks, variation selectors, Hangul fillers:
+    "n‍o‍t" is "not"), and Latin look-alike letters from Cyrillic, Greek and Armenian, and
+    small capitals, folded to Latin. Both claim and evidence are folded the same way,
     so text genuinely in those scripts still compares equal to itself.
 
     Examples:
@@ -71,7 +87,9 @@ def fold_for_checks(text: str) -> str:
         'was not found in 1925 by Pierre'
     """
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = "".join(
+        ch for ch in text if unicodedata.category(ch) != "Cf" and ord(ch) not in _INVISIBLE
+    )
     return text.translate(_CONFUSABLES)
 
 
