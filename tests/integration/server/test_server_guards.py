@@ -152,6 +152,31 @@ def test_the_store_named_on_the_command_line_is_the_one_served(
     assert not (elsewhere / ".affidavit").exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_the_workers_named_on_the_command_line_are_started(corpus: Path, tmp_path: Path) -> None:
+    """Issue 25.11, the last option: ``--workers 2`` starts two worker processes (``--host``
+    and ``--port`` are given by every ServedProcess: each test reaches the server there)."""
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    with (
+        FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm,
+        ServedProcess(
+            _env(tmp_path / "home", store, llm.url),
+            log_path=OUTPUT / "workers-option.log",
+            args=("--workers", "2"),
+        ) as srv,
+    ):
+        assert srv.proc is not None
+        children = [
+            int(pid)
+            for task in Path(f"/proc/{srv.proc.pid}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children]
+        assert sum(b"spawn_main" in c for c in commands) == 2, commands
+        assert httpx.get(srv.url + "/v1/search?q=polonium", timeout=30).status_code == 200
+
+
 def test_wrong_token_floods_are_cheap_and_limited(corpus: Path, tmp_path: Path) -> None:
     """Issue 25.7: each wrong secret for a real key id cost an argon2id check before any limit;
     30 concurrent guesses made /healthz take 2.5 s."""
