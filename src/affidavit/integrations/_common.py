@@ -189,6 +189,22 @@ def _jsonable(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool | list | dict)
 
 
+_MASKED = "**********"
+
+
+def _without_secrets(value: Any) -> Any:
+    """A settings dump with masked secrets left out (they come back from the environment)."""
+    if isinstance(value, dict):
+        return {k: _without_secrets(v) for k, v in value.items() if v != _MASKED}
+    return value
+
+
+def settings_to_dict(settings: Settings) -> dict[str, Any]:
+    """The full settings as JSON data for a saved pipeline, secrets left out (never written)."""
+    data: dict[str, Any] = _without_secrets(settings.model_dump(mode="json"))
+    return data
+
+
 def make_auditor(config: ConfigLike | Auditor) -> Auditor:
     """An Auditor from settings-like config, or the one given."""
     return config if isinstance(config, Auditor) else Auditor(config)

@@ -67,6 +67,7 @@ from affidavit.integrations._common import (
     hit_metadata,
     report_feedback,
     search_filters,
+    settings_to_dict,
     shown_answer,
 )
 from affidavit.verify.base import ClaimVerifier
@@ -178,22 +179,6 @@ def _split_filters(
     if "operator" in filters:
         return None, filters
     return search_filters(filters), None
-
-
-_MASKED = "**********"
-
-
-def _without_secrets(value: Any) -> Any:
-    """A settings dump with masked secrets left out (they come back from the environment)."""
-    if isinstance(value, dict):
-        return {k: _without_secrets(v) for k, v in value.items() if v != _MASKED}
-    return value
-
-
-def settings_to_dict(settings: Settings) -> dict[str, Any]:
-    """The full settings as JSON data for a pipeline file, secrets left out (never written)."""
-    data: dict[str, Any] = _without_secrets(settings.model_dump(mode="json"))
-    return data
 
 
 def settings_from_dict(data: dict[str, Any] | None) -> Settings | None:

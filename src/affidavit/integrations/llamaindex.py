@@ -49,7 +49,13 @@ try:
         Response,
         StreamingResponse,
     )
-    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+    from llama_index.core.bridge.pydantic import (
+        BaseModel,
+        ConfigDict,
+        Field,
+        PrivateAttr,
+        field_serializer,
+    )
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
     from llama_index.core.llms.callbacks import llm_completion_callback
     from llama_index.core.llms.custom import CustomLLM
@@ -75,6 +81,7 @@ from affidavit.integrations._common import (
     make_auditor,
     report_feedback,
     search_filters,
+    settings_to_dict,
     shown_answer,
 )
 from affidavit.policy.sources import apply_allowlist, assess_freshness
@@ -349,6 +356,20 @@ class SourcePolicyPostprocessor(BaseNodePostprocessor):
     def class_name(cls) -> str:
         """The LlamaIndex class name."""
         return "AffidavitSourcePolicyPostprocessor"
+
+    @field_serializer("settings")
+    def _settings_data(self, value: Any) -> Any:
+        # JSON data, so that to_json / from_json round-trip the whole policy (a Settings object
+        # held paths json.dumps refused); secrets are left out and come back from the environment
+        if isinstance(value, Settings):
+            return settings_to_dict(value)
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        return value
+
+    @field_serializer("today")
+    def _today_data(self, value: date | None) -> str | None:
+        return value.isoformat() if value is not None else None
 
     @property
     def last_dropped(self) -> list[BlockedSource | dict[str, Any]]:

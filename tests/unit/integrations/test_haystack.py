@@ -166,6 +166,53 @@ def test_every_setting_of_the_audit_components_round_trips_through_yaml(
     assert q.get_component("audit").auditor.settings.min_compliance == 0.75
 
 
+def test_the_other_components_round_trip_their_whole_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 25.3, a test for each component: the stream guard, the evaluator and the retriever
+    keep every setting and argument through dumps/loads too."""
+    from haystack.components.generators.utils import print_streaming_chunk
+
+    from affidavit.core.settings import Settings
+    from affidavit.integrations.haystack import AffidavitEvaluator, AffidavitStreamGuard
+
+    monkeypatch.setenv("AFFIDAVIT_GENERATE__API_KEY", "from-the-environment")
+    s = Settings(
+        audit={"allowlist": ["example.org"], "max_age_days": 30, "min_compliance": 0.75},
+        generate={"api_key": "sk-secret-never-written"},
+    )
+    p = Pipeline()
+    p.add_component(
+        "guard", AffidavitStreamGuard(on_chunk=print_streaming_chunk, mode="enforce", settings=s)
+    )
+    p.add_component("evaluate", AffidavitEvaluator(settings=s, min_compliance=0.5))
+    filters = {"domains": ["example.org"], "date_from": "2020-01-01"}
+    retriever = AffidavitRetriever("s", top_k=7, mode="bm25", granularity="chunk", filters=filters)
+    p.add_component("retrieve", retriever)
+    text = p.dumps()
+    assert "sk-secret-never-written" not in text
+    q = Pipeline.loads(text, allowed_modules=["affidavit.integrations.haystack"])
+    for name, mode, compliance in (("guard", "enforce", 0.75), ("evaluate", "audit", 0.5)):
+        c = q.get_component(name)
+        assert c.audit_settings.mode == mode
+        assert c.audit_settings.allowlist == ["example.org"]
+        assert c.audit_settings.max_age_days == 30
+        assert c.audit_settings.min_compliance == compliance
+        assert c.settings.model_dump(exclude={"generate", "audit"}) == s.model_dump(
+            exclude={"generate", "audit"}
+        )
+        assert c.settings.generate.api_key.get_secret_value() == "from-the-environment"
+    assert q.get_component("guard").on_chunk is print_streaming_chunk
+    r = q.get_component("retrieve")
+    assert (r.store_path, r.top_k, r.mode, r.granularity, r.filters) == (
+        "s",
+        7,
+        "bm25",
+        "chunk",
+        filters,
+    )
+
+
 def test_the_verifier_loads_its_model_in_warm_up_not_in_init(
     monkeypatch: pytest.MonkeyPatch, sample_store: Path
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import sys
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,29 @@ def test_postprocessor_drops_blocked_and_stale_sources() -> None:
     ]
     with pytest.raises(ConfigError):
         SourcePolicyPostprocessor(settings={"stale_action": "explode"})
+
+
+@pytest.mark.parametrize("form", ["Settings", "AuditSettings", "dict"])
+def test_the_source_policy_round_trips_through_json(form: str) -> None:
+    """Issue 25.3 for LlamaIndex, whose components serialise too (``to_json``/``from_json``):
+    a postprocessor given Settings could not be saved (TypeError on a path in the settings)."""
+    from affidavit.core.settings import Settings
+
+    policy = {"allowlist": ["wikipedia.org"], "max_age_days": 365, "stale_action": "fail"}
+    full = Settings(audit=policy, generate={"api_key": "sk-secret-never-written"})
+    settings: Any = {"Settings": full, "AuditSettings": full.audit, "dict": policy}[form]
+    pp = SourcePolicyPostprocessor(settings=settings, today=date(2026, 12, 1))
+    text = pp.to_json()
+    assert "sk-secret-never-written" not in text
+    loaded = SourcePolicyPostprocessor.from_json(text)
+    nodes = [
+        node("fresh", url="https://en.wikipedia.org/a", published_at="2026-10-01"),
+        node("stale", url="https://en.wikipedia.org/b", published_at="2019-01-01"),
+        node("undated", url="https://en.wikipedia.org/c"),
+        node("blocked", url="https://spam.example.net/d", published_at="2026-10-01"),
+    ]
+    assert [n.node.get_content() for n in loaded.postprocess_nodes(nodes)] == ["fresh"]
+    assert loaded.today == date(2026, 12, 1)
 
 
 def test_the_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
