@@ -370,3 +370,37 @@ def test_rebuild_reads_the_leaves_under_a_damaged_interior_page(
     assert _ids(st) == every and _ids(st, "chunks") == chunks
     assert run(["store", "check", "--store", str(st)]).exit_code == 0
     assert _hits(st) == good
+
+
+@pytest.mark.parametrize("inputs", ["files", "records"])
+def test_ingest_into_a_store_with_a_damaged_page_stops_with_exit_2_and_what_to_do(
+    varied: tuple[Path, Path], inputs: str
+) -> None:
+    """Issue 26.9 for ingest: a damaged page met while writing is the store's state, not a bad
+    input file. The run stops at once with exit 2 and says how to recover; it had retried every
+    document of the batch alone (each embedded again) and then ended on an untyped
+    DatabaseError (records), or let that error out of the library (files)."""
+    st, docs = varied
+    if inputs == "files":
+        _damage_leaf(st, "chunks", 3)
+        # new versions: taking the old ones' names off deletes chunks on the damaged page
+        for i in range(40):
+            (docs / f"b{i:02d}.txt").write_text(f"Bridge {i} was rebuilt in {1900 + i}.")
+        r = run(["ingest", str(docs), "--store", str(st)])
+    else:
+        # records keep their ids: replacing one deletes its old chunks inside the write
+        st, data = st.with_name("records"), docs.parent / "data.jsonl"
+        rows = [
+            {"id": f"r{i:02d}", "text": p.read_text()} for i, p in enumerate(sorted(docs.iterdir()))
+        ]
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        assert run(["ingest", str(data), "--store", str(st)]).exit_code == 0
+        _damage_leaf(st, "chunks", 3)
+        for i, row in enumerate(rows):
+            row["text"] = f"Record {i} was rebuilt in {1900 + i}."
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        r = run(["ingest", str(data), "--store", str(st)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert r.exit_code == 2, r.output
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "damaged" in r.output and "store rebuild" in r.output, r.output

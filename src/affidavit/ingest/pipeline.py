@@ -153,13 +153,13 @@ class Ingestor:
                         continue
                     self._file(f.path, run, f.root)
                 self._flush(run)
+                self._names(run)
+                if progress:
+                    progress(len(found), len(found), "")
+                if prune:
+                    self._prune(paths, run)
             except StoreUnusableError as exc:
                 raise _stopped(exc, run) from exc
-            self._names(run)
-            if progress:
-                progress(len(found), len(found), "")
-            if prune:
-                self._prune(paths, run)
             self.store.refresh()
             _, total = self.store.count()
         finally:

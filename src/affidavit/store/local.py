@@ -408,16 +408,38 @@ class LocalStore:
         if self.read_only:
             raise StoreError("store is open read-only", source=str(self.path))
         with self._mutex:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise self._write_error(exc) from exc
             try:
                 yield
                 self._db.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 # a full disk or an I/O error has SQLite roll back on its own (also at COMMIT):
                 # a second ROLLBACK would fail and hide why the write failed
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise self._write_error(exc) from exc
                 raise
+
+    def _write_error(self, exc: sqlite3.DatabaseError) -> StoreError:
+        """A failed write as a typed error: `StoreUnusableError` when the disk or the database
+        file refuses every write (full, read-only, failing, damaged; issue 26.8, 26.9)."""
+        if not refuses_every_write(exc):
+            return StoreError(f"cannot write to store: {exc}", source=str(self.path))
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        damaged = code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+        hint = (
+            " (the database is damaged: `affidavit store check` lists what is, `affidavit store "
+            "rebuild` salvages it)"
+            if damaged
+            else ""
+        )
+        return StoreUnusableError(
+            f"cannot write to store {self.path}: {exc}{hint}", source=str(self.path)
+        )
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -576,17 +598,6 @@ class LocalStore:
                 for it in items:
                     self._write_one(it, now)
                 self._bump()
-        except sqlite3.DatabaseError as exc:
-            if not refuses_every_write(exc):
-                raise StoreError(f"cannot write to store: {exc}", source=str(self.path)) from exc
-            # the transaction was rolled back; a full disk or a damaged file refuses every
-            # document after this one too (issue 26.8)
-            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-            damaged = code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-            hint = " (the database is damaged: see `affidavit store check`)" if damaged else ""
-            raise StoreUnusableError(
-                f"cannot write to store {self.path}: {exc}{hint}", source=str(self.path)
-            ) from exc
         except UnicodeEncodeError as exc:  # a lone surrogate: the transaction was rolled back
             raise StoreError(
                 f"cannot store text that is not valid Unicode: {exc.reason}", source=str(self.path)
