@@ -148,18 +148,25 @@ def run(
             console.print(Rule(question))
             cert = certs / f"answer-{n}.cert.json"
             provisional = Text(style="dim")
+            # strict mode shows nothing unverified: not the draft as it is written, nor what
+            # the model wrote (issue 25.2)
+            strict = display == "strict"
             try:
-                with Live(provisional, console=console, transient=True) as live:
+                if strict:
+                    with console.status("answering..."):
+                        result = pipe.ask(question, mode=display, certify=cert)
+                else:
+                    with Live(provisional, console=console, transient=True) as live:
 
-                    def show(piece: str, live: Live = live, text: Text = provisional) -> None:
-                        text.append(piece)
-                        live.update(text)
+                        def show(piece: str, live: Live = live, text: Text = provisional) -> None:
+                            text.append(piece)
+                            live.update(text)
 
-                    result = pipe.ask(question, mode=display, on_token=show, certify=cert)
+                        result = pipe.ask(question, mode=display, on_token=show, certify=cert)
             except AffidavitError as exc:
                 console.print(f"error: {exc.message}", markup=False)
                 return 1
-            if result.trace.raw_answer and result.trace.raw_answer != result.draft:
+            if not strict and result.trace.raw_answer and result.trace.raw_answer != result.draft:
                 # citations were removed or corrected: show what the model actually wrote
                 console.print(Text("model wrote: " + result.trace.raw_answer, style="dim"))
             print_result(console, result)

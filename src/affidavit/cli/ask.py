@@ -1,5 +1,8 @@
 """``affidavit ask``: a question in, a streamed answer out, then the verified rendering.
 
+In strict mode (the default) nothing unverified is shown: no streamed draft, and a withheld
+claim is listed by id and status only.
+
 Exit codes (docs/cli-exit-codes.md): 0 an answer was produced (sentences the policy withheld are
 listed, not an error); 2 nothing could be answered: usage or input error (no store, bad option or
 config, no signing key for ``--certify``) or a stage that could not run (retrieval, generation,
@@ -69,12 +72,15 @@ def print_result(console: Console, result: AskResult) -> None:
         table.add_column("text", overflow="fold")
         for outcome in result.claims:
             label, colour = _BADGE[outcome.decision]
+            # strict mode shows only what is verified: a claim it withheld keeps its row, not
+            # its text (--mode mixed or --json show it)
+            withheld = result.mode == "strict" and outcome.decision != "verified"
             table.add_row(
                 _text(outcome.claim.id),
                 _text(label, style=f"bold {colour}"),
                 f"{outcome.verdict.p_entail:.2f}",
                 "".join(f"[{n}]" for n in outcome.evidence_numbers) or "-",
-                _text(outcome.claim.text),
+                _text("(withheld)", style="dim") if withheld else _text(outcome.claim.text),
             )
         console.print(table)
 
@@ -162,7 +168,10 @@ def ask(
     except AffidavitError as exc:
         raise fail_usage(exc.message) from None
 
-    stream = not (no_stream or as_json) and console.is_terminal
+    # the draft streams only where unverified text may be shown: strict mode shows nothing
+    # that is not verified, not even while it is written (issue 25.2)
+    shown_mode = display or settings.policy.display
+    stream = not (no_stream or as_json) and console.is_terminal and shown_mode != "strict"
     provisional = Text(style="dim")
     try:
         if stream:
