@@ -208,3 +208,71 @@ def test_a_deeply_nested_request_is_answered_not_dropped(tmp_path: Path) -> None
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_a_malformed_or_batched_request_is_answered_not_dropped(tmp_path: Path) -> None:
+    """Issue 25.13, "every request gets an answer or an error": a line that is not valid JSON
+    but names its id, and a batch (MCP accepts none since 2025-06-18), were dropped without a
+    reply, so their client waited forever too; each now gets an error saying why."""
+    import os
+    import select
+    import subprocess
+
+    env = {**os.environ, "AFFIDAVIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "affidavit.cli.main", "mcp", "--store", str(tmp_path / "none")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    def answer(timeout: float) -> dict[str, Any] | None:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        return json.loads(proc.stdout.readline()) if ready else None
+
+    def call(i: int) -> dict[str, Any]:
+        args = {"claim": "x", "evidence": ["x"]}
+        return {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "check", "arguments": args},
+        }
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        hello["clientInfo"] = {"name": "t", "version": "1"}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert answer(60) is not None
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        send(json.dumps(call(2))[:-2])  # cut short: not valid JSON, but its id is there
+        got = answer(30)
+        assert got is not None, "no answer to a request that is not valid JSON"
+        assert got["id"] == 2 and "not valid JSON" in json.dumps(got)
+        send(json.dumps([call(3), call(4)]))
+        got_batch = [answer(30), answer(30)]
+        assert all(g is not None for g in got_batch), "no answer to a batch"
+        assert sorted(g["id"] for g in got_batch if g) == [3, 4]
+        assert all("batch" in json.dumps(g) for g in got_batch)
+        deep: Any = "x"
+        for _ in range(250):
+            deep = {"a": deep}
+        send(json.dumps([call(6), {**call(7), "params": {"name": "check", "arguments": deep}}]))
+        got_deep = [answer(30), answer(30)]
+        assert sorted(g["id"] for g in got_deep if g) == [6, 7]
+        assert all("levels deep" in json.dumps(g) for g in got_deep)
+        send(json.dumps(call(5)))  # and the server still works
+        last = answer(60)
+        assert last is not None and last["id"] == 5 and "result" in last
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

@@ -553,21 +553,25 @@ def _version() -> str:
 
 # deeper than this, a JSON-RPC message is answered with an error instead of being parsed: the
 # MCP library's parser gives up near 200 levels and then drops the message without a reply, so
-# the client waited forever (issue 25.13)
+# the client waited forever (issue 25.13); `json.loads` here stays well inside the recursion limit
 MAX_JSON_DEPTH = 100
 
 
-def json_depth_and_id(line: str) -> tuple[int, Any]:
-    """The nesting depth of a JSON text and its top-level ``id`` (None when absent), found by
-    one scan without parsing (so a hostile depth costs no recursion).
+def json_depth_and_ids(line: str) -> tuple[int, list[Any]]:
+    """The nesting depth of a JSON text and the ``id`` of each request in it (of the top-level
+    object, or of each object of a top-level array), found by one scan without parsing (so a
+    hostile depth costs no recursion, and a text cut short still shows its id).
 
     Examples:
-        >>> json_depth_and_id('{"jsonrpc": "2.0", "id": 7, "params": {"a": [[1]]}}')
-        (4, 7)
+        >>> json_depth_and_ids('{"jsonrpc": "2.0", "id": 7, "params": {"a": [[1]]}}')
+        (4, [7])
+        >>> json_depth_and_ids('[{"id": 1, "p": {"id": 9}}, {"id": "b"}]')
+        (3, [1, 'b'])
     """
     depth = best = 0
     in_str = esc = False
-    found: Any = None
+    found: list[Any] = []
+    id_depth = 2 if line.lstrip().startswith("[") else 1
     key_start = -1
     i = 0
     n = len(line)
@@ -580,13 +584,13 @@ def json_depth_and_id(line: str) -> tuple[int, Any]:
                 esc = True
             elif ch == '"':
                 in_str = False
-                if depth == 1 and line[key_start:i] == "id" and found is None:
+                if depth == id_depth and line[key_start:i] == "id":
                     j = i + 1
                     while j < n and line[j] in " \t:":
                         j += 1
                     m = re.match(r'-?\d+|"(?:[^"\\]|\\.)*"', line[j:])
                     if m is not None:
-                        found = json.loads(m.group(0))
+                        found.append(json.loads(m.group(0)))
         elif ch == '"':
             in_str, key_start = True, i + 1
         elif ch in "[{":
@@ -598,40 +602,45 @@ def json_depth_and_id(line: str) -> tuple[int, Any]:
     return best, found
 
 
-class _DepthGuard:
-    """stdin lines for the stdio transport, a too-deep request replaced by one the server
-    answers with an error naming the limit (a too-deep notification is dropped)."""
+def _refusal(msg_id: Any, reason: str) -> str:
+    """A request line the server answers with an error naming ``reason``: a call of a tool
+    that does not exist, named by the reason (the SDK then answers in its own error format)."""
+    params = {"name": f"request refused: {reason}", "arguments": {}}
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call", "params": params})
+
+
+class _LineGuard:
+    """stdin lines for the stdio transport. The SDK drops a line it cannot take without a
+    reply, so its client waits forever (issue 25.13); such a line is replaced here by one the
+    server answers with an error saying why, when it names an id: a request nested deeper than
+    `MAX_JSON_DEPTH`, one that is not valid JSON, and a batch (one answer per request in it;
+    MCP accepts no batches since 2025-06-18). A notification, which has no id, is dropped."""
 
     def __init__(self, lines: Any) -> None:
         self._lines = lines
+        self._pending: list[str] = []
 
-    def __aiter__(self) -> _DepthGuard:
+    def __aiter__(self) -> _LineGuard:
         self._it = self._lines.__aiter__()
         return self
 
     async def __anext__(self) -> str:
-        while True:
+        while not self._pending:
             line: str = await self._it.__anext__()
-            depth, msg_id = json_depth_and_id(line)
-            if depth <= MAX_JSON_DEPTH:
-                return line
-            if msg_id is None:
-                continue  # a notification: nothing to answer
-            refusal = (
-                f"request refused: it nests {depth} levels deep, at most {MAX_JSON_DEPTH} are "
-                "accepted"
-            )
-            return (
-                json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg_id,
-                        "method": "tools/call",
-                        "params": {"name": refusal, "arguments": {}},
-                    }
-                )
-                + "\n"
-            )
+            depth, ids = json_depth_and_ids(line)
+            if depth > MAX_JSON_DEPTH:
+                reason = f"it nests {depth} levels deep, at most {MAX_JSON_DEPTH} are accepted"
+            else:
+                try:
+                    message = json.loads(line)
+                except ValueError as exc:
+                    reason = f"it is not valid JSON ({exc})"
+                else:
+                    if not isinstance(message, list):
+                        return line  # the SDK's to check (and answer) from here
+                    reason = "a batch is not accepted: send one request a line"
+            self._pending = [_refusal(i, reason) + "\n" for i in ids if i is not None]
+        return self._pending.pop(0)
 
 
 def _run_stdio(server: Any) -> None:
@@ -643,7 +652,7 @@ def _run_stdio(server: Any) -> None:
 
     async def main() -> None:
         text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        stdin = _DepthGuard(anyio.wrap_file(text))
+        stdin = _LineGuard(anyio.wrap_file(text))
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             low = server._lowlevel_server
             await low.run(read_stream, write_stream, low.create_initialization_options())
