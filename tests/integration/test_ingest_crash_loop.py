@@ -67,7 +67,9 @@ def test_kill_9_at_random_points_of_ingest(tmp_path: Path) -> None:
     duration = _uninterrupted_seconds(tmp_path / "timing", docs)
     rng = random.Random(2026)
     killed = 0
-    for run in range(RUNS):
+    for run in range(2 * RUNS):
+        if killed == RUNS:
+            break
         path = tmp_path / f"st{run}"
         proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(path), str(docs)], stdout=subprocess.PIPE, text=True
@@ -84,4 +86,6 @@ def test_kill_9_at_random_points_of_ingest(tmp_path: Path) -> None:
         assert _state(store) == expected, run
         assert store.check() == []
         store.close()
-    assert killed > RUNS // 2  # most runs were really interrupted
+    # RUNS real kills (a run that finished before its kill still checks and resumes, but does
+    # not count): "at least 50 runs each" of issue 26's "How it is tested"
+    assert killed == RUNS, killed
