@@ -23,6 +23,7 @@ from affidavit.demo import SAMPLE_QUESTIONS, default_corpus
 from affidavit.testing.fake_llm import FakeOpenAIServer, FakeReply
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
 
 # one sentence the corpus states and one it does not, per question (the last is not in it)
 ANSWERS = {
@@ -199,3 +200,61 @@ def test_web_evidence_is_reported_as_not_replayable(
     assert (
         "not replayable" in human.stdout and f"not replayed: claim {web_claims[0]}" in human.stdout
     )
+
+
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_dev.jsonl"
+SPLITS = ROOT / "training" / "splits.json"
+
+
+@pytest.mark.skipif(
+    not (HALUEVAL.is_file() and SPLITS.is_file()), reason="../shared/data/halueval absent"
+)
+def test_the_ask_benchmarks_questions_certify_and_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25.4 asks for the ask benchmark's questions too: the first held-out HaluEval qa
+    questions of ``benchmarks/ask_halueval.py`` (its seed), right and hallucinated answers fed
+    as the LLM's, every chunk refined (the trimmed passages of the issue), on a store of their
+    passages and 40 others."""
+    import numpy as np
+
+    rows = [json.loads(line) for line in HALUEVAL.read_text(encoding="utf-8").splitlines()]
+    held = json.loads(SPLITS.read_text())["halueval"]["qa"]["eval_row_indices"]
+    order = [int(held[i]) for i in np.random.default_rng(13).permutation(len(held))]
+    asked, others = order[:4], order[60:100]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in asked + others:
+        (corpus / f"k{i}.txt").write_text(rows[i]["knowledge"], encoding="utf-8")
+    store = tmp_path / "store"
+    done = CliRunner().invoke(app, ["ingest", str(corpus), "--store", str(store)])
+    assert done.exit_code == 0, done.output
+    key = tmp_path / "keys" / "signing.pem"
+    generate_key(key)
+    for name, value in {
+        "AFFIDAVIT_CERTIFY__KEY_PATH": str(key),
+        "AFFIDAVIT_GENERATE__BACKEND": "openai",
+        "AFFIDAVIT_GENERATE__MAX_RETRIES": "0",
+        "AFFIDAVIT_CORRECT__KEEP_WHOLE_THRESHOLD": "off",
+    }.items():
+        monkeypatch.setenv(name, value)
+    decisions: list[str] = []
+    for i in asked:
+        for kind in ("right_answer", "hallucinated_answer"):
+            path = tmp_path / f"{i}-{kind}.cert.json"
+            with FakeOpenAIServer([FakeReply(content=rows[i][kind] + " [1]")]) as llm:
+                monkeypatch.setenv("AFFIDAVIT_GENERATE__BASE_URL", llm.url)
+                args = ["ask", rows[i]["question"], "--store", str(store), "--certify", str(path)]
+                done = CliRunner().invoke(app, args)
+            assert done.exit_code == 0, done.output
+            args = ["certificate", "verify", str(path), "--store", str(store), "--replay"]
+            args += ["--json", "--public-key", str(public_key_path(key))]
+            result = CliRunner().invoke(app, args)
+            out = json.loads(result.stdout)
+            assert result.exit_code == 0, (i, kind, out)
+            assert out["valid"] is True and out["warnings"] == [], (i, kind, out)
+            assert out["replay"]["mismatches"] == [] and out["replay"]["not_replayed"] == []
+            recorded = {r.claim.id: r.decision for r in load_certificate(path).claims}
+            assert out["replay"]["decisions"] == recorded
+            decisions += recorded.values()
+    assert "verified" in decisions  # not a run where nothing verifies
