@@ -215,8 +215,9 @@ def test_a_malformed_or_batched_request_is_answered_not_dropped(tmp_path: Path) 
     but names its id, and a batch (MCP accepts none since 2025-06-18), were dropped without a
     reply, so their client waited forever too; each now gets an error saying why."""
     import os
-    import select
+    import queue
     import subprocess
+    import threading
 
     env = {**os.environ, "AFFIDAVIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
@@ -234,10 +235,16 @@ def test_a_malformed_or_batched_request_is_answered_not_dropped(tmp_path: Path) 
         proc.stdin.write(line + "\n")
         proc.stdin.flush()
 
+    # answers come in a reader thread: two answers written at once reach one buffered read, so
+    # select() on the pipe would not see the second
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()], daemon=True).start()
+
     def answer(timeout: float) -> dict[str, Any] | None:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], timeout)
-        return json.loads(proc.stdout.readline()) if ready else None
+        try:
+            return json.loads(lines.get(timeout=timeout))
+        except queue.Empty:
+            return None
 
     def call(i: int) -> dict[str, Any]:
         args = {"claim": "x", "evidence": ["x"]}
