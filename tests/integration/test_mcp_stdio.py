@@ -238,13 +238,19 @@ def test_a_malformed_or_batched_request_is_answered_not_dropped(tmp_path: Path) 
     # answers come in a reader thread: two answers written at once reach one buffered read, so
     # select() on the pipe would not see the second
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()], daemon=True).start()
+
+    def read() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
 
     def answer(timeout: float) -> dict[str, Any] | None:
         try:
-            return json.loads(lines.get(timeout=timeout))
+            got: dict[str, Any] = json.loads(lines.get(timeout=timeout))
         except queue.Empty:
             return None
+        return got
 
     def call(i: int) -> dict[str, Any]:
         args = {"claim": "x", "evidence": ["x"]}
