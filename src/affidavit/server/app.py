@@ -978,10 +978,20 @@ async def _event_stream(state: _State, body: AskRequest, ticket: Any) -> AsyncIt
             raise Cancelled("the client went away")
         loop.call_soon_threadsafe(events.put_nowait, event)
 
+    # strict mode shows only the guarded answer, on every channel (the page, the terminal and
+    # this stream alike): the draft's pieces are not sent as it is written, since a sentence
+    # among them may be withheld; the guarded answer goes out as one token event once decided
+    strict = (body.mode or state.settings.policy.display) == "strict"
+
+    def on_token(piece: str) -> None:  # called in the worker thread
+        if strict:
+            if ticket.cancel.is_set():
+                raise Cancelled("the client went away")
+            return
+        push(TokenEvent(text=piece))
+
     def work() -> AskResponse:
-        return state.services.ask(
-            body, on_token=lambda piece: push(TokenEvent(text=piece)), on_event=push
-        )
+        return state.services.ask(body, on_token=on_token, on_event=push)
 
     task = asyncio.ensure_future(ticket.run(work, timeout=state.settings.serve.request_timeout_s))
     task.add_done_callback(lambda _: events.put_nowait(_DONE))
@@ -1000,6 +1010,8 @@ async def _event_stream(state: _State, body: AskRequest, ticket: Any) -> AsyncIt
             return
         _count_ask(state, response)
         # the claim events went out as each claim was decided (AskPipeline's verify stage)
+        if strict and response.result.answer:
+            yield _sse(TokenEvent(text=response.result.answer))
         if response.certificate is not None:
             yield _sse(CertificateEvent(certificate=response.certificate))
         yield _sse(ResultEvent(response=response))

@@ -235,10 +235,11 @@ def test_ask_certificate_verifies_without_warnings_and_replays_on_the_store(
 
 
 def test_ask_streams_events_in_order(served: Server) -> None:
+    # debug mode: the draft's pieces stream as the model writes them (strict: the test below)
     with httpx.stream(
         "POST",
         served.url + "/v1/ask",
-        json={"question": "Who discovered polonium?"},
+        json={"question": "Who discovered polonium?", "mode": "debug"},
         headers={**served.auth(), "Accept": "text/event-stream"},
         timeout=60,
     ) as r:
@@ -259,6 +260,30 @@ def test_ask_streams_events_in_order(served: Server) -> None:
     grading = got[1][1]
     assert grading["classification"]["kind"] in ("correct", "ambiguous", "incorrect")
     assert len(grading["grades"]) == len(got[0][1]["hits"])
+
+
+def test_a_strict_stream_sends_only_the_guarded_answer(served: Server) -> None:
+    # strict is the default display: the stream must not carry a withheld sentence as it is
+    # written (it did: every draft piece went out as a token event before verification)
+    with httpx.stream(
+        "POST",
+        served.url + "/v1/ask",
+        json={"question": "Who discovered polonium?"},
+        headers={**served.auth(), "Accept": "text/event-stream"},
+        timeout=60,
+    ) as r:
+        assert r.status_code == 200
+        text = r.read().decode()
+    got = events(text)
+    kinds = [k for k, _ in got]
+    result = got[-1][1]["response"]["result"]
+    assert result["mode"] == "strict"
+    assert "born on the Moon" not in result["answer"]  # the scripted false sentence: withheld
+    tokens = [d["text"] for k, d in got if k == "token"]
+    assert tokens == [result["answer"]]  # one event, the guarded answer, after the decisions
+    assert kinds.index("token") > max(i for i, k in enumerate(kinds) if k == "claim")
+    streamed = "".join(d.get("text", "") for k, d in got if k == "token")
+    assert "born on the Moon" not in streamed
 
 
 # -- audit, check, search ---------------------------------------------------------------------
