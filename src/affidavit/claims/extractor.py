@@ -103,6 +103,7 @@ class RuleBasedExtractor:
         skipped: list[SkippedSentence] = []
         seen: set[str] = set()
         prev_subject: str | None = None
+        prev_sentence: str | None = None
 
         def skip(seg: Segment, reason: SkipReason) -> None:
             skipped.append(
@@ -126,7 +127,9 @@ class RuleBasedExtractor:
             if s.select:
                 # select on the pronoun-resolved text: "His work ..." names someone
                 reason = rules.skip_reason(
-                    rules.resolve_pronoun(cleaned, prev_subject) if s.resolve_pronouns else cleaned,
+                    rules.resolve_pronoun(cleaned, prev_subject, prev_sentence)
+                    if s.resolve_pronouns
+                    else cleaned,
                     min_words=s.min_words,
                     skip_hedged_filler=s.skip_hedged_filler,
                 )
@@ -151,7 +154,7 @@ class RuleBasedExtractor:
                 continue
             citations = rules.parse_citations(seg.text)
             hedged = rules.is_hedged(cleaned)
-            parts = self._parts(answer, seg, cleaned, prev_subject)
+            parts = self._parts(answer, seg, cleaned, prev_subject, prev_sentence)
             made = 0
             for text, start, end, origin in parts:
                 key = _NORM.sub(" ", text.lower()).strip()
@@ -179,6 +182,7 @@ class RuleBasedExtractor:
                 skip(seg, "duplicate")
             # the next sentence's pronouns refer to this one's subject, or to nothing clear
             prev_subject = rules.subject_of(parts[0][0]) if parts else None
+            prev_sentence = parts[0][0] if parts else None
         logger.debug("extracted claims", extra={"claims": len(claims), "sentences": len(segments)})
         return ClaimExtraction(
             claims=tuple(claims),
@@ -189,7 +193,12 @@ class RuleBasedExtractor:
         )
 
     def _parts(
-        self, answer: str, seg: Segment, cleaned: str, prev_subject: str | None
+        self,
+        answer: str,
+        seg: Segment,
+        cleaned: str,
+        prev_subject: str | None,
+        prev_sentence: str | None = None,
     ) -> list[tuple[str, int, int, str]]:
         """The claims of one sentence: (text, start, end, origin) with offsets in ``answer``."""
         s = self.settings
@@ -207,7 +216,7 @@ class RuleBasedExtractor:
                     if first in {"The", "A", "An"}:
                         body_text = f"{first.lower()} {rest}"
         if s.resolve_pronouns and not lead:
-            body_text = rules.resolve_pronoun(body_text, prev_subject)
+            body_text = rules.resolve_pronoun(body_text, prev_subject, prev_sentence)
         if not s.decompose or lead:
             return [(_finish(lead + body_text), seg.start, seg.end, "extracted")]
 
@@ -233,7 +242,7 @@ class RuleBasedExtractor:
                 continue
             if i == 0:
                 if s.resolve_pronouns:
-                    part = rules.resolve_pronoun(part, prev_subject)
+                    part = rules.resolve_pronoun(part, prev_subject, prev_sentence)
                 subject = rules.subject_of(part)
             elif antecedent is not None:
                 part = f"{antecedent} {part}"
@@ -243,7 +252,9 @@ class RuleBasedExtractor:
                     return [(_finish(body_text), seg.start, seg.end, "extracted")]
                 part = f"{subject} {part}"
             elif s.resolve_pronouns:
-                part = rules.resolve_pronoun(part, subject or prev_subject)
+                part = rules.resolve_pronoun(
+                    part, subject or prev_subject, out[0][0] if subject else prev_sentence
+                )
             if rules.skip_reason(part, min_words=2, skip_hedged_filler=False) == "too_short":
                 return [(_finish(body_text), seg.start, seg.end, "extracted")]
             out.append((_finish(part), seg.start + a, seg.start + b, "decomposed"))

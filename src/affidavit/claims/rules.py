@@ -436,12 +436,32 @@ def subject_of(text: str) -> str | None:
 _PERSON = re.compile(r"(?!(?:The|A|An|This|That)\b)" + _NAME)
 
 
-def resolve_pronoun(text: str, antecedent: str | None) -> str:
+_FULL_NAME = re.compile(r"\b[A-Z][a-z\-']+(?: (?:de|von|van|der|da|al|bin))?(?: [A-Z][a-z\-']+)+")
+
+
+def _rival_person(antecedent: str, sentence: str | None) -> bool:
+    """Whether ``sentence`` (the one ``antecedent`` is the subject of) names a person other
+    than a one-word antecedent: "Polonium was discovered by Marie Curie." - a following "She"
+    means Marie Curie, not polonium, so a he/she there is not resolved to the subject."""
+    if not sentence or len(antecedent.split()) > 1:
+        return False
+    rest = sentence.replace(antecedent, " ", 1)
+    return _FULL_NAME.search(rest) is not None
+
+
+def resolve_pronoun(text: str, antecedent: str | None, sentence: str | None = None) -> str:
     """Replace a sentence-initial He/She/They/It (or His/Her/Its/Their) by ``antecedent``.
+
+    ``sentence`` is the sentence ``antecedent`` is the subject of: a he/she is left as it is
+    when a one-word antecedent shares it with a person's full name (the pronoun is as likely
+    to mean that person).
 
     Examples:
         >>> resolve_pronoun("He died in 1955.", "Albert Einstein")
         'Albert Einstein died in 1955.'
+        >>> resolve_pronoun("She also won two Nobel Prizes.", "Polonium",
+        ...                 "Polonium was discovered by Marie Curie in 1898.")
+        'She also won two Nobel Prizes.'
     """
     if not antecedent:
         return text
@@ -456,7 +476,9 @@ def resolve_pronoun(text: str, antecedent: str | None) -> str:
         return text
     if word in {"they", "their"} and not plural:
         return text
-    if word in {"he", "she", "his", "her"} and not _PERSON.fullmatch(antecedent):
+    if word in {"he", "she", "his", "her"} and (
+        not _PERSON.fullmatch(antecedent) or _rival_person(antecedent, sentence)
+    ):
         return text
     rest = text[m.end() :]
     if word in {"his", "her", "its", "their"}:

@@ -199,3 +199,15 @@ def test_pronoun_needs_number_agreement() -> None:
     # "It" cannot refer to a plural subject: left alone rather than resolved wrongly
     claims = extract_claims("Scientists found the scutoid in 2018. It is found in skin cells.")
     assert claims[1].text == "It is found in skin cells."
+
+
+def test_she_after_a_passive_sentence_that_names_a_person_is_not_the_subject() -> None:
+    # "She" here is Marie Curie, not polonium: it was resolved to the subject and the true
+    # sentence became the false claim "Polonium also won two Nobel Prizes." (found by probing)
+    claims = extract_claims(
+        "Polonium was discovered by Marie Curie in 1898. She also won two Nobel Prizes."
+    )
+    assert claims[1].text == "She also won two Nobel Prizes."
+    # a full name as the subject is still the antecedent, whoever else the sentence names
+    claims = extract_claims("Marie Curie worked with Pierre Curie. She won two Nobel Prizes.")
+    assert claims[1].text == "Marie Curie won two Nobel Prizes."
