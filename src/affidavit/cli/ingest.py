@@ -267,6 +267,14 @@ def search(
     output: Annotated[
         Path | None, typer.Option("--output", help="Batch: write JSONL results here.")
     ] = None,
+    rerank: Annotated[
+        bool | None,
+        typer.Option(
+            "--rerank/--no-rerank",
+            help="Reorder the best hits with the packaged cross-encoder reranker "
+            "(default: retrieve.rerank).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
@@ -282,6 +290,10 @@ def search(
     from affidavit.retrieve.retriever import StoreRetriever
 
     settings = cli_settings(config)
+    if rerank is not None:
+        settings = settings.model_copy(
+            update={"retrieve": settings.retrieve.model_copy(update={"rerank": rerank})}
+        )
     mode = mode or settings.retrieve.mode
     if mode not in SEARCH_MODES:
         raise fail_usage(f"unknown --mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")

@@ -209,7 +209,25 @@ class RetrieveSettings(Section):
     top_k: int = Field(default=10, ge=1, description="Hits returned.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
-    rerank: bool = Field(default=False, description="Apply the rerank stage.")
+    rerank: bool = Field(
+        default=False,
+        description="Reorder the best rerank_depth hits with the packaged cross-encoder reranker "
+        "(reads question and chunk together; see the passage benchmark for what it changes).",
+    )
+    rerank_fusion: Literal["rrf", "replace"] = Field(
+        default="rrf",
+        description="How the reranker's order meets the retriever's: 'rrf' fuses the two ranks "
+        "(1/(rrf_k + r1) + 1/(rrf_k + r2)); 'replace' orders by the reranker alone.",
+    )
+    rerank_depth: int = Field(
+        default=20, ge=1, le=200, description="Hits the reranker reads (the rest keep their order)."
+    )
+    rerank_model_path: Path | None = Field(
+        default=None,
+        description="Reranker ONNX folder (config.json, tokenizer, model; default: the packaged "
+        "reranker).",
+    )
+    threads: int = Field(default=2, ge=1, description="Reranker inference threads.")
     granularity: Granularity = Field(
         default="passage",
         description="Hybrid fusion: 'passage' fuses chunk rankings and keeps at most "

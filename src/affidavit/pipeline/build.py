@@ -45,6 +45,11 @@ def model_identities(pipe: AskPipeline) -> list[dict[str, str]]:
             cfg = emb()
             if isinstance(cfg, dict) and cfg.get("sha256"):
                 out.append({"name": str(cfg.get("name")), "sha256": str(cfg["sha256"])})
+        describe = getattr(getattr(pipe.retriever, "reranker", None), "describe", None)
+        if callable(describe):  # the reranker chose which passages the answer was drawn from
+            info = describe()
+            if info.get("sha256"):
+                out.append({"name": f"reranker:{info.get('name')}", "sha256": str(info["sha256"])})
     return out
 
 

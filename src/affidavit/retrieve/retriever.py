@@ -115,9 +115,21 @@ class StoreRetriever:
         cls, store: Store, embedder: Embedder | None, settings: RetrieveSettings
     ) -> StoreRetriever:
         """Build from the ``retrieve`` settings section."""
+        reranker = None
+        if settings.rerank:
+            from affidavit.retrieve.rerank import CrossEncoderReranker
+
+            reranker = CrossEncoderReranker(
+                settings.rerank_model_path,
+                depth=settings.rerank_depth,
+                threads=settings.threads,
+                fusion=settings.rerank_fusion,
+                rrf_k=settings.rrf_k,
+            )
         return cls(
             store,
             embedder,
+            reranker=reranker,
             rrf_k=settings.rrf_k,
             candidates=settings.candidates,
             granularity=settings.granularity,
@@ -187,15 +199,17 @@ class StoreRetriever:
     def _search(
         self, query: str, vector: Any, k: int, mode: SearchMode, filters: SearchFilters | None
     ) -> list[Hit]:
-        n = max(k, self.candidates)
+        # a reranker reads the retriever's best `depth` hits, however few the caller wants
+        want = max(k, int(getattr(self.reranker, "depth", 0) or 0))
+        n = max(want, self.candidates)
         if mode == "bm25":
-            hits = self._hits(self.store.search_lexical(query, k, filters), "bm25", "bm25")
+            hits = self._hits(self.store.search_lexical(query, want, filters), "bm25", "bm25")
         elif mode == "dense":
-            hits = self._hits(self.store.search_dense(vector, k, filters), "dense", "dense")
+            hits = self._hits(self.store.search_dense(vector, want, filters), "dense", "dense")
         elif self.question_parts and (parts := question_parts(query)):
-            hits = self._by_parts(query, vector, parts, k, n, filters)
+            hits = self._by_parts(query, vector, parts, want, n, filters)
         else:
-            hits = self._hybrid(query, vector, k, n, filters)
+            hits = self._hybrid(query, vector, want, n, filters)
         return self.reranker.rerank(query, hits, k)
 
     def _by_parts(

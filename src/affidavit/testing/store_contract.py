@@ -99,8 +99,8 @@ class StoreContract:
             )
         return out
 
-    def filled(self, store: Store) -> Store:
-        store.upsert(self.items(), embedder=self.embedder.name)
+    def filled(self, store: Store, docs: list[Document] | None = None) -> Store:
+        store.upsert(self.items(docs), embedder=self.embedder.name)
         store.refresh()
         return store
 
