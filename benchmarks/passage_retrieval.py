@@ -210,20 +210,54 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "document_prior": True,
         "merge_neighbours": True,
     },
+    "hybrid passage, 3 per document, document prior, reranked (top 20, rank fusion)": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "rerank": 20,
+        "rerank_fusion": "rrf",
+    },
+    "hybrid passage, 3 per document, document prior, reranked (top 20, model order)": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "rerank": 20,
+        "rerank_fusion": "replace",
+    },
+    "affidavit bm25, reranked (top 20, rank fusion)": {
+        "mode": "bm25",
+        "rerank": 20,
+        "rerank_fusion": "rrf",
+    },
+    "affidavit bm25, reranked (top 20, model order)": {
+        "mode": "bm25",
+        "rerank": 20,
+        "rerank_fusion": "replace",
+    },
 }
 
 
 def run_variants(
     store: Any, embedder: Any, queries: list[str], variants: dict[str, dict[str, Any]]
 ) -> tuple[dict[str, list[list[Any]]], dict[str, float]]:
+    from affidavit.retrieve.rerank import CrossEncoderReranker
     from affidavit.retrieve.retriever import StoreRetriever
 
     out: dict[str, list[list[Any]]] = {}
     secs: dict[str, float] = {}
+    reranker = None
     for label, v in variants.items():
+        if v.get("rerank") and reranker is None:
+            reranker = CrossEncoderReranker()
+            reranker.scores("warm up", ["the model loads once, outside the timed queries"])
+        if v.get("rerank"):
+            assert reranker is not None
+            reranker.depth = int(v["rerank"])
+            reranker.fusion = str(v.get("rerank_fusion", "rrf"))
         r = StoreRetriever(
             store,
             embedder,
+            reranker=reranker if v.get("rerank") else None,
             granularity=v.get("granularity", "passage"),
             per_document=v.get("per_document", 3),
             merge_neighbours=v.get("merge_neighbours", False),
@@ -270,15 +304,23 @@ def grades_block(
 ) -> dict[str, Any]:
     """How the CRAG evaluator grades the answer-bearing chunks among the top k it grades."""
     from affidavit.correct.classify import classify
-    from affidavit.correct.evaluator import ModelRelevanceEvaluator
+    from affidavit.correct.evaluator import ModelRelevanceEvaluator, PairScorerRelevanceEvaluator
     from affidavit.correct.multipart import MultiPartEvaluator
+    from affidavit.retrieve.rerank import packaged_reranker_dir
+    from affidavit.verify.crossencoder import OnnxCrossEncoder
 
     c = settings.correct
     plain = ModelRelevanceEvaluator(embedder.embed)
-    evaluators = {
+    evaluators: dict[str, Any] = {
         "whole question": plain,
         "whole question + parts (max)": MultiPartEvaluator(plain),
     }
+    if (packaged_reranker_dir() / "config.json").is_file():
+        # the reranker's calibrated p(relevant), as 0-10 grades (not the default evaluator)
+        reranker = OnnxCrossEncoder(packaged_reranker_dir(), stage="reranker")
+        pair = PairScorerRelevanceEvaluator(reranker, signal="entail")
+        evaluators["reranker (10 x p_relevant)"] = pair
+        evaluators["reranker + parts (max)"] = MultiPartEvaluator(pair)
     out: dict[str, Any] = {}
     for label, ev in evaluators.items():
         below, answer_grades, kinds = 0, [], {"correct": 0, "ambiguous": 0, "incorrect": 0}
