@@ -455,10 +455,11 @@ def test_429_rate_limit_per_key(tight: Server) -> None:
 def _stream_until_first_token(
     server: Server, holding: threading.Event, done: threading.Event
 ) -> None:
+    # mixed display: the draft streams as it is written (strict sends the answer only at the end)
     with httpx.stream(
         "POST",
         server.url + "/v1/ask",
-        json={"question": "Who discovered polonium?"},
+        json={"question": "Who discovered polonium?", "mode": "mixed"},
         headers={**server.auth("write"), "Accept": "text/event-stream"},
         timeout=30,
     ) as r:
@@ -545,7 +546,7 @@ def test_a_stream_past_its_budget_ends_with_an_error_event(tight: Server) -> Non
     with httpx.stream(
         "POST",
         tight.url + "/v1/ask",
-        json={"question": "Who discovered polonium?"},
+        json={"question": "Who discovered polonium?", "mode": "mixed"},  # the draft streams
         headers={**tight.auth("write"), "Accept": "text/event-stream"},
         timeout=30,
     ) as r:
