@@ -29,6 +29,14 @@ APOLLO = json.loads((ROOT / "sample_corpus" / "docs" / "space.jsonl").read_text(
     "text"
 ]
 FORTH = json.loads((ROOT / "examples" / "audit_sample.json").read_text())["chunks"][0]["text"]
+# HaluEval qa knowledge of "Are Thom Yorke and Bruce Guthro both members of ... Radiohead?"
+RADIOHEAD = (
+    "Thomas Edward Yorke (born 7 October 1968) is an English musician and composer best known as "
+    "the singer and principal songwriter of the alternative rock band Radiohead.Bruce Guthro (born "
+    "Bruce Guthrie on August 31, 1961) is a Canadian singer / songwriter, from Cape Breton Island, "
+    "Nova Scotia. Guthro has recorded as a solo artist, and in 1998 joined the Scottish folk rock "
+    "band Runrig, whilst still pursuing his solo career."
+)
 
 
 def _label(claim: str, evidence: str) -> str:
@@ -64,6 +72,10 @@ def test_the_readme_audit_certify_example_passes(tmp_path: Path) -> None:
         # the fast model supports it (p 0.66) from the sentences about Armstrong and Aldrin;
         # against the sentences about Collins it does not (subject focus)
         ("Michael Collins walked on the Moon with Armstrong.", APOLLO),
+        # a wrong attribute (ask, HaluEval qa): the model supports it (p 0.88) from Yorke's
+        # sentence naming the band and Guthro's naming another band; the sentences about
+        # Guthro alone do not name Radiohead (subject focus)
+        ("Bruce Guthro is a member of the alternative rock band Radiohead.", RADIOHEAD),
     ],
 )
 def test_wrong_place_and_swapped_roles_are_not_supported(claim: str, evidence: str) -> None:
@@ -73,6 +85,27 @@ def test_wrong_place_and_swapped_roles_are_not_supported(claim: str, evidence: s
     # a withheld claim never reports a p(supported) that a consumer thresholding p_entail would
     # read as support (it was the combiner's 0.63 for "Paris is in Germany."); the stages keep it
     assert verdict.p_entail < settings.policy.tau_entail
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Thomas Edward Yorke is the singer of the alternative rock band Radiohead.",
+        "Bruce Guthro joined the Scottish folk rock band Runrig in 1998.",
+    ],
+)
+def test_what_the_evidence_says_of_each_member_stays_supported(claim: str) -> None:
+    assert _label(claim, RADIOHEAD) == "supported"
+
+
+def test_a_birth_date_in_a_parenthesis_is_supported() -> None:
+    # ask withheld this right answer (HaluEval qa): the model scores it p_entail 0.25
+    evidence = (
+        "Elspeth Mary Campbell, Baroness Campbell of Pittenweem (born January 1940) is the wife "
+        "of the former Liberal Democrat leader Sir Menzies Campbell."
+    )
+    assert _label("Elspeth Campbell was born on January 1940.", evidence) == "supported"
+    assert _label("Elspeth Campbell was born in 1941.", evidence) != "supported"
 
 
 def test_unrelated_same_topic_evidence_is_unsupported_not_contradicted() -> None:

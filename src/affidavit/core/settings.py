@@ -345,6 +345,15 @@ class VerifySettings(Section):
         "statement is (verify.lexical.compressed_support: one narrow sentence shape, nothing "
         "denied, hedged or reported); a typed check's conflict still wins.",
     )
+    lifespan_support: bool = Field(
+        default=True,
+        description="Support '<Name> was born [on|in] <date>.' and '<Name> died [on|in] <date>.' "
+        "when an evidence sentence opens with that name and gives the date in a parenthesis "
+        "('Elspeth Mary Campbell (born January 1940) is ...', 'James Doolittle (December 14, "
+        "1896 – September 27, 1993) was ...'), a shape the model does not read "
+        "(verify.lifespan.lifespan_support: that claim shape only); a typed check's conflict "
+        "still wins.",
+    )
     subject_focus: bool = Field(
         default=True,
         description="Who did what: a supported claim that opens with a name is judged again "

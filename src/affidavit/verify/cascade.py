@@ -67,6 +67,7 @@ from affidavit.verify.lexical import (
     subject_focus,
     verbatim_support,
 )
+from affidavit.verify.lifespan import lifespan_support
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +377,7 @@ class ClaimCascade:
             return None
         sentences = _sentences(claim) or [claim]
         spans: list[EvidenceSpan] = []
-        compressed = False
+        compressed = dated = False
         for sent in sentences:
             hit = None
             for chunk in chunks:
@@ -384,6 +385,9 @@ class ClaimCascade:
                 if found is None and self.settings.compressed_support:
                     found = compressed_support(sent.text, chunk.text)
                     compressed = compressed or found is not None
+                if found is None and self.settings.lifespan_support:
+                    found = lifespan_support(sent.text, chunk.text)
+                    dated = dated or found is not None
                 if found is not None:
                     hit = make_span(chunk, *found)
                     break
@@ -394,6 +398,12 @@ class ClaimCascade:
         how = (
             "word for word, but for a description of its subject" if compressed else "word for word"
         )
+        if dated:
+            how = (
+                "word for word, or as a date in a parenthesis after the name"
+                if len(sentences) > 1
+                else "as a date in a parenthesis after the name"
+            )
         stage = StageScore(
             stage="verbatim",
             p_entail=1.0,
@@ -827,6 +837,7 @@ class ClaimCascade:
     def _signals(self, run: _Run) -> PartSignals:
         ms = run.model_score
         cov = overlap(run.claim.text, run.windows[0].span.text) if run.windows else 0.0
+        doc_cov = overlap(run.claim.text, " ".join(c.text for c in run.chunks))
         return PartSignals(
             p_entail=ms.p_entail if ms is not None else 0.0,
             p_contradict=ms.p_contradict if ms is not None else 0.0,
@@ -835,6 +846,7 @@ class ClaimCascade:
             missing=run.missing,
             name_missing=run.name_missing,
             matched=run.matched,
+            doc_coverage=doc_cov,
         )
 
     def _combined(self, claim: Claim, whole: _Run, parts: list[_Run]) -> Verdict:

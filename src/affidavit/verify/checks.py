@@ -263,6 +263,9 @@ def _date_compatible(c: DateMention, e: DateMention) -> bool:
     return True
 
 
+date_compatible = _date_compatible
+
+
 def check_dates(
     claim_d: Sequence[DateMention],
     ev_d: Sequence[DateMention],

@@ -851,6 +851,9 @@ def _name_words(name: str, text: str | frozenset[str]) -> set[str]:
     }
 
 
+_PARENS = re.compile(r"\s*\([^()]*\)")
+
+
 def subject_focus(claim: str, evidence: str) -> str | None:
     """The evidence without the sentences about the claim's other participants; None when the
     claim does not open with a name or names no one else, the evidence never mentions its
@@ -863,10 +866,13 @@ def subject_focus(claim: str, evidence: str) -> str | None:
     be supported by what the evidence says of that subject, not by what it says the other one
     did. A sentence is about the other participant when it opens with their name (sharing no word
     with the claim's subject) and never mentions the subject; one opening with a pronoun ("She
-    ...", "They ...") continues the sentence before it. Sentences about people the claim does
-    not name stay (news text calls its subject "the Filipino" or "the Scot" as often as by
-    name). Used only to withhold (the claim must also be supported by this focused evidence),
-    never to support.
+    ...", "They ...") continues the sentence before it. A sentence that opens with the full name
+    (two name words or more) of someone the claim does not name and gives them one of the claim's
+    other names is about someone else too: "Bruce Guthro is a member of Radiohead." is not
+    supported by "Thomas Edward Yorke ... is the singer of the band Radiohead." Other sentences
+    about people the claim does not name stay (news text calls its subject "the Filipino" or "the
+    Scot" as often as by name). Used only to withhold (the claim must also be supported by this
+    focused evidence), never to support.
     """
     if "?" in claim:
         return None
@@ -899,9 +905,18 @@ def subject_focus(claim: str, evidence: str) -> str | None:
         elif words[0] in _PRONOUN_OPENERS:
             status = previous
         else:
-            opener = _CLAIM_SUBJECT.match(fold_text(sent))
+            # "Thomas Edward Yorke (born 7 October 1968) is ...": the parenthesis is no predicate
+            opener = _CLAIM_SUBJECT.match(fold_text(_PARENS.sub("", sent)))
             others = _name_words(opener.group("name"), ev_low) if opener else set()
-            status = "other" if others & partners else "neutral"
+            if others & partners:
+                status = "other"
+            elif len(others) >= 2 and not others & subject and partners & set(words):
+                # a sentence about someone else, by full name, that gives them the claim's
+                # partner ("Thomas Edward Yorke ... of the band Radiohead." is no support for
+                # "Bruce Guthro is a member of Radiohead.")
+                status = "other"
+            else:
+                status = "neutral"
         previous = status
         if status == "other":
             dropped += 1

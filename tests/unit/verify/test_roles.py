@@ -102,6 +102,23 @@ def test_subject_focus_drops_the_sentences_about_someone_else() -> None:
     assert "Einstein" not in einstein and "Ulm" not in einstein
 
 
+def test_subject_focus_drops_a_full_named_other_given_the_claims_partner() -> None:
+    evidence = (
+        "Thomas Edward Yorke (born 7 October 1968) is an English musician, the singer of the "
+        "band Radiohead.Bruce Guthro (born 1961) is a Canadian singer. Guthro has recorded as a "
+        "solo artist, and in 1998 joined the band Runrig."
+    )
+    focused = subject_focus("Bruce Guthro is a member of the band Radiohead.", evidence)
+    assert focused is not None
+    assert "Radiohead" not in focused and "joined the band Runrig" in focused
+    # a one-word opener ("The Filipino", "Pacquiao's rival") is not a full name: it stays
+    news = "The Scot beat Federer in the final. Andy Murray was born in Glasgow."
+    assert subject_focus("Andy Murray beat Federer.", news) is None
+    # Einstein's prize is no support for a claim about Curie's prizes
+    curie = subject_focus("Marie Curie won two Nobel Prizes.", CURIE)
+    assert curie is not None and "Einstein" not in curie and "Ulm" not in curie
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence"),
     [
@@ -114,7 +131,7 @@ def test_subject_focus_drops_the_sentences_about_someone_else() -> None:
         ("Who walked on the Moon? Neil Armstrong.", APOLLO),
         # the claim names no one else: sentences about other people stay (news text calls its
         # subject "the Filipino" as often as by name)
-        ("Marie Curie won two Nobel Prizes.", CURIE),
+        ("Marie Curie won two prizes.", CURIE),
         # a capitalised opener is not a name ("However ...")
         (
             "Marie Curie won two prizes with Pierre.",
