@@ -48,6 +48,9 @@ FEATURES = (
     "log_evidence_tokens",  # log(1 + whitespace tokens of all the evidence)
     "log_sentences",  # log(number of sentences)
     "matched_frac",  # share of sentences stating numbers or dates that all appear in the evidence
+    "ovd_whole",  # share of the text's content words found anywhere in all its evidence
+    "ovd_min",  # lowest per-sentence share of content words found anywhere in the evidence
+    "ovd_all",  # 1 when every content word of the text is somewhere in the evidence, else 0
 )
 
 
@@ -64,6 +67,8 @@ class PartSignals:
     # the text states a number or date and the typed checks found every one in the evidence
     # (the model cannot compare values: it scored "formed in 2001" lower than "formed in 1988")
     matched: bool = False
+    # share of the text's content words found anywhere in all the evidence (not one window)
+    doc_coverage: float = 0.0
 
 
 def feature_vector(
@@ -86,6 +91,9 @@ def feature_vector(
         "log_evidence_tokens": math.log1p(max(0, evidence_tokens)),
         "log_sentences": math.log(n),
         "matched_frac": sum(p.matched for p in parts) / n,
+        "ovd_whole": whole.doc_coverage,
+        "ovd_min": min(p.doc_coverage for p in parts),
+        "ovd_all": float(whole.doc_coverage >= 1.0),
     }
 
 
