@@ -362,6 +362,16 @@ class VerifySettings(Section):
         "where Armstrong and Aldrin walked and Collins stayed in orbit). One more judgement per "
         "such claim; it can only withhold, never support.",
     )
+    subject_in_support: bool = Field(
+        default=False,
+        description="Withhold a supported one-sentence claim that opens with a name when the "
+        "sentences supporting it never name that subject, do not open with a pronoun, and name "
+        "someone else by full name ('Norway was mentioned in the inscription of the disc.' "
+        "against 'The Danish Viking king, Harald Bluetooth, is mentioned in the inscription "
+        "...'). Off by default: held out it moved Citation-Integrity 0.58 -> 0.62 but HaluEval "
+        "dialogue 0.77 -> 0.71 (mean 0.649 -> 0.647, four kinds 0.698 -> 0.707; "
+        "docs/benchmarks.md).",
+    )
     split_sentences: bool = Field(
         default=True,
         description="Judge a claim of several sentences sentence by sentence (each against its "

@@ -65,6 +65,7 @@ from affidavit.verify.lexical import (
     move_time_adverbial,
     role_mismatch,
     subject_focus,
+    support_about_someone_else,
     verbatim_support,
 )
 from affidavit.verify.lifespan import lifespan_support
@@ -344,6 +345,13 @@ class ClaimCascade:
                     )
         if not self.settings.subject_focus or self.combiner is None:
             return v
+        if self.settings.subject_in_support and len(sentences) == 1:
+            other = support_about_someone_else(sentences[0].text, [e.text for e in v.evidence])
+            if other is not None:
+                return _withheld(
+                    v,
+                    f"the sentences that support it never name its subject and speak of {other}",
+                )
         for sent in sentences:
             focused: list[Chunk] = []
             changed = False

@@ -11,6 +11,7 @@ Examples:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
@@ -925,6 +926,52 @@ def subject_focus(claim: str, evidence: str) -> str | None:
     if not mentions or not dropped:
         return None
     return " ".join(kept)
+
+
+# a sentence opening with one of these continues the one before it (which may name the subject)
+_CONTINUING = _PRONOUN_OPENERS | {"it", "its", "this", "these", "there"}
+
+
+def support_about_someone_else(claim: str, spans: Sequence[str]) -> str | None:
+    """The full name the supporting sentences give in place of the claim's subject, or None.
+
+    "Norway was mentioned in the inscription of the disc." was supported by "The Danish Viking
+    king, Harald Bluetooth, is mentioned in the inscription of the disc.": the sentence that
+    supports it never names Norway, and names someone else by full name. Read only when the
+    claim opens with a name; None (nothing found) when any supporting sentence names the
+    subject, or opens with a pronoun (it continues a sentence about something, maybe the subject),
+    or names no one by full name (two name words or more) outside the claim: news text gives its
+    subject as "the Filipino" or "the Scot", and those sentences stay support. Used only to
+    withhold, never to support.
+    """
+    if "?" in claim or not spans:
+        return None
+    m = _CLAIM_SUBJECT.match(fold_text(claim).rstrip(" .!?"))
+    if m is None:
+        return None
+    joined = " ".join(spans)
+    both = _written_lower(claim + " " + joined)
+    subject = _name_words(m.group("name"), both)
+    if not subject:
+        return None
+
+    def names(run: str) -> set[str]:
+        # "Gustave Eiffel's" names Eiffel
+        return {re.sub(r"['’]s$", "", w) for w in _name_words(run, both)}
+
+    in_claim: set[str] = set()
+    for run in re.finditer(_NAME, fold_text(claim)):
+        in_claim |= names(run.group(0))
+    others: list[str] = []
+    for span in spans:
+        words = _words_lower(span)
+        if not words or subject & set(words) or words[0] in _CONTINUING:
+            return None
+        for run in re.finditer(_NAME, fold_text(span)):
+            named = names(run.group(0))
+            if len(named) >= 2 and not named & in_claim:
+                others.append(run.group(0))
+    return others[0] if others else None
 
 
 def fold_text(text: str) -> str:

@@ -9,7 +9,7 @@ from affidavit.core.types import CheckResult, Chunk
 from affidavit.verify.cascade import ClaimCascade, claim_from_text
 from affidavit.verify.combiner import Combiner
 from affidavit.verify.fakes import ScriptedScorer
-from affidavit.verify.lexical import role_mismatch, subject_focus
+from affidavit.verify.lexical import role_mismatch, subject_focus, support_about_someone_else
 
 APOLLO = (
     "Apollo 11 was the American spaceflight that first landed humans on the Moon. Commander "
@@ -177,3 +177,61 @@ def test_the_cascade_withholds_what_only_others_sentences_support() -> None:
         ).label
         == "supported"
     )
+
+
+@pytest.mark.parametrize(
+    ("claim", "spans", "other"),
+    [
+        # the sentence that supports it speaks of someone else and never names the subject
+        (
+            "Norway was mentioned in the inscription of the disc.",
+            ["The Danish Viking king, Harald Bluetooth, is mentioned in the inscription."],
+            "Danish Viking",
+        ),
+        (
+            "Buzz Aldrin walked on the Moon.",
+            ["Neil Armstrong walked on the Moon."],
+            "Neil Armstrong",
+        ),
+    ],
+)
+def test_support_about_someone_else_is_found(claim: str, spans: list[str], other: str) -> None:
+    found = support_about_someone_else(claim, spans)
+    assert found is not None and other.split()[-1] in found
+
+
+@pytest.mark.parametrize(
+    ("claim", "spans"),
+    [
+        # the span names the subject
+        ("Neil Armstrong walked on the Moon.", ["Armstrong walked on the Moon with Aldrin."]),
+        # a pronoun or "It" continues a sentence that may name the subject
+        (
+            "Marie Curie won the 1911 Nobel Prize in Chemistry alone.",
+            [
+                "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri "
+                "Becquerel, and she won the 1911 Nobel Prize in Chemistry alone."
+            ],
+        ),
+        (
+            "The Eiffel Tower was completed in March 1889.",
+            ["It was completed in March 1889 by Gustave Eiffel's company."],
+        ),
+        # a description, no full name of anyone else ("the Scot" is how news names its subject)
+        ("Andy Murray beat Roger Federer.", ["The Scot beat Roger Federer in the final."]),
+        # not a claim that opens with a name
+        ("The final was played in 2012.", ["Neil Armstrong walked on the Moon in 1969."]),
+    ],
+)
+def test_support_about_someone_else_leaves_the_rest(claim: str, spans: list[str]) -> None:
+    assert support_about_someone_else(claim, spans) is None
+
+
+def test_the_cascade_withholds_support_about_someone_else_when_asked() -> None:
+    disc = "The Danish Viking king, Harald Bluetooth, is mentioned in the inscription of the disc."
+    claim = claim_from_text("Norway was mentioned in the inscription of the disc.")
+    # the scripted model supports everything: only the rule can withhold
+    assert _focus_cascade().verify(claim, [Chunk(text=disc, id="d")]).label == "supported"
+    on = _focus_cascade(subject_in_support=True).verify(claim, [Chunk(text=disc, id="d")])
+    assert on.label == "unsupported" and on.stages[-1].stage == "roles"
+    assert "never name its subject" in on.reason
