@@ -18,22 +18,10 @@ from affidavit.retrieve.rerank import CrossEncoderReranker, packaged_reranker_di
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "sample_corpus" / "docs"
 
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("onnxruntime")
-    where = tmp_path_factory.mktemp("rerank") / "store"
-    result = CliRunner().invoke(app, ["ingest", str(SAMPLE), "--store", str(where)])
-    assert result.exit_code == 0, result.output
-    return where
-
-
-def _search(store: Path, query: str, *flags: str) -> list[dict]:
+def _search(sample_store: Path, query: str, *flags: str) -> list[dict]:
     out = CliRunner().invoke(
-        app, ["search", query, "--store", str(store), "-k", "5", "--json", *flags]
+        app, ["search", query, "--store", str(sample_store), "-k", "5", "--json", *flags]
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
@@ -56,11 +44,11 @@ def test_the_packaged_reranker_loads_and_ranks_the_answer_first() -> None:
     assert s.argmax() == 1
 
 
-def test_search_rerank_puts_the_answer_chunk_first(store: Path) -> None:
+def test_search_rerank_puts_the_answer_chunk_first(sample_store: Path) -> None:
     q = "Which company designed and built the Eiffel Tower?"
-    hits = _search(store, q, "--rerank")
+    hits = _search(sample_store, q, "--rerank")
     assert hits, "no hits"
     assert all(h["mode"] == "rerank" for h in hits[:5])
     assert "Gustave Eiffel" in " ".join(hits[0]["text"].split()), hits[0]["text"][:200]
-    plain = _search(store, q, "--no-rerank")
+    plain = _search(sample_store, q, "--no-rerank")
     assert all(h["mode"] != "rerank" for h in plain)
