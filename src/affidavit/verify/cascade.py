@@ -488,7 +488,9 @@ class ClaimCascade:
         ):
             return None
         tokens = sum(len(c.text.split()) for c in whole.chunks)
-        return feature_vector(self._signals(whole), [self._signals(r) for r in parts], tokens)
+        return feature_vector(
+            self._signals(whole, doc=True), [self._signals(r, doc=True) for r in parts], tokens
+        )
 
     def _runs(self, claim: Claim, chunks: Sequence[Chunk]) -> tuple[_Run, list[_Run]]:
         deadline = time.monotonic() + self.settings.timeout_s
@@ -842,10 +844,12 @@ class ClaimCascade:
             return self.combiner.model_tau
         return self.policy.tau_entail
 
-    def _signals(self, run: _Run) -> PartSignals:
+    def _signals(self, run: _Run, doc: bool = False) -> PartSignals:
+        """The combiner's inputs of one run; the coverage of all the evidence (a pass over every
+        chunk's words) only when ``doc`` asks for it: fitting, or a combiner that reads it."""
         ms = run.model_score
         cov = overlap(run.claim.text, run.windows[0].span.text) if run.windows else 0.0
-        doc_cov = overlap(run.claim.text, " ".join(c.text for c in run.chunks))
+        doc_cov = overlap(run.claim.text, " ".join(c.text for c in run.chunks)) if doc else 0.0
         return PartSignals(
             p_entail=ms.p_entail if ms is not None else 0.0,
             p_contradict=ms.p_contradict if ms is not None else 0.0,
@@ -865,7 +869,10 @@ class ClaimCascade:
         verdicts = [self._verdict(r) for r in runs]
         part_verdicts = verdicts[1:] if split else verdicts
         tokens = sum(len(c.text.split()) for c in whole.chunks)
-        feats = feature_vector(self._signals(whole), [self._signals(r) for r in parts], tokens)
+        doc = any(f.startswith("ovd_") for f in self.combiner.features)
+        feats = feature_vector(
+            self._signals(whole, doc), [self._signals(r, doc) for r in parts], tokens
+        )
         p = self.combiner.probability(feats)
         errors = tuple(dict.fromkeys(e for r in runs for e in r.errors))
         complete = all(v.complete for v in verdicts) and whole.final is not None
@@ -909,7 +916,9 @@ class ClaimCascade:
                 weakest = min(range(len(parts)), key=lambda i: _model_pe(parts[i]))
                 reason += f"; weakest sentence: '{parts[weakest].claim.text[:80]}'"
         pc = min(pc, 1.0 - p)
-        detail = ", ".join(f"{k} {v:.3f}" for k, v in feats.items())
+        detail = ", ".join(
+            f"{k} {v:.3f}" for k, v in feats.items() if doc or not k.startswith("ovd_")
+        )
         stages = list(whole.stages)
         if split:
             for i, r in enumerate(parts, start=1):
