@@ -13,7 +13,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "sample_corpus" / "docs"
 
 
 @pytest.fixture(scope="module")
-def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of the bundled sample corpus, ingested with ``affidavit ingest`` as a user would
     (one per test module)."""
     pytest.importorskip("onnxruntime")

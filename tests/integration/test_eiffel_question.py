@@ -59,10 +59,10 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
 
 
 def test_ask_cli_shows_the_true_sentence_verified_in_strict_mode(
-    sample_store: Path, llm: FakeOpenAIServer
+    corpus_store: Path, llm: FakeOpenAIServer
 ) -> None:
     result = CliRunner().invoke(
-        app, ["ask", QUESTION, "--store", str(sample_store), "--json", "--mode", "strict"]
+        app, ["ask", QUESTION, "--store", str(corpus_store), "--json", "--mode", "strict"]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -81,7 +81,7 @@ def test_ask_cli_shows_the_true_sentence_verified_in_strict_mode(
 # ---------------------------------------------------------------------------- LangChain
 
 
-def test_langchain_guardrail_keeps_the_true_sentence(sample_store: Path) -> None:
+def test_langchain_guardrail_keeps_the_true_sentence(corpus_store: Path) -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.language_models import FakeListChatModel
     from langchain_core.output_parsers import StrOutputParser
@@ -98,7 +98,7 @@ def test_langchain_guardrail_keeps_the_true_sentence(sample_store: Path) -> None
 
     answer = RunnablePassthrough.assign(passages=passages) | prompt | llm | StrOutputParser()
     rag = RunnableParallel(
-        context=AffidavitRetriever(store_path=str(sample_store)), question=RunnablePassthrough()
+        context=AffidavitRetriever(store_path=str(corpus_store)), question=RunnablePassthrough()
     ).assign(answer=answer)
     out = (rag | AuditRunnable(settings={"mode": "guardrail"})).invoke(QUESTION)
 
@@ -112,7 +112,7 @@ def test_langchain_guardrail_keeps_the_true_sentence(sample_store: Path) -> None
 # ---------------------------------------------------------------------------- LlamaIndex
 
 
-def test_llamaindex_verified_query_engine_keeps_the_true_sentence(sample_store: Path) -> None:
+def test_llamaindex_verified_query_engine_keeps_the_true_sentence(corpus_store: Path) -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.query_engine import RetrieverQueryEngine
 
@@ -124,7 +124,7 @@ def test_llamaindex_verified_query_engine_keeps_the_true_sentence(sample_store: 
     )
 
     engine = RetrieverQueryEngine.from_args(
-        AffidavitRetriever(str(sample_store)), llm=AffidavitLLM(generator=FakeGenerator([ANSWER]))
+        AffidavitRetriever(str(corpus_store)), llm=AffidavitLLM(generator=FakeGenerator([ANSWER]))
     )
     response = VerifiedQueryEngine(engine, {"mode": "guardrail"}).query(QUESTION)
 
@@ -138,7 +138,7 @@ def test_llamaindex_verified_query_engine_keeps_the_true_sentence(sample_store: 
 # ---------------------------------------------------------------------------- Haystack
 
 
-def _haystack_pipeline(sample_store: Path, audit: Any) -> Any:
+def _haystack_pipeline(corpus_store: Path, audit: Any) -> Any:
     from haystack import Pipeline
     from haystack.components.builders import ChatPromptBuilder
     from haystack.components.generators.chat import MockChatGenerator
@@ -151,7 +151,7 @@ def _haystack_pipeline(sample_store: Path, audit: Any) -> Any:
         ChatMessage.from_user("{{ query }}"),
     ]
     p = Pipeline()
-    p.add_component("retriever", AffidavitRetriever(str(sample_store)))
+    p.add_component("retriever", AffidavitRetriever(str(corpus_store)))
     p.add_component(
         "prompt", ChatPromptBuilder(template=template, required_variables=["query", "documents"])
     )
@@ -164,8 +164,8 @@ def _haystack_pipeline(sample_store: Path, audit: Any) -> Any:
     return p
 
 
-def _run_haystack(sample_store: Path, audit: Any) -> dict[str, Any]:
-    out: dict[str, Any] = _haystack_pipeline(sample_store, audit).run(
+def _run_haystack(corpus_store: Path, audit: Any) -> dict[str, Any]:
+    out: dict[str, Any] = _haystack_pipeline(corpus_store, audit).run(
         {
             "retriever": {"query": QUESTION},
             "prompt": {"query": QUESTION},
@@ -176,11 +176,11 @@ def _run_haystack(sample_store: Path, audit: Any) -> dict[str, Any]:
     return out
 
 
-def test_haystack_auditor_keeps_the_true_sentence(sample_store: Path) -> None:
+def test_haystack_auditor_keeps_the_true_sentence(corpus_store: Path) -> None:
     pytest.importorskip("haystack")
     from affidavit.integrations.haystack import AffidavitAuditor
 
-    out = _run_haystack(sample_store, AffidavitAuditor(mode="guardrail"))
+    out = _run_haystack(corpus_store, AffidavitAuditor(mode="guardrail"))
     assert _answer_chunk([d.content for d in out["retriever"]["documents"]])
     audit = out["audit"]
     assert _claim(audit["report"].claims, TRUE).supported, audit["report"].claims
@@ -192,11 +192,11 @@ def test_haystack_auditor_keeps_the_true_sentence(sample_store: Path) -> None:
 # the audit hands the verifier every source that shares the claim's words (it used to hand it
 # only the chunk it matched, where the cross-encoder scores 'completed in March 1889' p_entail
 # 0.23: that chunk's date sentence does not name the tower)
-def test_haystack_verifier_keeps_the_true_sentence(sample_store: Path) -> None:
+def test_haystack_verifier_keeps_the_true_sentence(corpus_store: Path) -> None:
     pytest.importorskip("haystack")
     from affidavit.integrations.haystack import AffidavitVerifier
 
-    out = _run_haystack(sample_store, AffidavitVerifier(mode="guardrail"))
+    out = _run_haystack(corpus_store, AffidavitVerifier(mode="guardrail"))
     audit = out["audit"]
     assert not _claim(audit["report"].claims, FALSE).supported
     claim = _claim(audit["report"].claims, TRUE)

@@ -19,9 +19,9 @@ from affidavit.retrieve.rerank import CrossEncoderReranker, packaged_reranker_di
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _search(sample_store: Path, query: str, *flags: str) -> list[dict]:
+def _search(corpus_store: Path, query: str, *flags: str) -> list[dict]:
     out = CliRunner().invoke(
-        app, ["search", query, "--store", str(sample_store), "-k", "5", "--json", *flags]
+        app, ["search", query, "--store", str(corpus_store), "-k", "5", "--json", *flags]
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
@@ -44,11 +44,11 @@ def test_the_packaged_reranker_loads_and_ranks_the_answer_first() -> None:
     assert s.argmax() == 1
 
 
-def test_search_rerank_puts_the_answer_chunk_first(sample_store: Path) -> None:
+def test_search_rerank_puts_the_answer_chunk_first(corpus_store: Path) -> None:
     q = "Which company designed and built the Eiffel Tower?"
-    hits = _search(sample_store, q, "--rerank")
+    hits = _search(corpus_store, q, "--rerank")
     assert hits, "no hits"
     assert all(h["mode"] == "rerank" for h in hits[:5])
     assert "Gustave Eiffel" in " ".join(hits[0]["text"].split()), hits[0]["text"][:200]
-    plain = _search(sample_store, q, "--no-rerank")
+    plain = _search(corpus_store, q, "--no-rerank")
     assert all(h["mode"] != "rerank" for h in plain)
