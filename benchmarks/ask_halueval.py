@@ -170,6 +170,39 @@ def main() -> None:
         )
 
     ours = pipeline(llm)
+    # the fed answers and plain RAG's draft are checked as given: no second (quoting) draft
+    settings_as_given = settings.model_copy(
+        update={"generate": settings.generate.model_copy(update={"quote_retry": False})}
+    )
+
+    def checked_as_given(answer: str, *, correct: bool = True) -> AskPipeline:
+        return AskPipeline(
+            retriever=retriever,
+            generator=FakeGenerator([answer or " "]),
+            extractor=extractor,
+            verifier=verifier,
+            settings=settings_as_given,
+            corrector=corrector if correct else None,
+        )
+
+    class RecordedThenLive:
+        """The recorded first draft, then the live LLM (a retry the recording lacks)."""
+
+        name = getattr(llm, "name", "llm")
+
+        def __init__(self, first: str) -> None:
+            self.first: str | None = first
+
+        def stream(self, messages: Any, *, max_tokens: int | None = None) -> Any:
+            if self.first is not None:
+                text, self.first = self.first, None
+                yield text
+                return
+            yield from llm.stream(messages, max_tokens=max_tokens)
+
+        def generate(self, messages: Any, **kw: Any) -> Any:
+            return llm.generate(messages, **kw)
+
     rng = np.random.default_rng(args.seed)
     # questions only from the rows the verifier never trained on (training/splits.json)
     splits = json.loads((ROOT / "training" / "splits.json").read_text())
@@ -207,7 +240,14 @@ def main() -> None:
         ta = time.perf_counter()
         if prev is not None:
             # the same drafts as the replayed run, verified by the current code
-            a = pipeline(FakeGenerator([prev["ours"]["raw"] or " "])).ask(q, mode="strict")
+            first = prev["ours"].get("first_raw", prev["ours"]["raw"]) or " "
+            if "retry_raw" in prev["ours"]:
+                script = [first] + (
+                    [prev["ours"]["retry_raw"]] if prev["ours"]["retry_raw"] else []
+                )
+                a = pipeline(FakeGenerator(script)).ask(q, mode="strict")
+            else:  # recorded before generate.quote_retry: a retry, if any, is generated now
+                a = pipeline(RecordedThenLive(first)).ask(q, mode="strict")
         else:
             a = ours.ask(q, mode="strict")
         ours_s = time.perf_counter() - ta
@@ -222,11 +262,16 @@ def main() -> None:
             plain_ttft = b.time_to_first_token_s
         plain_s = time.perf_counter() - tb
         # plain RAG shows everything: run its answer through the same verifier to see how much holds
-        b_checked = pipeline(FakeGenerator([plain_answer or " "]), correct=False).ask(
-            q, mode="strict"
-        )
+        b_checked = checked_as_given(plain_answer, correct=False).ask(q, mode="strict")
         a_shown, a_total = sentences_verified(a)
         b_shown, b_total = sentences_verified(b_checked)
+        retry = a.trace.quote_retry
+        first_raw = retry.other_raw if retry is not None and retry.adopted else a.trace.raw_answer
+        retry_raw = (
+            None
+            if retry is None
+            else (a.trace.raw_answer if retry.adopted else retry.other_raw) or None
+        )
         gold_in_context = any(c.doc_id == gold for c in a.trace.context) or any(
             gold in (c.doc_id or "") for c in a.trace.context
         )
@@ -238,12 +283,16 @@ def main() -> None:
                 "retrieval_hit": any(h.chunk.doc_id == gold for h in a.trace.retrieval_hits[:k]),
                 "ours": {
                     "answer": a.answer,
-                    "raw": a.trace.raw_answer,
+                    # the first draft (what --replay feeds back), and the quoting retry's
+                    "raw": first_raw,
+                    "first_raw": first_raw,
+                    "retry_raw": retry_raw,
+                    "retry_adopted": retry is not None and retry.adopted,
                     "classification": a.trace.classification,
                     "context_hit": gold_in_context,
                     "correct": contains_answer(a.answer, row["right_answer"]),
                     # before verification: what the corrective context let the model write
-                    "draft_correct": contains_answer(a.trace.raw_answer, row["right_answer"]),
+                    "draft_correct": contains_answer(first_raw, row["right_answer"]),
                     "abstained": a.insufficient or a_shown == 0,
                     "shown_sentences": a_shown,
                     "generated_sentences": a_total,
@@ -278,7 +327,7 @@ def main() -> None:
         row = rows[i]
         out: dict[str, Any] = {"index": i}
         for key in ("hallucinated_answer", "right_answer"):
-            r = pipeline(FakeGenerator([row[key]])).ask(row["question"], mode="strict")
+            r = checked_as_given(row[key]).ask(row["question"], mode="strict")
             out[key] = {
                 "claims": len(r.claims),
                 "any_verified": any(c.decision == "verified" for c in r.claims),
@@ -310,6 +359,9 @@ def main() -> None:
                 sum(p["ours"]["generated_sentences"] for p in per_q),
             ),
             "shown_sentences_verified": 1.0,  # strict mode shows verified sentences only
+            # generate.quote_retry: drafts with no claim verified, asked again for quotes
+            "quote_retries": sum(p["ours"]["retry_raw"] is not None for p in per_q),
+            "quote_retries_shown": sum(p["ours"]["retry_adopted"] for p in per_q),
             "median_seconds": statistics.median(p["ours"]["seconds"] for p in per_q)
             if per_q
             else None,

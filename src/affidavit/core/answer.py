@@ -27,6 +27,7 @@ StageName = Literal[
     "claims",
     "verify",
     "policy",
+    "requote",
     "certify",
     "total",
 ]
@@ -125,6 +126,28 @@ class VerificationTrace(Frozen):
     error: str | None = Field(default=None, description="Set when the verifier failed.")
 
 
+class QuoteRetry(Frozen):
+    """The second draft asked for in strict mode when none of the first draft's claims passed.
+
+    The model is asked to copy the passages' sentences word for word (``generate.quote_retry``).
+    The answer shows the quoting draft only when at least one of its claims is verified; the
+    draft not shown is kept here with its claims, so the trace holds both.
+    """
+
+    adopted: bool = Field(
+        description="True: the answer is the quoting draft (the first draft is the one kept "
+        "here); False: the first draft stands and the quoting draft is kept here."
+    )
+    other_raw: str = Field(description="The draft not shown, exactly as the model wrote it.")
+    other_claims: tuple[ClaimOutcome, ...] = Field(
+        default=(), description="The claims of the draft not shown, none of them verified."
+    )
+    seconds: float = Field(ge=0.0, description="Time the retry took (generation and checks).")
+    error: str | None = Field(
+        default=None, description="Set when the retry could not run (the first draft stands)."
+    )
+
+
 class Trace(Frozen):
     """Everything that happened while answering, for the UI, ``--json`` and certificates."""
 
@@ -166,6 +189,11 @@ class Trace(Frozen):
     timings: tuple[StageTiming, ...] = Field(default=(), description="Per-stage latency.")
     skipped_stages: tuple[str, ...] = Field(
         default=(), description="Stages that did not run, with the reason."
+    )
+    quote_retry: QuoteRetry | None = Field(
+        default=None,
+        description="The quoting retry, when it ran (strict mode, no claim of the first draft "
+        "verified): which draft is shown and the other one.",
     )
 
 

@@ -474,6 +474,14 @@ class GenerateSettings(Section):
     max_tokens: int = Field(default=256, ge=1, description="Maximum generated tokens.")
     context_size: int = Field(default=4096, ge=512, description="Context window (llamacpp).")
     threads: int = Field(default=2, ge=1, description="Threads (llamacpp).")
+    quote_retry: bool = Field(
+        default=True,
+        description="Strict display only: when none of the draft's claims is verified (and the "
+        "model did not say the passages lack the answer), the model is asked once more, to "
+        "answer by copying the passages' sentences word for word. That draft is verified like "
+        "the first and replaces it only when at least one of its claims is verified; both are "
+        "in the trace (benchmarks/ask_halueval.py).",
+    )
 
 
 class CorrectSettings(Section):

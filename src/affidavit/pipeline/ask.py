@@ -58,6 +58,7 @@ from affidavit.claims.base import ClaimExtractor
 from affidavit.core.answer import (
     AskResult,
     ClaimOutcome,
+    QuoteRetry,
     ScoredChunk,
     Source,
     StageName,
@@ -87,7 +88,12 @@ from affidavit.pipeline.citations import (
     fragment_claims,
     list_citations,
 )
-from affidavit.pipeline.prompt import INSUFFICIENT_ANSWER, build_prompt, is_insufficient
+from affidavit.pipeline.prompt import (
+    INSUFFICIENT_ANSWER,
+    QUOTE_SYSTEM_PROMPT,
+    build_prompt,
+    is_insufficient,
+)
 from affidavit.policy.render import decide_all, decide_claim, render
 from affidavit.retrieve.base import Retriever
 from affidavit.verify.base import ClaimVerifier
@@ -197,6 +203,7 @@ class _Run:
     corrected: Any = None
     rendered: Any = None
     answer: str = ""
+    quote_retry: QuoteRetry | None = None
 
     def check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -345,6 +352,7 @@ class AskPipeline:
         self._claims_step(run)
         self._verify_step(run)
         self._policy_step(run)
+        self._requote_step(run)
         certificate_path = self._certify_step(run, certify)
         return self._result(run, certificate_path)
 
@@ -508,6 +516,81 @@ class AskPipeline:
             if run.insufficient and not run.claims:
                 run.answer = run.draft.strip() or INSUFFICIENT_ANSWER
 
+    def _requote_step(self, run: _Run) -> None:
+        """Strict mode, nothing verified: ask once more for the passages' own sentences.
+
+        A draft whose every claim was withheld shows nothing, although the passages often hold
+        the answer in words the verifier can check. The model is asked again with
+        `QUOTE_SYSTEM_PROMPT` over the same numbered passages; that draft goes through the same
+        citation, claim, verification and policy stages, and replaces the first only when at
+        least one of its claims is verified. Either way the draft not shown is in the trace.
+        """
+        if not (
+            self.settings.generate.quote_retry
+            and run.display == "strict"
+            and run.context
+            and run.claims
+            and not run.insufficient
+            and not any(d.decision == "verified" for d in run.decisions)
+        ):
+            return
+        run.check_cancel()
+        first = _Run(**{f: getattr(run, f) for f in run.__dataclass_fields__})
+        started = time.perf_counter()
+        outer_clock, first_prompt = run.clock, run.prompt
+        # the retry's stages time into the one "requote" entry, not the first pass's entries
+        run.clock, run.on_token, run.on_event = _Clock(), None, first.on_event
+        run.verdicts, run.vtrace, run.claims = [], [], []
+        error: str | None = None
+        try:
+            run.prompt = build_prompt(
+                run.question,
+                run.context,
+                max_chars=10**9,  # the same passages as the first prompt, which fitted
+                system=QUOTE_SYSTEM_PROMPT,
+            )
+            self._generate_step(run)
+            self._claims_step(run)
+            self._verify_step(run)
+            self._policy_step(run)
+        except GenerationError as exc:
+            error = f"generation failed: {exc.message}"
+        adopted = error is None and any(d.decision == "verified" for d in run.decisions)
+        second = _Run(**{f: getattr(run, f) for f in run.__dataclass_fields__})
+        if not adopted:
+            for f in first.__dataclass_fields__:
+                setattr(run, f, getattr(first, f))
+        run.clock, run.prompt = outer_clock, first_prompt
+        run.on_token, run.on_event = first.on_token, first.on_event
+        other = first if adopted else second
+        seconds = time.perf_counter() - started
+        run.clock.timings.append(
+            StageTiming(
+                stage="requote",
+                seconds=seconds,
+                note="the quoting draft is shown"
+                if adopted
+                else (error or "no claim of the quoting draft verified; the first draft stands"),
+            )
+        )
+        run.quote_retry = QuoteRetry(
+            adopted=adopted,
+            other_raw=other.raw if error is None or adopted else "",
+            other_claims=()
+            if error is not None
+            else tuple(
+                ClaimOutcome(
+                    claim=c,
+                    verdict=v,
+                    decision=other.by_claim.get(c.id, "unverified"),
+                    evidence_numbers=other.evidence.get(c.id, ()),
+                )
+                for c, v in zip(other.claims, other.verdicts, strict=True)
+            ),
+            seconds=seconds,
+            error=error,
+        )
+
     def _certify_step(self, run: _Run, certify: Path | str | None) -> str | None:
         if certify is None or self.certificate_writer is None:
             run.clock.skipped("certify", "not requested")
@@ -576,6 +659,7 @@ class AskPipeline:
                 verification=run.vtrace,
                 timings=run.clock.timings,
                 skipped=run.skipped,
+                quote_retry=run.quote_retry,
             ),
             certificate_path=certificate_path,
         )
@@ -671,6 +755,7 @@ def _trace(
     verification: Sequence[VerificationTrace],
     timings: Sequence[StageTiming],
     skipped: Sequence[str],
+    quote_retry: QuoteRetry | None = None,
 ) -> Trace:
     scores: list[ScoredChunk] = []
     classification = None
@@ -726,4 +811,5 @@ def _trace(
         verification=tuple(verification),
         timings=tuple(timings),
         skipped_stages=tuple(skipped),
+        quote_retry=quote_retry,
     )

@@ -30,6 +30,17 @@ SYSTEM_PROMPT = (
     "If the passages do not contain the answer, reply exactly: " + INSUFFICIENT_ANSWER
 )
 
+QUOTE_SYSTEM_PROMPT = (
+    "You answer questions using ONLY the numbered passages the user gives you. "
+    "Answer by copying, word for word, the one or two sentences of the passages that answer "
+    "the question. Do not reword them and do not add anything. "
+    "End every sentence with the number of its passage in square brackets, "
+    "in this format: <copied sentence> [1]. "
+    "If no sentence of the passages answers the question, reply exactly: " + INSUFFICIENT_ANSWER
+)
+"""The second prompt of ``generate.quote_retry``: the passages' own sentences, which the
+verifier can check, when none of the first draft's claims was verified."""
+
 _INSUFFICIENT = re.compile(
     r"\b(?:I|we)\s+(?:do\s+not|don't|don’t|did\s+not|didn't)\s+have\s+enough\s+information\b"
     r"|\bnot\s+enough\s+information\b",
@@ -62,14 +73,21 @@ class PromptBuild:
         return sum(len(m.content) for m in self.messages)
 
 
-def build_prompt(question: str, context: Sequence[Chunk], *, max_chars: int = 12000) -> PromptBuild:
+def build_prompt(
+    question: str,
+    context: Sequence[Chunk],
+    *,
+    max_chars: int = 12000,
+    system: str = SYSTEM_PROMPT,
+) -> PromptBuild:
     """Number the passages ``[1]..[n]`` in order and ask the question.
 
     Passages that would take the prompt past ``max_chars`` are left out (whole, never cut), so
-    every number the model sees names a passage it saw completely.
+    every number the model sees names a passage it saw completely. ``system`` is the
+    instruction (`QUOTE_SYSTEM_PROMPT` asks for the passages' sentences word for word).
     """
     blocks: list[str] = []
-    budget = max_chars - len(SYSTEM_PROMPT) - len(question) - 200
+    budget = max_chars - len(system) - len(question) - 200
     used = 0
     for i, chunk in enumerate(context, start=1):
         block = f"{passage_header(i, chunk)} {' '.join(chunk.text.split())}"
@@ -84,7 +102,7 @@ def build_prompt(question: str, context: Sequence[Chunk], *, max_chars: int = 12
         + f"\n\nQuestion: {question}\n"
         + "Answer using only the passages above, citing a passage number after every sentence."
     )
-    messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=user)]
+    messages = [Message(role="system", content=system), Message(role="user", content=user)]
     return PromptBuild(messages=messages, used=used, dropped=len(context) - used)
 
 

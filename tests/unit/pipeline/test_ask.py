@@ -538,3 +538,79 @@ def test_answer_form() -> None:
     assert answer_form(QUESTION, "Paris is the capital of France.") is None  # no restatement
     assert answer_form("Is the town near Sacramento?", "The town is near Sacramento.") is None
     assert answer_form(QUESTION, QUESTION.rstrip("?")) is None  # adds nothing
+
+
+# -- generate.quote_retry: strict mode, nothing verified -> the passages' own sentences --------
+
+
+def test_quote_retry_shows_the_copied_sentence_when_no_claim_of_the_draft_verifies() -> None:
+    pipe, llm = _pipe(
+        ["Paris is the seat of the French state [1].", "Paris is the capital of France [1]."]
+    )
+    result = pipe.ask("What is the capital of France?", mode="strict")
+
+    assert len(llm.calls) == 2
+    assert "word for word" in llm.calls[1].messages[0].content
+    # the same numbered passages, the same question
+    assert llm.calls[1].messages[1].content == llm.calls[0].messages[1].content
+    assert result.answer == "Paris is the capital of France [1]."
+    assert result.trace.raw_answer == "Paris is the capital of France [1]."
+    retry = result.trace.quote_retry
+    assert retry is not None and retry.adopted and retry.error is None
+    assert retry.other_raw == "Paris is the seat of the French state [1]."
+    assert [o.decision for o in retry.other_claims] == ["unverified"]
+    stages = [t.stage for t in result.trace.timings]
+    assert stages.count("requote") == 1 and stages.count("generate") == 1
+
+
+def test_quote_retry_keeps_the_first_draft_when_the_copy_does_not_verify_either() -> None:
+    pipe, llm = _pipe(
+        ["Berlin is the capital of France [1].", "Rome is the capital of France [1]."]
+    )
+    result = pipe.ask("What is the capital of France?", mode="strict")
+
+    assert len(llm.calls) == 2
+    assert "Berlin" not in result.answer and "Rome" not in result.answer
+    assert result.draft.startswith("Berlin")
+    assert [o.decision for o in result.claims] == ["unverified"]
+    retry = result.trace.quote_retry
+    assert retry is not None and not retry.adopted
+    assert retry.other_raw == "Rome is the capital of France [1]."
+    assert [o.decision for o in retry.other_claims] == ["unverified"]
+
+
+def test_quote_retry_that_fails_leaves_the_first_draft_withheld() -> None:
+    # the script holds one answer: the retry's generation raises
+    pipe, _llm = _pipe("Berlin is the capital of France [1].")
+    result = pipe.ask("What is the capital of France?", mode="strict")
+
+    assert "Berlin" not in result.answer
+    retry = result.trace.quote_retry
+    assert retry is not None and not retry.adopted and retry.error
+    assert result.draft.startswith("Berlin")
+
+
+@pytest.mark.parametrize("mode", ["mixed", "debug"])
+def test_quote_retry_runs_only_in_strict_mode(mode: str) -> None:
+    pipe, llm = _pipe(
+        ["Berlin is the capital of France [1].", "Paris is the capital of France [1]."]
+    )
+    result = pipe.ask("What is the capital of France?", mode=mode)  # type: ignore[arg-type]
+    assert len(llm.calls) == 1 and result.trace.quote_retry is None
+
+
+def test_quote_retry_not_asked_when_a_claim_verified_or_the_model_abstained_or_switched_off() -> (
+    None
+):
+    pipe, llm = _pipe(["Paris is the capital of France [1]. Berlin is in France [1].", "unused"])
+    pipe.ask("What is the capital of France?", mode="strict")
+    assert len(llm.calls) == 1
+
+    pipe, llm = _pipe(["I don't have enough information to answer this question.", "unused"])
+    assert pipe.ask("What is the capital of France?", mode="strict").trace.quote_retry is None
+    assert len(llm.calls) == 1
+
+    off = load_settings(overrides={"generate": {"quote_retry": False}})
+    pipe, llm = _pipe(["Berlin is the capital of France [1].", "unused"], settings=off)
+    assert pipe.ask("What is the capital of France?", mode="strict").trace.quote_retry is None
+    assert len(llm.calls) == 1

@@ -390,6 +390,7 @@ function finalTrace(resp) {
     web: { ran: t.web_queries.length > 0, queries: t.web_queries, results: t.web_results },
     claims: resp.result.claims,
     timings: t.timings, ttft: t.time_to_first_token_s, skipped: t.skipped_stages,
+    quoteRetry: t.quote_retry || null,
   };
 }
 
@@ -463,6 +464,21 @@ function drawTrace(p) {
     box.append(el("p", { class: "note", text: p.done ? "no claim" : "generating the answer; claims show as they are decided..." }));
   }
   if (!p.done) return;
+  if (p.quoteRetry) {
+    // strict mode, no claim of the draft verified: the model was asked to quote the passages
+    const q = p.quoteRetry;
+    box.append(el("h2", { text: "Quote retry" }));
+    box.append(el("p", { class: "note", text: q.error
+      ? "No claim of the draft was verified; asking the model to copy the passages' sentences failed: " + q.error
+      : q.adopted
+        ? "No claim of the first draft was verified, so the model was asked to copy the passages' sentences; the answer is that copy. The first draft's claims:"
+        : "No claim of the draft was verified, nor of the model's copy of the passages' sentences. The copy's claims:" }));
+    if (q.other_claims.length) {
+      box.append(table(["claim", "decision", "label", "p_entail", "reason"], q.other_claims.map((o) => [
+        o.claim.text, el("span", { class: "sentence " + decisionClass(o, "mixed"), text: o.decision }),
+        o.verdict.label, fmt(o.verdict.p_entail), o.verdict.reason])));
+    }
+  }
   box.append(el("h2", { text: "Timings" }));
   box.append(table(["stage", "seconds", "note"], p.timings.map((s) => [s.stage, s.skipped ? "skipped" : fmt(s.seconds, 3), s.note])));
   if (p.ttft !== null) box.append(el("p", { text: "first token after " + fmt(p.ttft, 2) + " s" }));
