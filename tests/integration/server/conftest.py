@@ -8,7 +8,7 @@ scripted answer (a piece every 0.15 s) and a per-key rate limit (bursts of 5, th
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -81,17 +81,23 @@ def scripted_server(
     corpus: Path,
     home: tuple[Path, dict[str, str]],
     tmp_path_factory: pytest.TempPathFactory,
-    answer: str,
+    answer: str | Sequence[str],
     name: str,
 ) -> Iterator[Server]:
     """A real server over a copy of the sample corpus store whose LLM writes ``answer`` (a
-    piece every 30 ms), keys configured, no rate limit; its log in ``OUTPUT/<name>.log``."""
+    piece every 30 ms; several answers: one per request, in order, the last repeating), keys
+    configured, no rate limit; its log in ``OUTPUT/<name>.log``."""
     home_dir, keys = home
     store = tmp_path_factory.mktemp(name) / "store"
     shutil.copytree(corpus, store)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with (
-        FakeOpenAIServer([FakeReply(content=answer, delay_s=0.03)]) as llm,
+        FakeOpenAIServer(
+            [
+                FakeReply(content=a, delay_s=0.03)
+                for a in ([answer] if isinstance(answer, str) else answer)
+            ]
+        ) as llm,
         ServedProcess(
             _env(home_dir, store, llm.url, rate_limit_per_minute="0"),
             log_path=OUTPUT / f"{name}.log",
@@ -111,12 +117,12 @@ def served(
 @pytest.fixture(scope="module")
 def serve_answer(
     corpus: Path, home: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Callable[[str, str], Server]]:
+) -> Iterator[Callable[[str | Sequence[str], str], Server]]:
     """``serve_answer(answer, name)``: a server like ``served`` whose LLM writes ``answer``
-    (stopped at the end of the test module)."""
+    (several: one per request, in order; stopped at the end of the test module)."""
     with ExitStack() as stack:
 
-        def start(answer: str, name: str) -> Server:
+        def start(answer: str | Sequence[str], name: str) -> Server:
             return stack.enter_context(
                 scripted_server(corpus, home, tmp_path_factory, answer, name)
             )

@@ -558,3 +558,35 @@ def test_a_stream_past_its_budget_ends_with_an_error_event(tight: Server) -> Non
     assert got[-1][1]["error"]["status"] == 504
     assert time.monotonic() - start < 8
     wait_idle(tight)
+
+
+def test_strict_quote_retry_over_http_shows_only_the_verified_copy(
+    serve_answer: Any,
+) -> None:
+    """generate.quote_retry through a real server: the first draft (a wrong year) is withheld,
+    the model is asked again and its copy of the passage is shown; the stream carries only the
+    shown answer, and the trace keeps the withheld draft."""
+    wrong = "The Eiffel Tower was completed in 1930 [1]."
+    copy = "The Eiffel Tower was completed in March 1889 [1]."
+    server = serve_answer([wrong, copy], "quote-retry")
+    with httpx.stream(
+        "POST",
+        server.url + "/v1/ask",
+        json={"question": "When was the Eiffel Tower completed?"},
+        headers={**server.auth(), "Accept": "text/event-stream"},
+        timeout=120,
+    ) as r:
+        assert r.status_code == 200
+        text = r.read().decode()
+    got = events(text)
+    result = got[-1][1]["response"]["result"]
+    assert result["mode"] == "strict"
+    assert "March 1889" in result["answer"] and "1930" not in result["answer"]
+    retry = result["trace"]["quote_retry"]
+    assert retry["adopted"] is True
+    assert "1930" in retry["other_raw"]
+    assert [o["decision"] for o in retry["other_claims"]] == ["unverified"]
+    assert "requote" in [t["stage"] for t in result["trace"]["timings"]]
+    tokens = [d["text"] for k, d in got if k == "token"]
+    assert tokens == [result["answer"]]
+    assert "1930" not in "".join(tokens)
