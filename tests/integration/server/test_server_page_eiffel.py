@@ -83,3 +83,33 @@ def test_page_shows_the_true_eiffel_sentence_verified(browser: Any, eiffel: Serv
     page.screenshot(path=str(SCREENS / "eiffel-mixed.png"), full_page=True)
     assert not errors, errors
     context.close()
+
+
+def test_page_shows_the_quoting_retry_and_keeps_the_first_draft_in_the_trace(
+    browser: Any, serve_answer: Any
+) -> None:
+    """generate.quote_retry on the page: the first draft (a wrong year) is withheld, the model's
+    copy of the passage is the answer, and the trace shows the first draft's claim."""
+    from playwright.sync_api import expect
+
+    server = serve_answer([f"{FALSE} [1].", f"{TRUE} [1]."], "eiffel-quote-retry")
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(server.url + "/")
+    page.click("summary")
+    page.fill("#api-key", server.keys["read"])
+    _ask(page, "strict")
+    answer = page.locator("#answer")
+    expect(answer.locator(".sentence.verified")).to_contain_text(TRUE)
+    expect(answer).not_to_contain_text("1930")
+    page.click("#tab-trace")
+    trace = page.locator("#trace")
+    expect(trace).to_contain_text("Quote retry")
+    expect(trace).to_contain_text("the answer is that copy")
+    expect(trace).to_contain_text(FALSE)
+    page.screenshot(path=str(SCREENS / "eiffel-quote-retry-trace.png"), full_page=True)
+    assert not errors, errors
+    context.close()
