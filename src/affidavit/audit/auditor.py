@@ -44,6 +44,7 @@ from affidavit.core.settings import AuditSettings, ClaimsSettings, Settings, loa
 from affidavit.core.types import CheckResult, Chunk, Claim, EvidenceSpan
 from affidavit.policy.sources import apply_allowlist, assess_freshness
 from affidavit.verify.base import ClaimVerifier
+from affidavit.verify.casing import recase_like
 from affidavit.verify.checks import run_checks
 
 logger = logging.getLogger(__name__)
@@ -390,7 +391,8 @@ class Auditor:
             if m.coverage < s.support_threshold and checked:
                 break  # ordered by coverage: the rest cannot support the claim
             chunk_text = index.chunks[m.chunk_index].text
-            checked.append((m, run_checks(claim.text, chunk_text)))
+            # a claim written all in lower case is checked with the capitals the chunk uses
+            checked.append((m, run_checks(recase_like(claim.text, chunk_text), chunk_text)))
         good = [
             (m, r)
             for m, r in checked

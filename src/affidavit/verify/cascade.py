@@ -47,6 +47,7 @@ from affidavit.core.types import (
     Verdict,
 )
 from affidavit.verify.base import PairScorer
+from affidavit.verify.casing import recase_like
 from affidavit.verify.combiner import Combiner, PartSignals, feature_vector
 from affidavit.verify.evidence import (
     Candidate,
@@ -311,8 +312,16 @@ class ClaimCascade:
         """Verify one claim against all the given chunks; never raises for one claim.
 
         With the model's combiner, a claim of several sentences is also judged sentence by
-        sentence (each against its own best evidence) and the results are combined.
+        sentence (each against its own best evidence) and the results are combined. A claim
+        written all in lower case is first given the capitals its evidence uses
+        (`affidavit.verify.casing`), so that the checks and rules that read names see them.
         """
+        recased = recase_like(claim.text, "\n".join(c.text for c in chunks))
+        if recased != claim.text:
+            verdict = self.verify(claim.model_copy(update={"text": recased}), chunks)
+            return verdict.model_copy(
+                update={"reason": f"read with capitals as '{recased}': {verdict.reason}"}
+            )
         if self.combiner is None:
             verdict = self._verdict(
                 self._run(claim, chunks, time.monotonic() + self.settings.timeout_s)

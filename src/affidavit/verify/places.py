@@ -164,6 +164,11 @@ def _gazetteer() -> tuple[re.Pattern[str], dict[str, tuple[str, str]]]:
     return pattern, names
 
 
+def gazetteer_names() -> tuple[str, ...]:
+    """Every place name and adjective the gazetteer knows, as written ("Germany", "French")."""
+    return tuple(_gazetteer()[1])
+
+
 @lru_cache(maxsize=4096)
 def places_in(text: str) -> tuple[Place, ...]:
     """The countries and US states ``text`` names (written with their capitals, as names are)."""
