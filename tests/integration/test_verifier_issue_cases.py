@@ -106,6 +106,36 @@ def test_what_the_evidence_says_of_each_member_stays_supported(claim: str) -> No
     assert _label(claim.lower(), RADIOHEAD) == "supported"
 
 
+# HaluEval qa knowledge of "What county is the Moscow Hemp Fest held in?"
+HEMP_FEST = (
+    "The Moscow Hemp Fest (sometimes Moscow Hempfest) is an annual cannabis event held in Moscow, "
+    "Idaho, in the United States. It began in 1996 for the University of Idaho's Mom's Weekend."
+    'The University of Idaho (officially abbreviated UI, locally referred to as "the U of I") is '
+    "the U.S. state of Idaho's oldest public university, located in the city of Moscow in Latah "
+    "County in the northern portion of the state."
+)
+
+
+def test_a_county_the_evidence_does_not_name_is_not_supported() -> None:
+    # a hallucinated answer fed to ask was shown verified: every word of "Idaho County" is in
+    # the passage, the county it names is Latah County
+    assert _label("The Moscow Hemp Fest is held in Idaho County.", HEMP_FEST) != "supported"
+    assert _label("The Moscow Hemp Fest is held in Latah County.", HEMP_FEST) == "supported"
+
+
+def test_a_fort_founded_by_someone_else_is_not_supported() -> None:
+    # a hallucinated answer fed to ask was shown verified (p 0.85)
+    evidence = (
+        "The Kern and Sutter massacres refer to a campaign of terrorism on March 23, 1847 in which "
+        "men led by Captain Edward M. Kern and rancher John Sutter killed twenty California "
+        "Indians.John Augustus Sutter (February 20, 1803 – June 18, 1880), born Johann August "
+        "Suter, was a German-born Swiss pioneer of California known for establishing Sutter's "
+        "Fort in the area that would eventually become Sacramento, California, the state's capital."
+    )
+    claim = "Captain Edward M. Kern established a fort in Sacramento, California."
+    assert _label(claim, evidence) != "supported"
+
+
 def test_a_birth_date_in_a_parenthesis_is_supported() -> None:
     # ask withheld this right answer (HaluEval qa): the model scores it p_entail 0.25
     evidence = (

@@ -548,6 +548,46 @@ def _present(token: str, ev: _EvidenceWords) -> bool:
 _CAP_RUN = re.compile(r"(?<=[a-z0-9,;:]\s)[A-Z][a-z'’]+(?:\s+[A-Z][a-z'’]+)+")
 
 
+# a name made of a proper name and a word for its kind ("Latah County", "Hudson River"): two
+# such names with the same kind word are different places, whatever words they share
+_KINDS = (
+    "County|Parish|Province|District|Township|Borough|Prefecture|River|Lake|Island|"
+    "University|College|Airport|Stadium"
+)
+_KIND_NAME = re.compile(rf"((?:(?:St|Mt|Ft)\.\s+|[A-Z][\w'’\-]*\s+){{1,3}})({_KINDS})\b")
+_KIND_SKIP = frozenset({"The", "A", "An", "In", "At", "Of", "From", "To", "And", "Its", "Their"})
+
+
+def _kind_names(text: str) -> list[tuple[str, str]]:
+    """``(name, kind)`` for each "<Proper Name> <Kind>" in ``text`` ("Idaho County")."""
+    out = []
+    for m in _KIND_NAME.finditer(text):
+        words = m.group(1).split()
+        while words and words[0] in _KIND_SKIP:
+            words = words[1:]
+        if words:
+            out.append((" ".join([*words, m.group(2)]), m.group(2)))
+    return out
+
+
+def _wrong_kind_name(claim: str, evidence: str) -> tuple[str, list[str]] | None:
+    """``(claim_name, evidence_names)`` when the claim names "<X> County" (or another kind) that
+    the evidence does not, while the evidence names another of that kind; None otherwise."""
+    flat = " ".join(evidence.split()).lower()
+    rivals: dict[str, list[str]] | None = None
+    for name, kind in _kind_names(claim):
+        if name.lower() in flat:
+            continue
+        if rivals is None:
+            rivals = {}
+            for n, k in _kind_names(evidence):
+                rivals.setdefault(k, []).append(n)
+        others = [n for n in dict.fromkeys(rivals.get(kind, ())) if n.lower() != name.lower()]
+        if others:
+            return name, others
+    return None
+
+
 def check_entities(claim: str, evidence: str) -> CheckResult:
     """Names in the claim (capitalised, not sentence-initial common words) must be in the evidence.
 
@@ -571,6 +611,19 @@ def check_entities(claim: str, evidence: str) -> CheckResult:
         if not _stem_set(claim) & ev.stems:
             return _na("entity", "the evidence is about something else")
         missing = [n for n in missing if not _present(n, ev)]
+    if not missing:
+        named = _wrong_kind_name(claim, evidence)
+        if named is not None:
+            # every word is in the evidence, not the name: "Idaho County" against a passage
+            # that names Latah County and the state of Idaho
+            name, others = named
+            return CheckResult(
+                check="entity",
+                status="fail",
+                reason=f"the claim names {name}; the evidence names {', '.join(others)} instead",
+                claim_value=name,
+                evidence_value=", ".join(others),
+            )
     if missing:
         placed = wrong_place(claim, evidence)
         if placed is not None:

@@ -692,6 +692,9 @@ def _is_participle(word: str) -> bool:
 # ----------------------------------------------------------------------------- who did what
 _NAME = r"(?:[A-Z][\w'\u2019.-]*)(?:\s+(?:[A-Z][\w'\u2019.-]*|de|van|von|da|di|of|bin|al))*"
 _CLAIM_SUBJECT = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s+(?P<pred>[a-z].*)$")
+# an evidence sentence's opening name may be followed by an apposition ("John Augustus Sutter
+# (1803 - 1880), born Johann August Suter, was ...": the parenthesis is removed first)
+_OPENER = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s*,?\s+(?P<pred>[a-z].*)$")
 _NOT_NAMES = frozenset(
     [
         "he",
@@ -907,7 +910,7 @@ def subject_focus(claim: str, evidence: str) -> str | None:
             status = previous
         else:
             # "Thomas Edward Yorke (born 7 October 1968) is ...": the parenthesis is no predicate
-            opener = _CLAIM_SUBJECT.match(fold_text(_PARENS.sub("", sent)))
+            opener = _OPENER.match(fold_text(_PARENS.sub("", sent)))
             others = _name_words(opener.group("name"), ev_low) if opener else set()
             if others & partners:
                 status = "other"

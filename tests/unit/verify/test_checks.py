@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from affidavit.verify.checks import CHECK_NAMES, failed, run_checks
+from affidavit.verify.checks import CHECK_NAMES, check_entities, failed, run_checks
 from affidavit.verify.numbers import find_dates, find_quantities
 
 EVIDENCE = (
@@ -191,3 +191,52 @@ def test_a_season_is_one_date_not_a_year_and_a_number() -> None:
 )
 def test_a_season_and_a_year_it_spans_agree(claim: str, evidence: str, status: str) -> None:
     assert {r.check: r.status for r in run_checks(claim, evidence)}["date"] == status
+
+
+# -- "<Name> County" and other names of a kind: the whole name, not its words ----------------
+
+HEMP_FEST = (
+    "The Moscow Hemp Fest is an annual cannabis event held in Moscow, Idaho, in the United States. "
+    "The University of Idaho is located in the city of Moscow in Latah County in the northern "
+    "portion of the state."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "named"),
+    [
+        # HaluEval qa, a hallucinated answer ask showed: every word is in the evidence
+        ("The Moscow Hemp Fest is held in Idaho County.", HEMP_FEST, "Latah County"),
+        (
+            "It flows into the Kansas River.",
+            "It joins the Missouri River in Kansas.",
+            "Missouri River",
+        ),
+        (
+            "He studied at Boston University.",
+            "He studied at Harvard University and in Boston.",
+            "Harvard University",
+        ),
+    ],
+)
+def test_a_name_of_a_kind_the_evidence_gives_another_name_fails(
+    claim: str, evidence: str, named: str
+) -> None:
+    r = check_entities(claim, evidence)
+    assert r.status == "fail"
+    assert r.evidence_value == named
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("The Moscow Hemp Fest is held in Latah County.", HEMP_FEST),
+        # no other county in the evidence: left to the other checks and the model
+        ("He was born in Oneida County.", "He was born in Rome, in Oneida County, New York."),
+        ("He lives in St. Louis County.", "He lives in St. Louis County, Missouri."),
+        # sentence boundaries do not join names ("New York. Kansas River")
+        ("He lives in New York.", "He lives in New York. Kansas River is long."),
+    ],
+)
+def test_a_name_of_a_kind_the_evidence_gives_passes(claim: str, evidence: str) -> None:
+    assert check_entities(claim, evidence).status == "pass"

@@ -119,6 +119,23 @@ def test_subject_focus_drops_a_full_named_other_given_the_claims_partner() -> No
     assert curie is not None and "Einstein" not in curie and "Ulm" not in curie
 
 
+def test_subject_focus_reads_a_full_name_followed_by_an_apposition() -> None:
+    # HaluEval qa, a hallucinated answer ask showed verified (p 0.85): Sutter founded the fort;
+    # his sentence opens "John Augustus Sutter (...), born Johann August Suter, was ..."
+    evidence = (
+        "The Kern and Sutter massacres refer to a campaign on March 23, 1847 in which men led by "
+        "Captain Edward M. Kern and rancher John Sutter killed twenty California Indians.John "
+        "Augustus Sutter (February 20, 1803 - June 18, 1880), born Johann August Suter, was a "
+        "pioneer of California known for establishing Sutter's Fort in the area that would "
+        "become Sacramento, California."
+    )
+    focused = subject_focus(
+        "Captain Edward M. Kern established a fort in Sacramento, California.", evidence
+    )
+    assert focused is not None
+    assert "Sutter's Fort" not in focused and "Captain Edward M. Kern" in focused
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence"),
     [
