@@ -616,13 +616,14 @@ def check_entities(claim: str, evidence: str) -> CheckResult:
         if named is not None:
             # every word is in the evidence, not the name: "Idaho County" against a passage
             # that names Latah County and the state of Idaho
-            name, others = named
+            name, rival_names = named
+            listed = ", ".join(rival_names)
             return CheckResult(
                 check="entity",
                 status="fail",
-                reason=f"the claim names {name}; the evidence names {', '.join(others)} instead",
+                reason=f"the claim names {name}; the evidence names {listed} instead",
                 claim_value=name,
-                evidence_value=", ".join(others),
+                evidence_value=listed,
             )
     if missing:
         placed = wrong_place(claim, evidence)
