@@ -148,3 +148,37 @@ def test_a_birth_date_in_a_parenthesis_is_supported() -> None:
 
 def test_unrelated_same_topic_evidence_is_unsupported_not_contradicted() -> None:
     assert _label("Marie Curie was born in Warsaw.", CURIE) == "unsupported"
+
+
+# the sample corpus's Marie Curie document as `make demo` retrieves it
+DEMO_CURIE = (
+    "Marie Curie\nMarie Skłodowska Curie (7 November 1867 - 4 July 1934) was a Polish and "
+    "naturalised-French physicist and chemist who conducted pioneering research on "
+    "radioactivity.\nIn 1898, working with her husband Pierre Curie, she announced the discovery "
+    "of two new elements: polonium, which she named after her native Poland, and radium."
+)
+DEMO_EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+    "Construction began in January 1887 and was completed in March 1889."
+)
+
+
+def test_the_demo_curie_answer_is_supported() -> None:
+    # the demo's true answer was unverified (p 0.25-0.48): the model reads a date at the end of
+    # a claim as a sign of contradiction; the statement without it is supported (p 0.90) by the
+    # sentence that dates it "In 1898"
+    assert _label("Marie Curie discovered polonium and radium in 1898.", DEMO_CURIE) == "supported"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Marie Curie discovered polonium and radium in 1899.", DEMO_CURIE),
+        ("Marie Curie discovered uranium and radium in 1898.", DEMO_CURIE),
+        # the model reads a date in front as support whatever its value (p 0.71)
+        ("In 1887, the Eiffel Tower was completed.", DEMO_EIFFEL),
+        ("The Eiffel Tower was completed in 1887.", DEMO_EIFFEL),
+    ],
+)
+def test_a_wrong_date_or_word_beside_it_is_not_supported(claim: str, evidence: str) -> None:
+    assert _label(claim, evidence) != "supported"

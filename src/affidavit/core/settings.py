@@ -345,6 +345,15 @@ class VerifySettings(Section):
         "statement is (verify.lexical.compressed_support: one narrow sentence shape, nothing "
         "denied, hedged or reported); a typed check's conflict still wins.",
     )
+    dated_support: bool = Field(
+        default=True,
+        description="Support a claim with one date adverbial ('... in 1898.') when the claim "
+        "without it is supported by one evidence sentence on its own and that sentence dates all "
+        "it says by the same date ('In 1898, ... she announced the discovery of ...'): the model "
+        "reads a trailing date as a sign of contradiction. The date is compared as a value "
+        "(one year in the sentence, no word placing its events at another time, the same year "
+        "and no other month or day); a typed check's failure still wins.",
+    )
     lifespan_support: bool = Field(
         default=True,
         description="Support '<Name> was born [on|in] <date>.' and '<Name> died [on|in] <date>.' "

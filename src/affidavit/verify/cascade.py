@@ -63,11 +63,16 @@ from affidavit.verify.evidence import (
 )
 from affidavit.verify.lexical import (
     compressed_support,
+    date_bound_elsewhere,
+    dates_whole_sentence,
     move_time_adverbial,
     role_mismatch,
+    sentence_spans,
+    split_time_adverbial,
     subject_focus,
     support_about_someone_else,
     verbatim_support,
+    words_restated,
 )
 from affidavit.verify.lifespan import lifespan_support
 
@@ -333,6 +338,10 @@ class ClaimCascade:
             restated = self._verbatim(claim, chunks, verdict)
             if restated is not None:
                 return restated
+        if verdict.label == "unsupported" and verdict.complete and self.settings.dated_support:
+            dated = self._dated(claim, chunks, verdict)
+            if dated is not None:
+                return self._other_date(claim, chunks, dated)
         if self.settings.tier == "cascade" and self._second_look(verdict):
             verdict = self._accurate_verdict(claim, chunks, verdict)
         return _below_tau(self._roles(claim, chunks, verdict), self.policy.tau_entail)
@@ -352,6 +361,9 @@ class ClaimCascade:
                     return _withheld(
                         v, f"the evidence says {who} {pred[:80]}, not the claim's subject"
                     )
+        v = self._other_date(claim, chunks, v)
+        if v.label != "supported":
+            return v
         if not self.settings.subject_focus or self.combiner is None:
             return v
         if self.settings.subject_in_support and len(sentences) == 1:
@@ -384,6 +396,19 @@ class ClaimCascade:
                     "supported only by sentences about someone else: the sentences about the "
                     f"claim's subject give p(supported) {again.p_entail:.2f}",
                 )
+        return v
+
+    def _other_date(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
+        """Withhold a supported claim whose dated word the evidence binds to another date only
+        (`affidavit.verify.lexical.date_bound_elsewhere`: "In 1887, the Eiffel Tower was
+        completed." against "... and was completed in March 1889.")."""
+        if v.label != "supported":
+            return v
+        for sent in _sentences(claim) or [claim]:
+            for chunk in chunks:
+                found = date_bound_elsewhere(sent.text, chunk.text)
+                if found is not None:
+                    return _withheld(v, f"the evidence says '{found[:80]}', another date")
         return v
 
     def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
@@ -442,6 +467,81 @@ class ClaimCascade:
                 f"p(supported) {v.p_entail:.2f} before): {quoted}",
             }
         )
+
+    def _dated(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
+        """Supported when the claim without its date is supported by an evidence sentence on its
+        own, that sentence has every word of it (names may be elsewhere in the chunk), and dates
+        all it says by the claim's date (``verify.dated_support``).
+
+        The model reads a date at the end of a claim as a sign of contradiction ("Marie Curie
+        discovered polonium and radium in 1898." p 0.19 against "In 1898, ... she announced the
+        discovery of two new elements: polonium ... and radium."). Here the model judges the
+        statement without the date, against one sentence at a time, and the date is compared
+        as a value (`affidavit.verify.lexical.dates_whole_sentence`: one year in the sentence,
+        an adverbial of the whole sentence, nothing placed at another time; the same year and
+        no other month or day). Never over a typed check that found a differing value."""
+        if any(st.stage == "checks" and st.decided for st in v.stages) or any(
+            c.status == "fail" and c.evidence_value is not None for c in v.checks
+        ):
+            return None
+        if len(_sentences(claim)) > 1:
+            return None
+        split = split_time_adverbial(claim.text)
+        if split is None:
+            return None
+        body, when = split
+        if any(role_mismatch(body, c.text) is not None for c in chunks):
+            return None
+        undated = claim.model_copy(update={"text": body})
+        tried = 0
+        for chunk in chunks:
+            for a, b in sentence_spans(chunk.text):
+                sentence = chunk.text[a:b]
+                ev_when = dates_whole_sentence(when, sentence)
+                if ev_when is None or not words_restated(body, sentence, chunk.text):
+                    continue
+                tried += 1
+                if tried > 4:  # bounded: a few dated sentences, one verdict each
+                    return None
+                inner = self.verify(undated, [chunk.model_copy(update={"text": sentence})])
+                if inner.label != "supported" or not inner.complete:
+                    continue
+                span = make_span(chunk, a, b)
+                detail = (
+                    f"without its date ('{body[:80]}') supported by p {inner.p_entail:.2f}, "
+                    f"and the sentence dates it {ev_when}: '{sentence[:80]}'"
+                )
+                stage = StageScore(
+                    stage="dated",
+                    p_entail=inner.p_entail,
+                    p_neutral=inner.p_neutral,
+                    p_contradict=inner.p_contradict,
+                    label="supported",
+                    decided=True,
+                    detail=detail,
+                )
+                return v.model_copy(
+                    update={
+                        "label": "supported",
+                        "p_entail": inner.p_entail,
+                        "p_neutral": inner.p_neutral,
+                        "p_contradict": inner.p_contradict,
+                        "evidence": (span,),
+                        "stages": (
+                            *v.stages,
+                            *(
+                                st.model_copy(
+                                    update={"stage": f"undated:{st.stage}", "decided": False}
+                                )
+                                for st in inner.stages
+                            ),
+                            stage,
+                        ),
+                        "reason": f"the claim {detail} ({v.label} by p(supported) "
+                        f"{v.p_entail:.2f} with the date in place)",
+                    }
+                )
+        return None
 
     def _second_look(self, v: Verdict) -> bool:
         """Whether the cascade tier sends a fast verdict to the accurate stage: a complete

@@ -486,6 +486,198 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
     return None
 
 
+# a time adverbial's date, part by part: "late 1990", "4 July 1934", "July 4, 1934", "March 1889"
+_DATE_PARTS = re.compile(
+    rf"^(?:(?P<q>early|late|mid-?) ?)?(?:(?P<d1>\d{{1,2}}) )?(?:(?P<m>{_MONTH}) )?"
+    r"(?:(?P<d2>\d{1,2}), )?(?P<y>\d{4})$",
+    re.I,
+)
+# a point in time ("in 1898", "on 4 July 1934"); "by", "since", "until" bound it instead
+_POINT = re.compile(r"^(?:in|on|during) ", re.I)
+# a fronted date that opens an evidence sentence: "In 1898, ...", "On 20 July 1969, ..."
+_OPENING_DATE = re.compile(rf"^(?P<t>(?:in|on|during) {_TIME[_TIME.index(' ') + 1 :]}), ", re.I)
+# words that put the evidence sentence's events at other times than its date ("In 1900, after
+# she had discovered ...", "... until 1910"): its date then need not be the claim's event's
+_OTHER_TIMES = re.compile(
+    r"(?<!named )(?<!called )\b(?:after|before|since|until|till|following|prior|later|earlier|"
+    r"previous(?:ly)?|"
+    r"subsequent(?:ly)?|once|when|while|whilst|then|ago|former(?:ly)?|born|died|founded)\b",
+    re.I,
+)
+_YEAR = re.compile(r"(?<![\d,.])\d{4}(?!\d|,\d)")
+
+
+def split_time_adverbial(sentence: str) -> tuple[str, str] | None:
+    """The statement without its one time adverbial of a point in time, and that adverbial.
+
+    Only what `move_time_adverbial` would move (a plain statement whose adverbial can only
+    belong to the whole sentence), and only "in", "on" or "during" a date.
+
+    Examples:
+        >>> split_time_adverbial("Marie Curie discovered polonium and radium in 1898.")
+        ('Marie Curie discovered polonium and radium.', 'in 1898')
+        >>> split_time_adverbial("On 20 July 1969, the Eagle landed on the Moon.")
+        ('The Eagle landed on the Moon.', 'On 20 July 1969')
+        >>> split_time_adverbial("The war was over by 1945.") is None
+        True
+    """
+    moved = move_time_adverbial(sentence)
+    if moved is None:
+        return None
+    s = re.sub(r"\s+", " ", sentence.strip())
+    if moved[1] == "to_front":
+        m = _TRAILING_TIME.match(s)
+        assert m is not None  # move_time_adverbial matched it
+        body = m.group("body")
+    else:
+        m = _FRONT_TIME.match(s)
+        assert m is not None
+        body = m.group("body")
+        body = body[0].upper() + body[1:]
+    t = m.group("t")
+    if not _POINT.match(t):
+        return None
+    return f"{body}.", t
+
+
+def _date_parts(adverbial: str) -> dict[str, str] | None:
+    m = _DATE_PARTS.match(adverbial.split(" ", 1)[1].strip())
+    if m is None:
+        return None
+    return {
+        "q": (m.group("q") or "").lower().rstrip("-"),
+        "d": m.group("d1") or m.group("d2") or "",
+        "m": (m.group("m") or "").lower(),
+        "y": m.group("y"),
+    }
+
+
+def dates_whole_sentence(adverbial: str, sentence: str) -> str | None:
+    """The evidence sentence's own time adverbial when it dates the whole sentence and agrees
+    with ``adverbial`` (the claim's), else None.
+
+    The sentence must hold one year only, either as an opening adverbial ("In 1898, working with
+    her husband, she announced ...") or as the trailing adverbial of a plain statement, and no
+    word that puts its events at other times ("after", "until", "born", ...). Agreeing: the same
+    year, and the claim's month, day and "early/late/mid" the sentence's where the claim gives
+    them (the claim may say less, never more or otherwise).
+
+    Examples:
+        >>> s = "In July 1898, working with her husband, she announced the discovery of polonium."
+        >>> dates_whole_sentence("in 1898", s)
+        'In July 1898'
+        >>> dates_whole_sentence("in 1899", s) is None
+        True
+        >>> dates_whole_sentence("in August 1898", s) is None
+        True
+        >>> dates_whole_sentence("in 1887", "Construction began in January 1887 and was "
+        ...     "completed in March 1889.") is None
+        True
+    """
+    claim_date = _date_parts(adverbial)
+    s = re.sub(r"\s+", " ", sentence.strip())
+    if claim_date is None or len(_YEAR.findall(s)) != 1 or _OTHER_TIMES.search(s):
+        return None
+    m = _OPENING_DATE.match(s)
+    if m is not None:
+        t = m.group("t")
+    else:
+        split = split_time_adverbial(s)
+        if split is None:
+            return None
+        t = split[1]
+    ev_date = _date_parts(t)
+    if ev_date is None or ev_date["y"] != claim_date["y"]:
+        return None
+    for part in ("q", "m", "d"):
+        if claim_date[part] and claim_date[part] != ev_date[part]:
+            return None
+    return t
+
+
+def words_restated(claim: str, sentence: str, context: str) -> bool:
+    """Whether every content word of ``claim`` is in ``sentence`` (names may be anywhere in
+    ``context``, the sentence's chunk, since the sentence may call the subject "she").
+
+    Words match by stem or by a shared first six letters ("discovered" ~ "discovery").
+
+    Examples:
+        >>> s = "In 1898, working with her husband, she announced the discovery of polonium."
+        >>> words_restated("Marie Curie discovered polonium.", s, "Marie Curie was ... " + s)
+        True
+        >>> words_restated("Marie Curie discovered uranium.", s, "Marie Curie was ... " + s)
+        False
+    """
+    near = set(_content_stems(sentence))
+    far = near | set(_content_stems(context))
+
+    def found(st: str, pool: set[str]) -> bool:
+        return st in pool or (len(st) >= 6 and any(p[:6] == st[:6] for p in pool))
+
+    for w in WORD_RE.findall(claim):
+        lw = w.lower().replace("’", "'")
+        if lw in _SKIP or (lw.endswith("n't") and "'" in lw):
+            continue
+        if not found(stem(lw), far if w[0].isupper() else near):
+            return False
+    return True
+
+
+_DATE_AFTER = re.compile(rf"\s+(?P<t>(?:in|on|during) {_TIME[_TIME.index(' ') + 1 :]})\b", re.I)
+
+
+def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
+    """The evidence's words that bind the claim's dated word to another date, or None.
+
+    The claim's time adverbial follows a word ("The Eiffel Tower was completed in 1887."):
+    when the evidence puts a date of another year, month or day right after that same word
+    ("... and was completed in March 1889.") and never the claim's, it dates that event
+    otherwise. The model reads a date in front of a claim as support whatever its value ("In
+    1887, the Eiffel Tower was completed." p 0.71 against that sentence); this reads the value.
+
+    Examples:
+        >>> ev = "Construction began in January 1887 and was completed in March 1889."
+        >>> date_bound_elsewhere("The Eiffel Tower was completed in 1887.", ev)
+        'completed in March 1889'
+        >>> date_bound_elsewhere("In 1887, the Eiffel Tower was completed.", ev)
+        'completed in March 1889'
+        >>> date_bound_elsewhere("The Eiffel Tower was completed in 1889.", ev) is None
+        True
+        >>> date_bound_elsewhere("Construction began in 1887.", ev) is None
+        True
+    """
+    split = split_time_adverbial(claim)
+    if split is None:
+        return None
+    body, when = split
+    claim_date = _date_parts(when)
+    last = WORD_RE.findall(body)
+    if claim_date is None or not last:
+        return None
+    word = last[-1]
+    key = stem(word)
+    if word.lower() in _SKIP or len(key) < 3:
+        return None
+    other: str | None = None
+    for m in WORD_RE.finditer(evidence):
+        if stem(m.group()) != key:
+            continue
+        d = _DATE_AFTER.match(evidence, m.end())
+        if d is None:
+            continue
+        ev_date = _date_parts(d.group("t"))
+        if ev_date is None:
+            continue
+        agrees = ev_date["y"] == claim_date["y"] and all(
+            not claim_date[p] or not ev_date[p] or claim_date[p] == ev_date[p]
+            for p in ("q", "m", "d")
+        )
+        if agrees:
+            return None  # the evidence also dates it as the claim does
+        other = other or f"{m.group()} {d.group('t')}"
+    return other
+
+
 # ----------------------------------------------------------------------------- verbatim support
 # words that, before the restated words in the evidence sentence (or after them), put the
 # statement under a negation, a doubt, a report or a condition: the evidence then does not

@@ -1,0 +1,181 @@
+"""A claim's date compared as a value, the statement without it judged by the model
+(`verify.dated_support`; `affidavit.verify.lexical.split_time_adverbial`,
+`dates_whole_sentence`, `words_restated`)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from affidavit.core.settings import PolicySettings, VerifySettings
+from affidavit.verify.cascade import ClaimCascade, chunks_from_texts, claim_from_text
+from affidavit.verify.fakes import ScriptedScorer
+from affidavit.verify.lexical import (
+    date_bound_elsewhere,
+    dates_whole_sentence,
+    split_time_adverbial,
+    words_restated,
+)
+
+# the sample corpus's Marie Curie document (sample_corpus/docs/marie_curie.docx), as chunked
+CURIE = (
+    "Marie Skłodowska Curie (7 November 1867 - 4 July 1934) was a Polish and naturalised-French "
+    "physicist and chemist who conducted pioneering research on radioactivity. In 1898, working "
+    "with her husband Pierre Curie, she announced the discovery of two new elements: polonium, "
+    "which she named after her native Poland, and radium."
+)
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+    "Construction began in January 1887 and was completed in March 1889."
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        (
+            "Marie Curie discovered polonium and radium in 1898.",
+            ("Marie Curie discovered polonium and radium.", "in 1898"),
+        ),
+        (
+            "In July 1969, the Eagle landed on the Moon.",
+            ("The Eagle landed on the Moon.", "In July 1969"),
+        ),
+        ("The bridge opened on 4 March 1890.", ("The bridge opened.", "on 4 March 1890")),
+        # not a point in time
+        ("The war was over by 1945.", None),
+        # not one plain statement: the date may belong to a clause only
+        ("He was a coach, being appointed in 2014.", None),
+        ("The film was set in 1942.", None),
+        ("The tower was planned in 1884 and completed in 1889.", None),
+    ],
+)
+def test_split_time_adverbial(sentence: str, expected: tuple[str, str] | None) -> None:
+    assert split_time_adverbial(sentence) == expected
+
+
+SENT = CURIE.split(". ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("adverbial", "sentence", "expected"),
+    [
+        ("in 1898", SENT, "In 1898"),
+        ("in 1898", "The station opened to passengers in July 1898.", "in July 1898"),
+        ("in July 1898", "In July 1898, the station opened.", "In July 1898"),
+        # another year, month or day than the sentence's
+        ("in 1899", SENT, None),
+        ("in August 1898", "In July 1898, the station opened.", None),
+        ("on 5 July 1898", "On 4 July 1898, the station opened.", None),
+        # the claim more exact than the sentence: not stated
+        ("in July 1898", SENT, None),
+        # two years in the sentence: which one dates what is not read here
+        ("in 1887", EIFFEL.split(". ")[1], None),
+        ("in 1889", EIFFEL.split(". ")[1], None),
+        # words that place the sentence's events at other times
+        ("in 1900", "In 1900, after she had discovered radium, she married.", None),
+        ("in 1900", "In 1900, the company, founded by his father, moved to Paris.", None),
+        # the year not as an adverbial of the whole sentence
+        ("in 1898", "The 1898 elections, he said, were fair and the result stood.", None),
+    ],
+)
+def test_dates_whole_sentence(adverbial: str, sentence: str, expected: str | None) -> None:
+    assert dates_whole_sentence(adverbial, sentence) == expected
+
+
+def test_words_restated_needs_every_word() -> None:
+    assert words_restated("Marie Curie discovered polonium and radium.", SENT, CURIE)
+    assert not words_restated("Marie Curie discovered uranium and radium.", SENT, CURIE)
+    # a name the chunk never gives
+    assert not words_restated("Irène Curie discovered polonium and radium.", SENT, CURIE)
+    assert not words_restated("Marie Curie discovered polonium and radium.", SENT, SENT)
+
+
+def _cascade(**kw: object) -> ClaimCascade:
+    # a model with the trailing-date shortcut: any claim with a year scores low, the same
+    # statement without it high
+    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
+        return (0.2, 0.5, 0.3) if re.search(r"\d{4}", claim) else (0.8, 0.15, 0.05)
+
+    return ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1, **kw),  # type: ignore[arg-type]
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": ScriptedScorer(fn=fn)},
+    )
+
+
+def test_the_demo_answer_is_supported_and_says_why() -> None:
+    claim = claim_from_text("Marie Curie discovered polonium and radium in 1898.")
+    v = _cascade().verify(claim, chunks_from_texts([CURIE]))
+    assert v.label == "supported", v.reason
+    assert "dates it In 1898" in v.reason
+    assert v.evidence and v.evidence[0].text == SENT
+    assert [st.stage for st in v.stages][-1] == "dated"
+    # the setting turns it off: the model's verdict stands
+    off = _cascade(dated_support=False).verify(claim, chunks_from_texts([CURIE]))
+    assert off.label == "unsupported"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Marie Curie discovered polonium and radium in 1899.",  # another year
+        "Marie Curie discovered polonium and radium in August 1898.",  # another month
+        "Marie Curie discovered uranium and radium in 1898.",  # a word the sentence lacks
+        "Marie Curie discovered polonium and radium by 1898.",  # not a point in time
+        "The Eiffel Tower was completed in 1887.",  # the sentence holds two years
+        "The Eiffel Tower was completed in 1889.",
+    ],
+)
+def test_anything_else_is_left_to_the_model(text: str) -> None:
+    v = _cascade().verify(claim_from_text(text), chunks_from_texts([CURIE, EIFFEL]))
+    assert v.label != "supported", v.reason
+
+
+def test_a_statement_the_model_rejects_stays_unsupported() -> None:
+    scorer = ScriptedScorer(fn=lambda c, e: (0.2, 0.5, 0.3))
+    cascade = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": scorer},
+    )
+    claim = claim_from_text("Marie Curie discovered polonium and radium in 1898.")
+    assert cascade.verify(claim, chunks_from_texts([CURIE])).label == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Eiffel Tower was completed in 1887.", "completed in March 1889"),
+        ("In 1887, the Eiffel Tower was completed.", "completed in March 1889"),
+        ("The Eiffel Tower was completed in April 1889.", "completed in March 1889"),
+        ("The Eiffel Tower was completed in 1889.", None),
+        ("The Eiffel Tower was completed in March 1889.", None),
+        ("Construction began in 1887.", None),
+        # the evidence dates that word both ways: not read as another date
+        ("He joined the club in 2005.", None),
+    ],
+)
+def test_date_bound_elsewhere(text: str, expected: str | None) -> None:
+    evidence = EIFFEL + " He joined the club in 2005 and left the club in 2010."
+    assert date_bound_elsewhere(text, evidence) == expected
+
+
+def test_a_fronted_wrong_date_is_withheld_whatever_the_model_says() -> None:
+    # the model's other shortcut: a date in front reads as support whatever its value
+    scorer = ScriptedScorer(fn=lambda c, e: (0.9, 0.05, 0.05))
+    cascade = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": scorer},
+    )
+    v = cascade.verify(
+        claim_from_text("In 1887, the Eiffel Tower was completed."), chunks_from_texts([EIFFEL])
+    )
+    assert v.label == "unsupported"
+    assert "completed in March 1889" in v.reason
+    right = cascade.verify(
+        claim_from_text("The Eiffel Tower was completed in 1889."), chunks_from_texts([EIFFEL])
+    )
+    assert right.label == "supported", right.reason
