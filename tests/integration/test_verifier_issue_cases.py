@@ -175,6 +175,7 @@ def test_the_demo_curie_answer_is_supported() -> None:
     [
         ("Marie Curie discovered polonium and radium in 1899.", DEMO_CURIE),
         ("Marie Curie discovered uranium and radium in 1898.", DEMO_CURIE),
+        ("Pierre Curie discovered polonium and radium in 1898.", DEMO_CURIE),
         # the model reads a date in front as support whatever its value (p 0.71)
         ("In 1887, the Eiffel Tower was completed.", DEMO_EIFFEL),
         ("The Eiffel Tower was completed in 1887.", DEMO_EIFFEL),

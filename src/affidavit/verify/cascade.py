@@ -70,6 +70,7 @@ from affidavit.verify.lexical import (
     sentence_spans,
     split_time_adverbial,
     subject_focus,
+    subject_named_before,
     support_about_someone_else,
     verbatim_support,
     words_restated,
@@ -470,8 +471,9 @@ class ClaimCascade:
 
     def _dated(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
         """Supported when the claim without its date is supported by an evidence sentence on its
-        own, that sentence has every word of it (names may be elsewhere in the chunk), and dates
-        all it says by the claim's date (``verify.dated_support``).
+        own, that sentence has every word of it (names may be elsewhere in the chunk; a subject
+        it calls "she" named before it), and dates all it says by the claim's date
+        (``verify.dated_support``).
 
         The model reads a date at the end of a claim as a sign of contradiction ("Marie Curie
         discovered polonium and radium in 1898." p 0.19 against "In 1898, ... she announced the
@@ -498,7 +500,11 @@ class ClaimCascade:
             for a, b in sentence_spans(chunk.text):
                 sentence = chunk.text[a:b]
                 ev_when = dates_whole_sentence(when, sentence)
-                if ev_when is None or not words_restated(body, sentence, chunk.text):
+                if (
+                    ev_when is None
+                    or not words_restated(body, sentence, chunk.text)
+                    or not subject_named_before(body, sentence, chunk.text[:a])
+                ):
                     continue
                 tried += 1
                 if tried > 4:  # bounded: a few dated sentences, one verdict each

@@ -623,6 +623,41 @@ def words_restated(claim: str, sentence: str, context: str) -> bool:
     return True
 
 
+# a pronoun that opens a clause: the sentence's subject is someone named before it
+_PRONOUN_SUBJECT = re.compile(r"(?:^|[,;:]\s+|\band\s+)(?:she|he|they)\b", re.I)
+_LEADING_NAME = re.compile(r"^((?:[A-Z][\w.'’-]*\s+)*[A-Z][\w.'’-]*)\s")
+
+
+def subject_named_before(claim: str, sentence: str, before: str) -> bool:
+    """Whether the claim's opening name may be whom ``sentence`` speaks of.
+
+    When the sentence's subject is a pronoun ("..., she announced ...") and the sentence does not
+    open with the claim's name, the name must come in ``before`` (the text before the sentence),
+    as the one the pronoun refers to; a name the sentence gives only beside its pronoun ("working
+    with her husband Pierre Curie, she ...") is someone else.
+
+    Examples:
+        >>> s = "In 1898, working with her husband Pierre Curie, she announced the discovery."
+        >>> subject_named_before("Marie Curie announced the discovery.", s, "Marie Curie was ...")
+        True
+        >>> subject_named_before("Pierre Curie announced the discovery.", s, "Marie Curie was ...")
+        False
+        >>> subject_named_before("Pierre Curie won.", "Pierre Curie won, and he left.", "")
+        True
+    """
+    m = _LEADING_NAME.match(claim)
+    if m is None:
+        return True
+    name = [w for w in m.group(1).split() if w.lower() not in _SKIP]
+    if not name:
+        return True
+    body = _OPENING_DATE.sub("", sentence.strip(), count=1)
+    if body.lower().startswith(" ".join(name).lower()) or not _PRONOUN_SUBJECT.search(body):
+        return True
+    seen = set(WORD_RE.findall(before))
+    return all(w in seen for w in name)
+
+
 _DATE_AFTER = re.compile(rf"\s+(?P<t>(?:in|on|during) {_TIME[_TIME.index(' ') + 1 :]})\b", re.I)
 
 

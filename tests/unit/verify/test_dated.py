@@ -15,6 +15,7 @@ from affidavit.verify.lexical import (
     date_bound_elsewhere,
     dates_whole_sentence,
     split_time_adverbial,
+    subject_named_before,
     words_restated,
 )
 
@@ -123,6 +124,8 @@ def test_the_demo_answer_is_supported_and_says_why() -> None:
         "Marie Curie discovered polonium and radium in 1899.",  # another year
         "Marie Curie discovered polonium and radium in August 1898.",  # another month
         "Marie Curie discovered uranium and radium in 1898.",  # a word the sentence lacks
+        # named only beside the sentence's "she", who is Marie Curie
+        "Pierre Curie discovered polonium and radium in 1898.",
         "Marie Curie discovered polonium and radium by 1898.",  # not a point in time
         "The Eiffel Tower was completed in 1887.",  # the sentence holds two years
         "The Eiffel Tower was completed in 1889.",
@@ -179,3 +182,12 @@ def test_a_fronted_wrong_date_is_withheld_whatever_the_model_says() -> None:
         claim_from_text("The Eiffel Tower was completed in 1889."), chunks_from_texts([EIFFEL])
     )
     assert right.label == "supported", right.reason
+
+
+def test_subject_named_before() -> None:
+    before, sent = CURIE.split(". ", 1)
+    assert subject_named_before("Marie Curie discovered polonium.", sent, before)
+    assert not subject_named_before("Pierre Curie discovered polonium.", sent, before)
+    # no pronoun subject, or the sentence opens with the name: nothing to resolve
+    assert subject_named_before("Pierre Curie won.", "In 1903, Pierre Curie won.", "")
+    assert subject_named_before("Pierre Curie won.", "Pierre Curie won, and he left.", "")
