@@ -405,11 +405,11 @@ class ClaimCascade:
         completed." against "... and was completed in March 1889.")."""
         if v.label != "supported":
             return v
+        evidence = "\n".join(c.text for c in chunks)
         for sent in _sentences(claim) or [claim]:
-            for chunk in chunks:
-                found = date_bound_elsewhere(sent.text, chunk.text)
-                if found is not None:
-                    return _withheld(v, f"the evidence says '{found[:80]}', another date")
+            found = date_bound_elsewhere(sent.text, evidence)
+            if found is not None:
+                return _withheld(v, f"the evidence says '{found[:80]}', another date")
         return v
 
     def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:

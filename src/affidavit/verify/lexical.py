@@ -658,11 +658,18 @@ def subject_named_before(claim: str, sentence: str, before: str) -> bool:
     return all(w in seen for w in name)
 
 
+# where the clause of a dated word may start
+_DATED_CLAUSE = re.compile(
+    r"[,;:.()\n]|\b(?:and|but|until|till|which|that|who|when|while|after|before|whereas)\b"
+)
 _DATE_AFTER = re.compile(rf"\s+(?P<t>(?:in|on|during) {_TIME[_TIME.index(' ') + 1 :]})\b", re.I)
 
 
 def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
     """The evidence's words that bind the claim's dated word to another date, or None.
+
+    ``evidence`` is all the claim's evidence at once: a binding to the claim's own date anywhere
+    in it clears the claim.
 
     The claim's time adverbial follows a word ("The Eiffel Tower was completed in 1887."):
     when the evidence puts a date of another year, month or day right after that same word
@@ -680,6 +687,9 @@ def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
         True
         >>> date_bound_elsewhere("Construction began in 1887.", ev) is None
         True
+        >>> date_bound_elsewhere("The Eiffel Tower was completed in 1889.", "It was the tallest "
+        ...     "until the Chrysler Building in New York City was completed in 1930.") is None
+        True
     """
     split = split_time_adverbial(claim)
     if split is None:
@@ -694,11 +704,20 @@ def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
     if word.lower() in _SKIP or len(key) < 3:
         return None
     other: str | None = None
+    claim_words = {w.lower() for w in WORD_RE.findall(claim)}
     for m in WORD_RE.finditer(evidence):
         if stem(m.group()) != key:
             continue
         d = _DATE_AFTER.match(evidence, m.end())
         if d is None:
+            continue
+        # the clause that leads to the dated word names something the claim does not: it dates
+        # that ("... until the Chrysler Building was completed in 1930")
+        lead = _DATED_CLAUSE.split(evidence[max(0, m.start() - 200) : m.start()])[-1]
+        if any(
+            w[0].isupper() and w.lower() not in claim_words and w.lower() not in _SKIP
+            for w in WORD_RE.findall(lead)
+        ):
             continue
         ev_date = _date_parts(d.group("t"))
         if ev_date is None:

@@ -158,10 +158,15 @@ def test_a_statement_the_model_rejects_stays_unsupported() -> None:
         ("Construction began in 1887.", None),
         # the evidence dates that word both ways: not read as another date
         ("He joined the club in 2005.", None),
+        # another thing's date: its clause names what the claim does not
+        ("The Eiffel Tower was topped out in 1930.", None),
     ],
 )
 def test_date_bound_elsewhere(text: str, expected: str | None) -> None:
-    evidence = EIFFEL + " He joined the club in 2005 and left the club in 2010."
+    evidence = (
+        EIFFEL + " He joined the club in 2005 and left the club in 2010. It was the tallest until"
+        " the Chrysler Building was topped out in 1931."
+    )
     assert date_bound_elsewhere(text, evidence) == expected
 
 
@@ -191,3 +196,24 @@ def test_subject_named_before() -> None:
     # no pronoun subject, or the sentence opens with the name: nothing to resolve
     assert subject_named_before("Pierre Curie won.", "In 1903, Pierre Curie won.", "")
     assert subject_named_before("Pierre Curie won.", "Pierre Curie won, and he left.", "")
+
+
+def test_a_date_of_the_claim_in_another_chunk_clears_it() -> None:
+    # the sample corpus's Eiffel document in two chunks: the other chunk's "completed in 1930"
+    # belongs to the Chrysler Building, and the first chunk dates the tower's completion as
+    # the claim does (three server, page and CLI tests withheld the true sentence)
+    scorer = ScriptedScorer(fn=lambda c, e: (0.9, 0.05, 0.05))
+    cascade = ClaimCascade(
+        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
+        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
+        scorers={"cross_encoder": scorer},
+    )
+    chrysler = (
+        "It was the tallest man-made structure in the world until the Chrysler Building in New "
+        "York City was completed in 1930."
+    )
+    claim = claim_from_text("The Eiffel Tower was completed in March 1889.")
+    v = cascade.verify(claim, chunks_from_texts([EIFFEL, chrysler]))
+    assert v.label == "supported", v.reason
+    v = cascade.verify(claim, chunks_from_texts([chrysler, EIFFEL]))
+    assert v.label == "supported", v.reason
