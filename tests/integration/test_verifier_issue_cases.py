@@ -163,11 +163,21 @@ DEMO_EIFFEL = (
 )
 
 
-def test_the_demo_curie_answer_is_supported() -> None:
+# as `ask` refines it: the relevant sentences, the one naming her after the dated one
+DEMO_CURIE_REFINED = (
+    "In 1898, working with her husband Pierre Curie, she announced the discovery of two new "
+    "elements: polonium, which she named after her native Poland, and radium. Marie Curie was the "
+    "first woman to win a Nobel Prize."
+)
+
+
+@pytest.mark.parametrize("evidence", [DEMO_CURIE, DEMO_CURIE_REFINED])
+def test_the_demo_curie_answer_is_supported(evidence: str) -> None:
     # the demo's true answer was unverified (p 0.25-0.48): the model reads a date at the end of
     # a claim as a sign of contradiction; the statement without it is supported (p 0.90) by the
     # sentence that dates it "In 1898"
-    assert _label("Marie Curie discovered polonium and radium in 1898.", DEMO_CURIE) == "supported"
+    assert _label("Marie Curie discovered polonium and radium in 1898.", evidence) == "supported"
+    assert _label("Pierre Curie discovered polonium and radium in 1898.", evidence) != "supported"
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ from affidavit.verify.lexical import (
     sentence_spans,
     split_time_adverbial,
     subject_focus,
-    subject_named_before,
+    subject_named_elsewhere,
     support_about_someone_else,
     verbatim_support,
     words_restated,
@@ -472,8 +472,8 @@ class ClaimCascade:
     def _dated(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:
         """Supported when the claim without its date is supported by an evidence sentence on its
         own, that sentence has every word of it (names may be elsewhere in the chunk; a subject
-        it calls "she" named before it), and dates all it says by the claim's date
-        (``verify.dated_support``).
+        it calls "she" named elsewhere in it, not beside the "she"), and dates all it says by
+        the claim's date (``verify.dated_support``).
 
         The model reads a date at the end of a claim as a sign of contradiction ("Marie Curie
         discovered polonium and radium in 1898." p 0.19 against "In 1898, ... she announced the
@@ -503,7 +503,9 @@ class ClaimCascade:
                 if (
                     ev_when is None
                     or not words_restated(body, sentence, chunk.text)
-                    or not subject_named_before(body, sentence, chunk.text[:a])
+                    or not subject_named_elsewhere(
+                        body, sentence, chunk.text[:a] + " " + chunk.text[b:]
+                    )
                 ):
                     continue
                 tried += 1

@@ -628,21 +628,24 @@ _PRONOUN_SUBJECT = re.compile(r"(?:^|[,;:]\s+|\band\s+)(?:she|he|they)\b", re.I)
 _LEADING_NAME = re.compile(r"^((?:[A-Z][\w.'’-]*\s+)*[A-Z][\w.'’-]*)\s")
 
 
-def subject_named_before(claim: str, sentence: str, before: str) -> bool:
+def subject_named_elsewhere(claim: str, sentence: str, rest: str) -> bool:
     """Whether the claim's opening name may be whom ``sentence`` speaks of.
 
     When the sentence's subject is a pronoun ("..., she announced ...") and the sentence does not
-    open with the claim's name, the name must come in ``before`` (the text before the sentence),
-    as the one the pronoun refers to; a name the sentence gives only beside its pronoun ("working
-    with her husband Pierre Curie, she ...") is someone else.
+    open with the claim's name, the pronoun refers to someone named elsewhere: the name must come
+    in ``rest`` (the chunk without the sentence; a refined passage may keep the naming sentence
+    after this one), and not whole inside the sentence, beside the pronoun ("working with her
+    husband Pierre Curie, she ..." is not about Pierre Curie).
 
     Examples:
         >>> s = "In 1898, working with her husband Pierre Curie, she announced the discovery."
-        >>> subject_named_before("Marie Curie announced the discovery.", s, "Marie Curie was ...")
+        >>> subject_named_elsewhere("Marie Curie announced the discovery.", s, "Marie Curie was")
         True
-        >>> subject_named_before("Pierre Curie announced the discovery.", s, "Marie Curie was ...")
+        >>> subject_named_elsewhere("Pierre Curie announced the discovery.", s, "Pierre Curie was")
         False
-        >>> subject_named_before("Pierre Curie won.", "Pierre Curie won, and he left.", "")
+        >>> subject_named_elsewhere("Marie Curie announced the discovery.", s, "")
+        False
+        >>> subject_named_elsewhere("Pierre Curie won.", "Pierre Curie won, and he left.", "")
         True
     """
     m = _LEADING_NAME.match(claim)
@@ -654,7 +657,10 @@ def subject_named_before(claim: str, sentence: str, before: str) -> bool:
     body = _OPENING_DATE.sub("", sentence.strip(), count=1)
     if body.lower().startswith(" ".join(name).lower()) or not _PRONOUN_SUBJECT.search(body):
         return True
-    seen = set(WORD_RE.findall(before))
+    inside = set(WORD_RE.findall(sentence))
+    if all(w in inside for w in name):
+        return False
+    seen = set(WORD_RE.findall(rest))
     return all(w in seen for w in name)
 
 

@@ -15,7 +15,7 @@ from affidavit.verify.lexical import (
     date_bound_elsewhere,
     dates_whole_sentence,
     split_time_adverbial,
-    subject_named_before,
+    subject_named_elsewhere,
     words_restated,
 )
 
@@ -189,13 +189,20 @@ def test_a_fronted_wrong_date_is_withheld_whatever_the_model_says() -> None:
     assert right.label == "supported", right.reason
 
 
-def test_subject_named_before() -> None:
+def test_subject_named_elsewhere() -> None:
     before, sent = CURIE.split(". ", 1)
-    assert subject_named_before("Marie Curie discovered polonium.", sent, before)
-    assert not subject_named_before("Pierre Curie discovered polonium.", sent, before)
+    assert subject_named_elsewhere("Marie Curie discovered polonium.", sent, before)
+    assert not subject_named_elsewhere("Pierre Curie discovered polonium.", sent, before)
+    # named after the sentence (a refined passage keeps its sentences, not their order)
+    assert subject_named_elsewhere("Marie Curie discovered polonium.", sent, "Marie Curie won.")
+    # named nowhere but beside the pronoun
+    assert not subject_named_elsewhere("Marie Curie discovered polonium.", sent, "")
+    assert not subject_named_elsewhere(
+        "Pierre Curie discovered polonium.", sent, "Pierre Curie won."
+    )
     # no pronoun subject, or the sentence opens with the name: nothing to resolve
-    assert subject_named_before("Pierre Curie won.", "In 1903, Pierre Curie won.", "")
-    assert subject_named_before("Pierre Curie won.", "Pierre Curie won, and he left.", "")
+    assert subject_named_elsewhere("Pierre Curie won.", "In 1903, Pierre Curie won.", "")
+    assert subject_named_elsewhere("Pierre Curie won.", "Pierre Curie won, and he left.", "")
 
 
 def test_a_date_of_the_claim_in_another_chunk_clears_it() -> None:
@@ -217,3 +224,14 @@ def test_a_date_of_the_claim_in_another_chunk_clears_it() -> None:
     assert v.label == "supported", v.reason
     v = cascade.verify(claim, chunks_from_texts([chrysler, EIFFEL]))
     assert v.label == "supported", v.reason
+
+
+def test_the_sentence_naming_the_subject_may_come_after() -> None:
+    # `ask` refines its passage to the relevant sentences: the demo's chunk put the dated
+    # sentence first and the sentence naming Marie Curie after it
+    refined = SENT + " Marie Curie was the first woman to win a Nobel Prize."
+    claim = claim_from_text("Marie Curie discovered polonium and radium in 1898.")
+    v = _cascade().verify(claim, chunks_from_texts([refined]))
+    assert v.label == "supported", v.reason
+    pierre = claim_from_text("Pierre Curie discovered polonium and radium in 1898.")
+    assert _cascade().verify(pierre, chunks_from_texts([refined])).label != "supported"
