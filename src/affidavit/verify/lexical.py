@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from affidavit.verify.numbers import find_dates
+
 WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
 STOPWORDS = frozenset(
@@ -486,12 +488,8 @@ def move_time_adverbial(sentence: str) -> tuple[str, str] | None:
     return None
 
 
-# a time adverbial's date, part by part: "late 1990", "4 July 1934", "July 4, 1934", "March 1889"
-_DATE_PARTS = re.compile(
-    rf"^(?:(?P<q>early|late|mid-?) ?)?(?:(?P<d1>\d{{1,2}}) )?(?:(?P<m>{_MONTH}) )?"
-    r"(?:(?P<d2>\d{1,2}), )?(?P<y>\d{4})$",
-    re.I,
-)
+# "early 1990", "late 1990", "mid-1990": a part of the date that `find_dates` does not keep
+_QUALIFIER = re.compile(r"\b(early|late|mid)\b", re.I)
 # a point in time ("in 1898", "on 4 July 1934"); "by", "since", "until" bound it instead
 _POINT = re.compile(r"^(?:in|on|during) ", re.I)
 # a fronted date that opens an evidence sentence: "In 1898, ...", "On 20 July 1969, ..."
@@ -541,15 +539,26 @@ def split_time_adverbial(sentence: str) -> tuple[str, str] | None:
 
 
 def _date_parts(adverbial: str) -> dict[str, str] | None:
-    m = _DATE_PARTS.match(adverbial.split(" ", 1)[1].strip())
-    if m is None:
+    """The one date of a time adverbial, part by part (year, month, day, early/late/mid)."""
+    found = find_dates(adverbial)
+    if len(found) != 1 or found[0].year is None or found[0].decade:
         return None
+    q = _QUALIFIER.search(adverbial)
     return {
-        "q": (m.group("q") or "").lower().rstrip("-"),
-        "d": m.group("d1") or m.group("d2") or "",
-        "m": (m.group("m") or "").lower(),
-        "y": m.group("y"),
+        "q": q.group(1).lower() if q else "",
+        "d": str(found[0].day or ""),
+        "m": str(found[0].month or ""),
+        "y": str(found[0].year),
     }
+
+
+def _dates_agree(claim: dict[str, str], evidence: dict[str, str], *, evidence_vaguer: bool) -> bool:
+    """The same year, and the claim's month, day and qualifier the evidence's where the claim
+    gives them; with ``evidence_vaguer``, also where the evidence leaves them out."""
+    return claim["y"] == evidence["y"] and all(
+        not claim[p] or claim[p] == evidence[p] or (evidence_vaguer and not evidence[p])
+        for p in ("q", "m", "d")
+    )
 
 
 def dates_whole_sentence(adverbial: str, sentence: str) -> str | None:
@@ -587,11 +596,8 @@ def dates_whole_sentence(adverbial: str, sentence: str) -> str | None:
             return None
         t = split[1]
     ev_date = _date_parts(t)
-    if ev_date is None or ev_date["y"] != claim_date["y"]:
+    if ev_date is None or not _dates_agree(claim_date, ev_date, evidence_vaguer=False):
         return None
-    for part in ("q", "m", "d"):
-        if claim_date[part] and claim_date[part] != ev_date[part]:
-            return None
     return t
 
 
@@ -728,11 +734,7 @@ def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
         ev_date = _date_parts(d.group("t"))
         if ev_date is None:
             continue
-        agrees = ev_date["y"] == claim_date["y"] and all(
-            not claim_date[p] or not ev_date[p] or claim_date[p] == ev_date[p]
-            for p in ("q", "m", "d")
-        )
-        if agrees:
+        if _dates_agree(claim_date, ev_date, evidence_vaguer=True):
             return None  # the evidence also dates it as the claim does
         other = other or f"{m.group()} {d.group('t')}"
     return other

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -93,12 +94,15 @@ def test_words_restated_needs_every_word() -> None:
     assert not words_restated("Marie Curie discovered polonium and radium.", SENT, SENT)
 
 
-def _cascade(**kw: object) -> ClaimCascade:
-    # a model with the trailing-date shortcut: any claim with a year scores low, the same
-    # statement without it high
-    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
-        return (0.2, 0.5, 0.3) if re.search(r"\d{4}", claim) else (0.8, 0.15, 0.05)
+def _trailing_date_shortcut(claim: str, evidence: str) -> tuple[float, float, float]:
+    # any claim with a year scores low, the same statement without it high
+    return (0.2, 0.5, 0.3) if re.search(r"\d{4}", claim) else (0.8, 0.15, 0.05)
 
+
+def _cascade(
+    fn: Callable[[str, str], tuple[float, float, float]] = _trailing_date_shortcut,
+    **kw: object,
+) -> ClaimCascade:
     return ClaimCascade(
         VerifySettings(cascade=["checks", "cross_encoder"], threads=1, **kw),  # type: ignore[arg-type]
         PolicySettings(tau_entail=0.5, tau_contradict=0.5),
@@ -137,12 +141,7 @@ def test_anything_else_is_left_to_the_model(text: str) -> None:
 
 
 def test_a_statement_the_model_rejects_stays_unsupported() -> None:
-    scorer = ScriptedScorer(fn=lambda c, e: (0.2, 0.5, 0.3))
-    cascade = ClaimCascade(
-        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
-        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
-        scorers={"cross_encoder": scorer},
-    )
+    cascade = _cascade(lambda c, e: (0.2, 0.5, 0.3))
     claim = claim_from_text("Marie Curie discovered polonium and radium in 1898.")
     assert cascade.verify(claim, chunks_from_texts([CURIE])).label == "unsupported"
 
@@ -172,12 +171,7 @@ def test_date_bound_elsewhere(text: str, expected: str | None) -> None:
 
 def test_a_fronted_wrong_date_is_withheld_whatever_the_model_says() -> None:
     # the model's other shortcut: a date in front reads as support whatever its value
-    scorer = ScriptedScorer(fn=lambda c, e: (0.9, 0.05, 0.05))
-    cascade = ClaimCascade(
-        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
-        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
-        scorers={"cross_encoder": scorer},
-    )
+    cascade = _cascade(lambda c, e: (0.9, 0.05, 0.05))
     v = cascade.verify(
         claim_from_text("In 1887, the Eiffel Tower was completed."), chunks_from_texts([EIFFEL])
     )
@@ -209,12 +203,7 @@ def test_a_date_of_the_claim_in_another_chunk_clears_it() -> None:
     # the sample corpus's Eiffel document in two chunks: the other chunk's "completed in 1930"
     # belongs to the Chrysler Building, and the first chunk dates the tower's completion as
     # the claim does (three server, page and CLI tests withheld the true sentence)
-    scorer = ScriptedScorer(fn=lambda c, e: (0.9, 0.05, 0.05))
-    cascade = ClaimCascade(
-        VerifySettings(cascade=["checks", "cross_encoder"], threads=1),
-        PolicySettings(tau_entail=0.5, tau_contradict=0.5),
-        scorers={"cross_encoder": scorer},
-    )
+    cascade = _cascade(lambda c, e: (0.9, 0.05, 0.05))
     chrysler = (
         "It was the tallest man-made structure in the world until the Chrysler Building in New "
         "York City was completed in 1930."
