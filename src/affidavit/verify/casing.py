@@ -26,6 +26,8 @@ Examples:
     'Paris is in Germany.'
     >>> recase_like("buzz aldrin walked on the moon.", "Armstrong and Buzz Aldrin landed.")
     'Buzz Aldrin walked on the moon.'
+    >>> recase_like("buzz aldrin landed . he walked .", "Buzz Aldrin landed on the Moon.")
+    'Buzz Aldrin landed . He walked .'
     >>> recase_like("Already Cased text.", "Already cased, with Text.")
     'Already Cased text.'
 """
@@ -120,7 +122,9 @@ def recase_like(claim: str, evidence: str) -> str:
 
     text = pattern.sub(place, text)
     chars = list(text)
-    for start, end in sentence_spans(text) or [(0, len(text))]:
+    # the sentences of the claim as written: once names have capitals, a lower-case
+    # tokenised stop (" . one of ...") no longer reads as a sentence end
+    for start, end in sentence_spans(claim) or [(0, len(claim))]:
         first = next((i for i in range(start, end) if chars[i].isalnum()), None)
         if first is not None and chars[first].islower() and len(chars[first].upper()) == 1:
             chars[first] = chars[first].upper()

@@ -41,6 +41,13 @@ APOLLO = (
         ("we ate turkey off china plates.", "x", "We ate turkey off china plates."),
         # every sentence starts with a capital
         ("it rained. then it snowed!", "x", "It rained. Then it snowed!"),
+        # ... also in tokenised text, once a name before the stop has its capital (the sentences
+        # are read from the claim as written: 'Ryn . one' no longer looks like a sentence end)
+        (
+            "maurice van ryn has pleaded guilty . one of his victims told the court .",
+            "The businessman Maurice Van Ryn has pleaded guilty.",
+            "Maurice Van Ryn has pleaded guilty . One of his victims told the court .",
+        ),
     ],
 )
 def test_recase_like(claim: str, evidence: str, expected: str) -> None:
@@ -91,3 +98,16 @@ def test_the_lexical_audit_checks_a_lower_case_claim_with_capitals() -> None:
         "paris is in germany.",
     )
     assert report.claims and not report.claims[0].supported
+
+
+def test_a_recased_tokenised_summary_is_still_split_into_its_sentences() -> None:
+    # a lower-cased, tokenised news summary (SummEval's form): before, the recased text read
+    # "... guilty . one of ..." and the cascade judged both sentences as one claim
+    from affidavit.claims.segment import split_sentences
+
+    claim = "maurice van ryn has pleaded guilty . one of his victims told the court ."
+    recased = recase_like(claim, "The businessman Maurice Van Ryn has pleaded guilty.")
+    assert [s.text for s in split_sentences(recased)] == [
+        "Maurice Van Ryn has pleaded guilty .",
+        "One of his victims told the court .",
+    ]
