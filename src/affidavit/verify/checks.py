@@ -100,6 +100,10 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
     """Two quantities that state the same kind of thing: the same unit dimension, or two bare
     numbers counting the same word ("seven *children*" / "eight *children*"; an age "42," is
     not comparable with "seven children")."""
+    if a.dimension == "ordinal" and b.dimension == "ordinal":
+        # a rank says which of something: "the 9th *grade*" does not rank what "the first
+        # *time*" does (a context is the word after it, unknown at the end of a text)
+        return not a.context or not b.context or a.context == b.context
     if a.dimension or b.dimension:
         return a.dimension == b.dimension
     return a.context == b.context
@@ -176,7 +180,10 @@ def check_numbers(
             comparable = [
                 eq
                 for eq in scope
-                if not cq.dimension or not eq.dimension or eq.dimension == cq.dimension
+                if (not cq.dimension or not eq.dimension or eq.dimension == cq.dimension)
+                # a rank and a count never disagree ("9th-grade students" / "Audrey, 14,"),
+                # and two ranks only when they rank the same thing
+                and ("ordinal" not in (cq.dimension, eq.dimension) or _comparable(cq, eq))
             ]
             if comparable:
                 # prefer the evidence value of the same dimension, then the closest in size
@@ -284,6 +291,23 @@ def check_dates(
         if cd.is_bare_year and any(not q.dimension and q.value == cd.year for q in ev_q):
             continue
         what = _date_kind(cd)
+        if cd.year is not None and not any(ed.year == cd.year for ed in ev_d):
+            partial = next(
+                (ed for ed in ev_d if ed.year is None and _date_compatible(ed, cd)), None
+            )
+            if partial is not None:
+                # the evidence gives the claim's month (and day) without a year ("the first
+                # debate is planned for June" / "June 2019") and no date of the claim's year:
+                # the year is not stated, and a date of another year there is not a conflict
+                return CheckResult(
+                    check="date",
+                    status="fail",
+                    reason=(
+                        f"the year of {cd.describe()} is not in the evidence, which gives "
+                        f"{partial.describe()} without one"
+                    ),
+                    claim_value=cd.describe(),
+                )
         # the most informative conflicting evidence date: same kind of statement first
         pool = [ed for ed in ev_d if (ed.year is not None) == (cd.year is not None)] or list(ev_d)
         if cd.year is not None:

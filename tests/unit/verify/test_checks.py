@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from affidavit.core.types import CheckResult
 from affidavit.verify.checks import CHECK_NAMES, check_entities, failed, run_checks
 from affidavit.verify.numbers import find_dates, find_quantities
 
@@ -240,3 +241,64 @@ def test_a_name_of_a_kind_the_evidence_gives_another_name_fails(
 )
 def test_a_name_of_a_kind_the_evidence_gives_passes(claim: str, evidence: str) -> None:
     assert check_entities(claim, evidence).status == "pass"
+
+
+def _fail(claim: str, evidence: str, check: str) -> CheckResult:
+    return next(r for r in run_checks(claim, evidence) if r.check == check)
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # a rank is not a count: "9th" was said to disagree with the age "14" (WiCE, true claim
+        # shown contradicted), and with "the first time", which ranks something else
+        (
+            "The school opened in fall 2016 with 400 9th-grade students.",
+            "Audrey Chiang, 14, is reunited with friends. Portola High School opens to 400 "
+            "freshmen in 2016.",
+        ),
+        (
+            "The school opened in fall 2016 with 400 9th-grade students.",
+            "Portola High School opens to 400 freshmen in 2016. It welcomes students for the "
+            "first time on Wednesday.",
+        ),
+    ],
+)
+def test_a_rank_the_evidence_does_not_give_is_missing_not_contradicted(
+    claim: str, evidence: str
+) -> None:
+    r = _fail(claim, evidence, "number")
+    assert r.status == "fail"
+    assert r.absent and r.evidence_value is None
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "other"),
+    [
+        ("She finished 3rd in the race.", "She finished 5th in the race.", "5th"),
+        (
+            "It was the 3rd largest city.",
+            "It was the first time. It was the 2nd largest city.",
+            "2nd",
+        ),
+    ],
+)
+def test_two_ranks_of_the_same_thing_still_disagree(claim: str, evidence: str, other: str) -> None:
+    r = _fail(claim, evidence, "number")
+    assert r.status == "fail" and not r.absent
+    assert r.evidence_value == other
+
+
+def test_a_month_the_evidence_gives_without_a_year_is_not_a_conflict() -> None:
+    # WiCE, a true claim shown contradicted: 'June 2019' was compared with the article's dateline
+    r = _fail(
+        "Perez announced a series of debates, set to begin in June 2019.",
+        "December 20, 2018 WASHINGTON - The Democratic National Committee announced a plan for "
+        "12 primary debates, with the first planned for June.",
+        "date",
+    )
+    assert r.status == "fail"
+    assert r.absent and "without" in r.reason
+    # ... but a date of the claim's own year that disagrees still does
+    r = _fail("He was born in June 1990.", "He was born on 3 May 1990. In June he moved.", "date")
+    assert r.status == "fail" and not r.absent
