@@ -273,6 +273,16 @@ def _date_compatible(c: DateMention, e: DateMention) -> bool:
 date_compatible = _date_compatible
 
 
+def _same_year_conflict(c: DateMention, e: DateMention) -> bool:
+    """The evidence date has the claim date's year and states a month or day it contradicts."""
+    if c.year is None or e.year != c.year or c.decade or e.decade:
+        return False
+    return any(
+        getattr(c, f) is not None and getattr(e, f) is not None and getattr(c, f) != getattr(e, f)
+        for f in ("month", "day")
+    )
+
+
 def check_dates(
     claim_d: Sequence[DateMention],
     ev_d: Sequence[DateMention],
@@ -291,38 +301,27 @@ def check_dates(
         if cd.is_bare_year and any(not q.dimension and q.value == cd.year for q in ev_q):
             continue
         what = _date_kind(cd)
-        if cd.year is not None and not any(ed.year == cd.year for ed in ev_d):
-            partial = next(
-                (ed for ed in ev_d if ed.year is None and _date_compatible(ed, cd)), None
+        partial = next((ed for ed in ev_d if _date_compatible(ed, cd)), None)
+        if partial is not None and not any(_same_year_conflict(cd, ed) for ed in ev_d):
+            # the evidence states part of the claim's date and nothing against the rest: "June"
+            # for "June 2019" (beside a dateline of another year), "2002" for "30 April 2002".
+            # What it leaves out is missing, not contradicted.
+            return CheckResult(
+                check="date",
+                status="fail",
+                reason=(
+                    f"the {what} {cd.describe()} is more specific than "
+                    f"{partial.describe()} in the evidence"
+                ),
+                claim_value=cd.describe(),
             )
-            if partial is not None:
-                # the evidence gives the claim's month (and day) without a year ("the first
-                # debate is planned for June" / "June 2019") and no date of the claim's year:
-                # the year is not stated, and a date of another year there is not a conflict
-                return CheckResult(
-                    check="date",
-                    status="fail",
-                    reason=(
-                        f"the year of {cd.describe()} is not in the evidence, which gives "
-                        f"{partial.describe()} without one"
-                    ),
-                    claim_value=cd.describe(),
-                )
         # the most informative conflicting evidence date: same kind of statement first
         pool = [ed for ed in ev_d if (ed.year is not None) == (cd.year is not None)] or list(ev_d)
         if cd.year is not None:
             pool = [ed for ed in pool if ed.year is not None] or pool
         if pool:
             ed = _closest_date(cd, pool)
-            if cd.year is not None and ed.year == cd.year:
-                reason = (
-                    f"the {what} {cd.describe()} is more specific than, or disagrees with, "
-                    f"{ed.describe()} in the evidence"
-                )
-            else:
-                reason = (
-                    f"the {what} {cd.describe()} disagrees with {ed.describe()} in the evidence"
-                )
+            reason = f"the {what} {cd.describe()} disagrees with {ed.describe()} in the evidence"
             return CheckResult(
                 check="date",
                 status="fail",

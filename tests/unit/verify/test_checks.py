@@ -289,6 +289,32 @@ def test_two_ranks_of_the_same_thing_still_disagree(claim: str, evidence: str, o
     assert r.evidence_value == other
 
 
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # HaluEval dialogue, a right answer shown contradicted: the evidence gives only the year
+        ("It sure was on April 30, 2002.", "The film was released in 2002."),
+        ("It opened in 2002.", "It opened in the 2000s."),
+    ],
+)
+def test_a_date_more_specific_than_the_evidence_is_missing_not_contradicted(
+    claim: str, evidence: str
+) -> None:
+    r = _fail(claim, evidence, "date")
+    assert r.status == "fail"
+    assert r.absent and "more specific than" in r.reason
+
+
+def test_a_date_the_evidence_contradicts_still_fails_as_a_conflict() -> None:
+    for claim, evidence in [
+        ("It was released on April 30, 2002.", "The film was released on May 1, 2002."),
+        ("It was released in 2003.", "The film was released in 2002."),
+        ("It was released in the 1990s.", "The film was released in 2002."),
+    ]:
+        r = _fail(claim, evidence, "date")
+        assert r.status == "fail" and not r.absent, claim
+
+
 def test_a_month_the_evidence_gives_without_a_year_is_not_a_conflict() -> None:
     # WiCE, a true claim shown contradicted: 'June 2019' was compared with the article's dateline
     r = _fail(
@@ -298,7 +324,7 @@ def test_a_month_the_evidence_gives_without_a_year_is_not_a_conflict() -> None:
         "date",
     )
     assert r.status == "fail"
-    assert r.absent and "without" in r.reason
+    assert r.absent and "more specific than June" in r.reason
     # ... but a date of the claim's own year that disagrees still does
     r = _fail("He was born in June 1990.", "He was born on 3 May 1990. In June he moved.", "date")
     assert r.status == "fail" and not r.absent
