@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import doctest
-import gc
 import importlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,17 +41,7 @@ async def _max_lag(work: asyncio.Future[object], tick: float = 0.005) -> float:
     return worst
 
 
-@contextlib.contextmanager
-def _frozen_heap() -> Iterator[None]:
-    """Move every object alive now out of the collector's reach for the block."""
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
+@pytest.mark.usefixtures("frozen_heap")
 def test_twenty_concurrent_audits_do_not_block_the_event_loop() -> None:
     async def main() -> tuple[float, float, list[affidavit.AuditReport]]:
         affidavit.audit("q", CHUNKS, ANSWER)  # warm the imports outside the measurement
@@ -64,13 +51,10 @@ def test_twenty_concurrent_audits_do_not_block_the_event_loop() -> None:
         lag = await _max_lag(work)
         return lag, time.perf_counter() - t0, list(await work)
 
-    # a full collection of the test session's heap (hundreds of thousands of objects by the time
-    # this test runs) stalls any Python loop for up to a second (1.1 s for 10 million objects
-    # here): the likely cause of CI's one failure here, lag 0.82 s of 1.32 s. Freezing the heap
-    # first keeps that pause, which is not the audits', out of the measurement; the next test
-    # shows the measurement still discriminates.
-    with _frozen_heap():
-        lag, wall, reports = asyncio.run(main())
+    # frozen_heap: a full collection of the test session's heap, which stalls any loop, is the
+    # likely cause of CI's one failure here (lag 0.82 s of 1.32 s); the next test shows the
+    # measurement still discriminates
+    lag, wall, reports = asyncio.run(main())
     assert len(reports) == 20 and all(not r.trust_passed for r in reports)
     # run on the loop, the audits would stall its timer for the whole wall time (lag ~ wall,
     # next test); in worker processes the timer keeps firing and the worst delay is a small
@@ -79,6 +63,7 @@ def test_twenty_concurrent_audits_do_not_block_the_event_loop() -> None:
     assert lag < wall / 2, (lag, wall)
 
 
+@pytest.mark.usefixtures("frozen_heap")
 def test_the_same_audits_on_the_loop_would_block_it() -> None:
     """The measurement discriminates: a blocking audit stalls the timer for its whole run."""
 
@@ -91,8 +76,7 @@ def test_the_same_audits_on_the_loop_would_block_it() -> None:
         lag = await _max_lag(asyncio.ensure_future(blocking()))
         return lag, time.perf_counter() - t0
 
-    with _frozen_heap():
-        lag, wall = asyncio.run(main())
+    lag, wall = asyncio.run(main())
     assert lag > wall / 2
 
 

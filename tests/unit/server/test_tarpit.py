@@ -17,6 +17,9 @@ from affidavit.server.tarpit import AuthTarpit
 GOOD = "afd_0123abcd_good"
 WRONG = "afd_0123abcd_" + "x" * 43
 
+# the tests time undelayed answers (< 0.1 s): no collection of the session's heap in between
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 class Inner:
     """The wrapped app: records which requests reached it and answers 200."""
