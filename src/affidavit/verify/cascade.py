@@ -30,6 +30,7 @@ Examples:
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -616,7 +617,11 @@ class ClaimCascade:
         if self.settings.split_sentences:
             subs = _sentences(claim)
             if len(subs) > 1:
-                parts = [self._run(sub, chunks, deadline) for sub in subs]
+                # a question that names nothing asserts nothing to check ("Have you seen her
+                # ranking?"); the whole text, scored above, still holds it. Kept when every
+                # sentence is one.
+                stated = [sub for sub in subs if not _asks_only(sub.text)] or subs
+                parts = [self._run(sub, chunks, deadline) for sub in stated]
         return whole, parts
 
     def _run(self, claim: Claim, chunks: Sequence[Chunk], deadline: float) -> _Run:
@@ -1238,6 +1243,36 @@ def _sentences(claim: Claim) -> list[Claim]:
         )
         for i, g in enumerate(segs, start=1)
     ]
+
+
+# a question that states something as known: "Did you know (that) she died in Paris?"
+_TELLING_QUESTION = re.compile(
+    r"^\W*(?:(?:but|and|so|also|oh|well)\W+)*(?:did|do|have|had|were|are)\s+you\s+"
+    r"(?:\w+\s+)?(?:know|knew|heard?\s+(?:that|about|how)|aware|realize|realise)\b",
+    re.IGNORECASE,
+)
+
+
+def _asks_only(text: str) -> bool:
+    """A question that asserts nothing: it names nothing checkable (no name, title, number or
+    date: "Have you seen her ranking?") and does not tell something as known ("Did you know he
+    was a sailor?"). A question that names something may presuppose it ("Have you seen her in
+    Liar Liar?" says she is in it) and is checked like any sentence.
+
+    Examples:
+        >>> _asks_only("Have you seen her ranking?"), _asks_only("Do you like that music?")
+        (True, True)
+        >>> _asks_only("Have you seen her in the movie Liar Liar?")
+        False
+        >>> _asks_only("Did you know he was a sailor?"), _asks_only("He was a sailor.")
+        (False, False)
+    """
+    from affidavit.claims.rules import has_content
+
+    t = text.strip().rstrip("\"'\u201d)] ")
+    if not t.endswith(("?", "\uff1f")):
+        return False
+    return _TELLING_QUESTION.match(t) is None and not has_content(t)
 
 
 def _absence(r: CheckResult) -> bool:

@@ -135,6 +135,48 @@ def test_a_summary_with_one_unsupported_sentence_is_not_supported() -> None:
     assert v.stages[-1].stage == "combiner"
 
 
+def _no_answer_to_questions(claim: str, evidence: str) -> tuple[float, float, float]:
+    """The evidence answers no question (the model scored a question such as "Have you seen
+    her ranking?" p_entail 0.2 and sank a right HaluEval dialogue answer with it)."""
+    if claim.rstrip().endswith("?") and "polonium" not in claim:
+        return (0.05, 0.9, 0.05)
+    return (0.9, 0.08, 0.02)
+
+
+def test_a_question_that_asserts_nothing_is_not_a_sentence_to_check() -> None:
+    scorer = ScriptedScorer(fn=_no_answer_to_questions)
+    text = "Marie Curie discovered polonium in 1898. Have you read her biography?"
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label == "supported", v.reason
+    claims = {c for c, _ in scorer.calls}
+    assert "Have you read her biography?" not in claims and text in claims
+
+
+def test_a_question_that_tells_something_is_still_checked() -> None:
+    scorer = ScriptedScorer(fn=_no_answer_to_questions)
+    for question in ("Did you know she was born in Paris?", "Did you know she was a sailor?"):
+        text = f"Marie Curie discovered polonium in 1898. {question}"
+        v = cascade(scorer).verify(claim_from_text(text), DOC)
+        assert v.label != "supported"
+        assert question in {c for c, _ in scorer.calls}
+
+
+def test_a_question_that_names_something_is_still_checked() -> None:
+    """It may presuppose what it names: "Have you seen her in the movie Liar Liar?" (a
+    hallucinated HaluEval dialogue answer) says she is in it."""
+    scorer = ScriptedScorer(fn=_no_answer_to_questions)
+    text = "Marie Curie discovered polonium in 1898. Have you read her book on Radium?"
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label != "supported"
+
+
+def test_a_text_of_questions_only_is_still_judged() -> None:
+    scorer = ScriptedScorer(fn=_no_answer_to_questions)
+    text = "Have you read her biography? Do you know where she was born?"
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label != "supported"
+
+
 def test_without_a_combiner_the_text_is_judged_whole_as_before() -> None:
     text = "Marie Curie discovered polonium in 1898. She later moved to Paris with her family."
     v = cascade(ScriptedScorer(fn=by_fact), combiner=None).verify(claim_from_text(text), DOC)
