@@ -692,9 +692,23 @@ _NEG_RE = re.compile(
 )
 _NOT_NEGATION = re.compile(
     r"\b(?:not only|not just|no doubt|nothing but|not until|no matter|no sooner|not least|"
-    r"no one else|none other than|not far)\b",
+    r"no one else|none other than|not far)\b"
+    # an answer particle negates nothing that follows it ("No, I ...", "No! It ...")
+    r"|\bno(?=\s*[,!;]\s)",
     re.IGNORECASE,
 )
+# in a claim that quotes or reports no one: its speaker's own knowledge, not a statement about
+# the world ("No, I did not know that!" was contradicted by the user's "... did you know
+# that?"). Only verbs whose complement stays true ("I didn't know it was against the law": it
+# was); "I don't think X" means not-X. In the evidence, "I didn't know what I was about to see"
+# is someone's statement that a claim may report ("he didn't know ..."): kept there.
+_SPEAKER_KNOWLEDGE = re.compile(
+    r"\bI(?:['’]m|\s+am|\s+was)\s+not\s+(?:sure|aware|certain)\b"
+    r"|\bI\s+(?:do|did|have|had)?\s*(?:not|never|n['’]t|\s?n['’]t)\s+"
+    r"(?:know|knew|heard|seen|realized?|realised?|remember|recall)\b",
+    re.IGNORECASE,
+)
+_REPORTS = re.compile(r"[\"“”]|\b(?:said|says|told|tells|added|adds|wrote|writes)\b", re.I)
 _HEAD_WINDOW = 4
 _SKIP_HEAD = STOPWORDS | FILLER
 
@@ -798,12 +812,15 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _negations(text: str) -> list[tuple[str, set[str], str]]:
+def _negations(text: str, speaker: bool = False) -> list[tuple[str, set[str], str]]:
     """Negation cues with the content stems they govern (the next few words) and the first one
-    (the negated word itself: "not *completed* in 1889")."""
+    (the negated word itself: "not *completed* in 1889"). ``speaker``: the text is a claim, in
+    which the speaker's own not-knowing is no negated fact (`_SPEAKER_KNOWLEDGE`)."""
     if not _NEG_RE.search(text):
         return []
     masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
+    if speaker and not _REPORTS.search(text):
+        masked = _SPEAKER_KNOWLEDGE.sub(lambda m: " " * len(m.group(0)), masked)
     out: list[tuple[str, set[str], str]] = []
     for m in _NEG_RE.finditer(masked):
         after = _lower_words(masked[m.end() : m.end() + 80])[:_HEAD_WINDOW]
@@ -821,7 +838,7 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     A negation counts only where it governs words the other side also uses, so "not widely known"
     in an unrelated clause of the evidence does not fail a claim about something else.
     """
-    c_neg = _negations(claim)
+    c_neg = _negations(claim, speaker=True)
     e_neg = _negations(evidence)
     # a negation the claim drops must sit in the evidence sentence that matches the claim best,
     # not in a neighbouring sentence about something else

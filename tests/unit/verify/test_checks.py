@@ -87,6 +87,34 @@ def test_negation_in_evidence_is_caught() -> None:
     assert "polarity" in failing("The treaty was ratified by the Senate in 1920.", ev)
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["No, I did not know that!", "I didn't know that.", "I did n't know that .", "I'm not sure."],
+)
+def test_the_speakers_own_knowledge_is_not_a_negated_fact(reply: str) -> None:
+    """A right HaluEval dialogue answer, "No, I did not know that! I did think the meat dress
+    she made years ago was awful though.", was shown contradicted: the polarity check read "not
+    know that" against the user's "... did you know that?"."""
+    ev = "[Human]: Marry the Night won the MTV Video Music Award, did you know that?"
+    assert "polarity" not in failing(reply, ev)
+
+
+def test_a_quoted_not_knowing_still_counts_as_negation() -> None:
+    """In the evidence, "I didn't know what I was about to see" is someone's statement; a
+    summary that reports it ("he did n't know what he was about to see") agrees with it."""
+    ev = 'Barnett said: "I didn\'t know what I was about to see. It was shocking."'
+    assert "polarity" not in failing("he did n't know what he was about to see .", ev)
+    quoted = 'Barnett said: "I didn\'t know what I was about to see."'
+    assert "polarity" not in failing(quoted, "Barnett said he didn't know what he would see.")
+
+
+def test_a_negated_fact_after_an_answer_particle_still_fails() -> None:
+    ev = "[Human]: Marry the Night won the MTV Video Music Award, did you know that?"
+    assert "polarity" in failing("No, Marry the Night did not win the award.", ev)
+    assert "polarity" in failing("She did not know that Marry the Night won.", ev)
+    assert "polarity" in failing("No, the tower was not completed.", "It was completed in 1889.")
+
+
 def test_sentence_initial_swapped_name_fails() -> None:
     ev = "The Oberoi Group is a hotel company with its head office in Delhi."
     assert "entity" in failing("Mumbai is the head office of the Oberoi Group.", ev)
