@@ -1267,12 +1267,11 @@ def _asks_only(text: str) -> bool:
         >>> _asks_only("Did you know he was a sailor?"), _asks_only("He was a sailor.")
         (False, False)
     """
-    from affidavit.claims.rules import has_content
+    from affidavit.claims.rules import has_content, skip_reason
 
-    t = text.strip().rstrip("\"'\u201d)] ")
-    if not t.endswith(("?", "\uff1f")):
+    if skip_reason(text) != "question":
         return False
-    return _TELLING_QUESTION.match(t) is None and not has_content(t)
+    return _TELLING_QUESTION.match(text.strip()) is None and not has_content(text)
 
 
 def _absence(r: CheckResult) -> bool:
