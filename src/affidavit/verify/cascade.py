@@ -618,9 +618,13 @@ class ClaimCascade:
             subs = _sentences(claim)
             if len(subs) > 1:
                 # a question that names nothing asserts nothing to check ("Have you seen her
-                # ranking?"); the whole text, scored above, still holds it. Kept when every
-                # sentence is one.
-                stated = [sub for sub in subs if not _asks_only(sub.text)] or subs
+                # ranking?"), nor does a pointer to other content ("Click here for ..."); the
+                # whole text, scored above, still holds them. Kept when every sentence is one.
+                stated = [
+                    sub
+                    for sub in subs
+                    if not _asks_only(sub.text) and not _points_elsewhere(sub.text)
+                ] or subs
                 parts = [self._run(sub, chunks, deadline) for sub in stated]
         return whole, parts
 
@@ -1013,7 +1017,7 @@ class ClaimCascade:
             # evidence that states otherwise outweighs the combiner's overall score
             label, evidence = "contradicted", tuple(e for v in contra for e in v.evidence)
             reason = contra[0].reason
-        elif p >= tau_e and not any(r.conflict or r.misplaced for r in runs):
+        elif p >= tau_e and not any(r.conflict or r.misplaced or r.missing for r in runs):
             label = "supported"
             spans: list[EvidenceSpan] = []
             for v, r in zip(part_verdicts, parts, strict=True):
@@ -1026,6 +1030,9 @@ class ClaimCascade:
                 "a differing value"
                 if any(r.conflict for r in runs)
                 else "a different country or state in the evidence"
+                if any(r.misplaced for r in runs)
+                # fail closed: a number or date no evidence states cannot be entailed as written
+                else "a number or date the evidence does not state"
             )
             reason = (
                 f"combiner: p(supported) {p:.2f} >= {tau_e:g}, but a typed check found "
@@ -1251,6 +1258,30 @@ _TELLING_QUESTION = re.compile(
     r"(?:\w+\s+)?(?:know|knew|heard?\s+(?:that|about|how)|aware|realize|realise)\b",
     re.IGNORECASE,
 )
+
+# a pointer to other content that asserts nothing: "CLICK HERE for all the latest Liverpool
+# news.", "Scroll down for video.", "See our combined XI here." (web pages and the summaries
+# written from them carry these; a right HaluEval summary was withheld on one)
+_NAVIGATION = re.compile(
+    r"^\W*(?:(?:click|tap|press)\s+here\b|scroll\s+down\b|"
+    r"(?:read|see|watch|view|find)\s+(?:more|all|the\s+latest|our|the\s+full)\b[^.!?]{0,80}"
+    r"\b(?:here|below|above)\W*$)",
+    re.IGNORECASE,
+)
+
+
+def _points_elsewhere(text: str) -> bool:
+    """A sentence that only points to other content ("Click here for the latest news.").
+
+    Examples:
+        >>> _points_elsewhere("CLICK HERE for all the latest Liverpool news.")
+        True
+        >>> _points_elsewhere("See our Manchester United vs Manchester City combined XI here.")
+        True
+        >>> _points_elsewhere("Liverpool beat Newcastle 2-0, see the report for details.")
+        False
+    """
+    return _NAVIGATION.match(text.strip()) is not None
 
 
 def _asks_only(text: str) -> bool:

@@ -184,6 +184,9 @@ def check_numbers(
                 # a rank and a count never disagree ("9th-grade students" / "Audrey, 14,"),
                 # and two ranks only when they rank the same thing
                 and ("ordinal" not in (cq.dimension, eq.dimension) or _comparable(cq, eq))
+                # two bare numbers only when they count the same thing: a score "2-1 at
+                # Selhurst" does not disagree with an age "18 at the time"
+                and (cq.dimension or eq.dimension or _comparable(cq, eq))
             ]
             if comparable:
                 # prefer the evidence value of the same dimension, then the closest in size
@@ -709,6 +712,20 @@ _SPEAKER_KNOWLEDGE = re.compile(
     re.IGNORECASE,
 )
 _REPORTS = re.compile(r"[\"“”]|\b(?:said|says|told|tells|added|adds|wrote|writes)\b", re.I)
+# in the evidence, words that negate what follows without a negation word: a claim's "won't
+# show" says what "opts out of showing" does (a right HaluEval summary was shown contradicted).
+# They license a negation in the claim; a claim is not required to repeat them.
+_IMPLICIT_NEG_RE = re.compile(
+    r"\b(?:(?:opt|opts|opted|opting|pull|pulls|pulled|pulling|drop|drops|dropped|dropping|"
+    r"back|backs|backed|backing|sit|sits|sat|sitting|miss|misses|missed|missing|rule|rules|"
+    r"ruled|ruling|stay|stays|stayed|staying)\s+out(?:\s+of)?|"
+    r"withdr(?:ew|aw|aws|awn|awing)(?:\s+from)?|instead\s+of|rather\s+than|"
+    r"declin(?:e|es|ed|ing)\s+to|skip(?:s|ped|ping)?|absent\s+from|lack(?:s|ed|ing)?|"
+    r"free\s+(?:of|from)|(?:barred|banned|prevented|stopped|kept|excluded)\s+from|"
+    r"gave\s+up|give\s+up|giving\s+up|ceased|abandon(?:s|ed|ing)?|"
+    r"(?:has|have|had)\s+yet\s+to|is\s+yet\s+to|are\s+yet\s+to)\b",
+    re.IGNORECASE,
+)
 _HEAD_WINDOW = 4
 _SKIP_HEAD = STOPWORDS | FILLER
 
@@ -812,10 +829,26 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _negations(text: str, speaker: bool = False) -> list[tuple[str, set[str], str]]:
+def _negations(
+    text: str, speaker: bool = False, implicit: bool = False
+) -> list[tuple[str, set[str], str]]:
     """Negation cues with the content stems they govern (the next few words) and the first one
     (the negated word itself: "not *completed* in 1889"). ``speaker``: the text is a claim, in
-    which the speaker's own not-knowing is no negated fact (`_SPEAKER_KNOWLEDGE`)."""
+    which the speaker's own not-knowing is no negated fact (`_SPEAKER_KNOWLEDGE`).
+    ``implicit``: also the words that negate without a negation word (`_IMPLICIT_NEG_RE`)."""
+    out = _explicit_negations(text, speaker)
+    if implicit and _IMPLICIT_NEG_RE.search(text):
+        for m in _IMPLICIT_NEG_RE.finditer(text):
+            after = _lower_words(text[m.end() : m.end() + 80])[:_HEAD_WINDOW]
+            words_after = [w for w in after if w not in _SKIP_HEAD]
+            first = next((stem(w) for w in words_after if not w.endswith("ly")), "")
+            # it governs the word it is attached to only: "pulls out of *presenting*:
+            # acclaimed designer" says nothing against "is not a designer"
+            out.append((m.group(0).lower(), {first} - {""}, first))
+    return out
+
+
+def _explicit_negations(text: str, speaker: bool) -> list[tuple[str, set[str], str]]:
     if not _NEG_RE.search(text):
         return []
     masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
@@ -832,6 +865,32 @@ def _negations(text: str, speaker: bool = False) -> list[tuple[str, set[str], st
     return out
 
 
+_CLAUSE_END = re.compile(
+    r"[,;:.!?()\"“”]|\s[-–—]\s|\b(?:but|and|while|whereas|although|though|yet|however|"
+    r"instead|unlike|except)\b",
+    re.IGNORECASE,
+)
+_SCOPE_WORDS = 15
+
+
+def _negation_scopes(text: str, speaker: bool = False) -> list[set[str]]:
+    """For each negation cue, the content stems up to the end of its clause: "has *never* been
+    in charge of a side who have been *relegated*" negates being relegated, five words on."""
+    if not _NEG_RE.search(text):
+        return []
+    masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
+    if speaker and not _REPORTS.search(text):
+        masked = _SPEAKER_KNOWLEDGE.sub(lambda m: " " * len(m.group(0)), masked)
+    out: list[set[str]] = []
+    for m in _NEG_RE.finditer(masked):
+        rest = masked[m.end() : m.end() + 200]
+        end = _CLAUSE_END.search(rest)
+        clause = rest[: end.start()] if end else rest
+        words = _lower_words(clause)[:_SCOPE_WORDS]
+        out.append({stem(w) for w in words if w not in _SKIP_HEAD})
+    return out
+
+
 def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> CheckResult:
     """Negation and antonyms: the claim must not flip what the evidence says.
 
@@ -839,16 +898,24 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     in an unrelated clause of the evidence does not fail a claim about something else.
     """
     c_neg = _negations(claim, speaker=True)
-    e_neg = _negations(evidence)
+    # what licenses a claim's negation includes the evidence's implicit ones ("opts out of")
+    e_neg = _negations(evidence, implicit=True)
     # a negation the claim drops must sit in the evidence sentence that matches the claim best,
     # not in a neighbouring sentence about something else
-    e_neg_strict = _negations(sentence) if sentence is not None else e_neg
+    e_neg_strict = _negations(sentence if sentence is not None else evidence)
     c_stems = _stem_set(claim)
     e_stems = _stem_set(evidence)
+    # a negation further on in its clause governs the word too
+    c_scopes = _negation_scopes(claim, speaker=True)
+    e_scopes = _negation_scopes(evidence)
     # a cue counts where the other side uses the very word it negates ("not *completed*")
     for cue, heads, first in c_neg:
         relevant = heads & e_stems
-        if first in e_stems and not any(h & (heads | relevant) for _, h, _f in e_neg):
+        if (
+            first in e_stems
+            and not any(h & (heads | relevant) for _, h, _f in e_neg)
+            and not any(first in sc for sc in e_scopes)
+        ):
             return CheckResult(
                 check="polarity",
                 status="fail",
@@ -861,6 +928,7 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
             first in c_stems
             and len(relevant) >= min(2, len(heads))
             and not any(h & (heads | relevant) for _, h, _f in c_neg)
+            and not any(first in sc for sc in c_scopes)
         ):
             return CheckResult(
                 check="polarity",

@@ -465,6 +465,21 @@ def _precision(num: str) -> float:
     return 0.5
 
 
+def _is_marker(text: str, a: int, b: int) -> bool:
+    """Is text[a:b] a small whole number written as a marker: "[3]", "[3][4]", or "(1)"
+    opening a list item (followed by a word: "(2) viral entry"; not "(2 km)", nor the goals in
+    "Lewandowski (2), Muller")?"""
+    if a == 0 or b >= len(text) or not text[a:b].isdigit() or b - a > 3:
+        return False
+    before, after = text[a - 1], text[b]
+    if before == "[" and after == "]":
+        return True
+    if before == "(" and after == ")":
+        rest = text[b + 1 : b + 3]
+        return rest[:1] == " " and rest[1:2].isalpha()
+    return False
+
+
 def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Quantity]:
     """Every number with its scale and unit; years and dates are left to `find_dates`.
 
@@ -490,6 +505,10 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         if a > 0 and (
             text[a - 1].isalpha() or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
         ):
+            continue
+        # a citation marker "[3]" or a list marker "(1) an immune response, (2) ..." counts
+        # nothing
+        if _is_marker(text, a, b):
             continue
         try:
             value = float(num_s.replace(",", ""))
@@ -589,7 +608,45 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
     return [_with_context(q, text) for q in out]
 
 
-_NEXT_WORD = re.compile(r"[\s,()-]*([A-Za-z]+)")
+# a score's or range's other half ("2*-1* at"; "5*-0* up") belongs to the number, not after it
+_NEXT_WORD = re.compile(r"(?:[\s,()]|[-–]\s*\d+(?:[.,]\d+)?|[-–])*([A-Za-z]+)")
+# words that say nothing about what a number counts: "18 *at the* time" and "2-1 *at* Selhurst"
+# count different things, "seven children" and "eight children" the same
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "at",
+        "in",
+        "on",
+        "of",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "as",
+        "and",
+        "or",
+        "than",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "after",
+        "before",
+        "during",
+        "since",
+        "until",
+        "up",
+        "down",
+        "off",
+        "out",
+        "about",
+    ]
+)
+_SPACE_WORD = re.compile(r"[\s,()-]*([A-Za-z]+)")
 
 
 def _with_context(q: Quantity, text: str) -> Quantity:
@@ -597,6 +654,13 @@ def _with_context(q: Quantity, text: str) -> Quantity:
     if m is None:
         return q
     w = m.group(1).lower()
+    for _ in range(3):
+        if w not in _FUNCTION_WORDS:
+            break
+        nxt = _SPACE_WORD.match(text, m.end())
+        if nxt is None:
+            break
+        m, w = nxt, nxt.group(1).lower()
     return replace(q, context=w[:5])
 
 

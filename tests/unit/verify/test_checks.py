@@ -356,3 +356,85 @@ def test_a_month_the_evidence_gives_without_a_year_is_not_a_conflict() -> None:
     # ... but a date of the claim's own year that disagrees still does
     r = _fail("He was born in June 1990.", "He was born on 3 May 1990. In June he moved.", "date")
     assert r.status == "fail" and not r.absent
+
+
+# issue 24, HaluEval summaries: right summaries were shown contradicted by a typed check that
+# compared numbers counting different things, or missed a negation said without "not"
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # a score and an age share only the preposition after them ("2-1 *at*", "18 *at*")
+        (
+            "Crystal Palace beat Manchester City 2-1 at Selhurst Park on Monday night.",
+            "There was poetic symmetry in Glenn Murray's humbling of Vincent Kompany at Selhurst "
+            "Park on Monday night. Sure, Pique was just 18 at the time and playing for Manchester "
+            "United's reserves.",
+        ),
+        (
+            "Manchester United have won their last six Premier League games.",
+            "Juan Mata has scored 4 goals for United since January.",
+        ),
+    ],
+)
+def test_numbers_counting_different_things_are_missing_not_contradicted(
+    claim: str, evidence: str
+) -> None:
+    r = _fail(claim, evidence, "number")
+    assert r.status == "fail"
+    assert r.evidence_value is None, r.reason
+
+
+def test_a_bare_number_the_evidence_counts_nothing_like_is_missing_not_contradicted() -> None:
+    r = _fail(
+        "United have won their last six Premier League games.",
+        "United's run began when Pique was just 4 at the time of the move.",
+        "number",
+    )
+    assert r.status == "fail"
+    assert r.evidence_value is None
+
+
+def test_two_counts_of_the_same_thing_still_disagree() -> None:
+    r = _fail("The couple have seven children.", "The couple have eight children.", "number")
+    assert r.status == "fail" and r.evidence_value == "eight"
+    r = _fail("It rose 2 at the open.", "It rose 3 at the open.", "number")
+    assert r.status == "fail" and r.evidence_value == "3"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        (
+            "Australian fashion designer Alex Perry won't show at this year's MBFWA.",
+            "Perry pulls out of presenting: Acclaimed designer Alex Perry opts out of showing at "
+            "this year's MBFWA.",
+        ),
+        (
+            "The minister will not attend the summit.",
+            "The minister pulled out of attending the summit.",
+        ),
+        ("She did not sign the deal.", "She declined to sign the deal."),
+    ],
+)
+def test_a_negation_the_evidence_says_without_not_is_no_conflict(claim: str, evidence: str) -> None:
+    assert _fail(claim, evidence, "polarity").status == "pass"
+
+
+def test_an_implicit_negation_licenses_only_the_word_it_governs() -> None:
+    ev = "Perry pulls out of presenting: Acclaimed designer Alex Perry is in Paris."
+    assert _fail("Alex Perry is not a designer.", ev, "polarity").status == "fail"
+    # and the claim need not repeat it: no negation in the claim, nothing to compare
+    assert _fail("Alex Perry opted to present.", ev, "polarity").status != "fail"
+
+
+def test_a_negation_governs_its_whole_clause() -> None:
+    ev = (
+        "Pulis will know he isn't yet guaranteed preserving his proud record of never being "
+        "relegated. This is his seventh season in the top flight."
+    )
+    ok = "Pulis has never been in charge of a side who have been relegated."
+    assert _fail(ok, ev, "polarity").status == "pass"
+    # a clause of its own is not governed: the flip is still caught
+    flip = "Pulis has never been in charge of a big side, but he was relegated."
+    assert _fail(flip, ev, "polarity").status == "fail"
+    assert _fail("Pulis has been relegated twice.", ev, "polarity").status == "fail"

@@ -177,6 +177,33 @@ def test_a_text_of_questions_only_is_still_judged() -> None:
     assert v.label != "supported"
 
 
+def _no_answer_to_pointers(claim: str, evidence: str) -> tuple[float, float, float]:
+    """The evidence says nothing about "CLICK HERE for ..." (a right HaluEval summary was
+    withheld on its closing "CLICK HERE for all the latest Liverpool news.")."""
+    if "here" in claim.lower() and "polonium" not in claim:
+        return (0.05, 0.9, 0.05)
+    return (0.9, 0.08, 0.02)
+
+
+@pytest.mark.parametrize(
+    "pointer",
+    ["CLICK HERE for all the latest Curie news.", "See our full timeline of her work here."],
+)
+def test_a_pointer_to_other_content_is_not_a_sentence_to_check(pointer: str) -> None:
+    scorer = ScriptedScorer(fn=_no_answer_to_pointers)
+    text = f"Marie Curie discovered polonium in 1898. {pointer}"
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label == "supported", v.reason
+    assert pointer not in {c for c, _ in scorer.calls}
+
+
+def test_a_sentence_that_says_something_here_is_still_checked() -> None:
+    scorer = ScriptedScorer(fn=_no_answer_to_pointers)
+    text = "Marie Curie discovered polonium in 1898. She was born here in Warsaw."
+    v = cascade(scorer).verify(claim_from_text(text), DOC)
+    assert v.label != "supported"
+
+
 def test_without_a_combiner_the_text_is_judged_whole_as_before() -> None:
     text = "Marie Curie discovered polonium in 1898. She later moved to Paris with her family."
     v = cascade(ScriptedScorer(fn=by_fact), combiner=None).verify(claim_from_text(text), DOC)
@@ -334,3 +361,28 @@ def test_a_check_conflict_is_a_contradiction_only_if_the_model_does_not_read_sup
         claim_from_text("The box holds 5 apples."), [Chunk(text="The box holds 7 apples.")]
     )
     assert v.label == label, v.reason
+
+
+def test_a_number_no_evidence_states_is_never_supported_by_the_combiner() -> None:
+    """Fail closed: the model may like a sentence whose year or count the evidence never gives
+    ("... growing cotton since about 800 AD." was verified by BingCheck evidence without it);
+    what the checks found absent from all of the evidence blocks support."""
+    from affidavit.verify.checks import run_checks
+
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
+    casc = ClaimCascade(
+        settings,
+        POLICY,
+        scorers={"cross_encoder": ScriptedScorer(default=(0.95, 0.04, 0.01))},
+        check_fn=run_checks,
+        combiner=WEAKEST,
+    )
+    for text in (
+        "Marie Curie discovered polonium in 1898. She had 14 assistants.",
+        "She had 14 assistants.",
+    ):
+        v = casc.verify(claim_from_text(text), DOC)
+        assert v.label == "unsupported", v.reason
+        assert "does not state" in v.reason or "missing" in v.reason
+    ok = casc.verify(claim_from_text("Marie Curie discovered polonium in 1898."), DOC)
+    assert ok.label == "supported", ok.reason
