@@ -187,6 +187,10 @@ def check_numbers(
                 # two bare numbers only when they count the same thing: a score "2-1 at
                 # Selhurst" does not disagree with an age "18 at the time"
                 and (cq.dimension or eq.dimension or _comparable(cq, eq))
+                # a bare number that says what it counts ("six *games*") is no amount of money
+                # or distance ("£60million"); "revenue was 90 billion." may be
+                and not (not cq.dimension and eq.dimension and cq.context)
+                and not (cq.dimension and not eq.dimension and eq.context)
             ]
             if comparable:
                 # prefer the evidence value of the same dimension, then the closest in size

@@ -374,6 +374,11 @@ def test_a_month_the_evidence_gives_without_a_year_is_not_a_conflict() -> None:
             "Manchester United have won their last six Premier League games.",
             "Juan Mata has scored 4 goals for United since January.",
         ),
+        # a count of games is no amount of money
+        (
+            "Manchester United have won their last six Premier League games.",
+            "United spent £60million on Angel di Maria last summer.",
+        ),
     ],
 )
 def test_numbers_counting_different_things_are_missing_not_contradicted(
@@ -392,6 +397,11 @@ def test_a_bare_number_the_evidence_counts_nothing_like_is_missing_not_contradic
     )
     assert r.status == "fail"
     assert r.evidence_value is None
+
+
+def test_an_amount_without_its_noun_still_disagrees_with_money() -> None:
+    r = _fail("Revenue was 90 billion.", "Revenue reached $95B in 2023.", "number")
+    assert r.status == "fail" and r.evidence_value == "$95B"
 
 
 def test_two_counts_of_the_same_thing_still_disagree() -> None:
