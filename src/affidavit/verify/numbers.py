@@ -348,6 +348,36 @@ def _month(s: str) -> int | None:
     return MONTHS.get(s.lower().rstrip("."))
 
 
+# what cites rather than states: a reference list "[3]", "[<|cit|>,10]", "[4-6]", and an
+# author-year citation "(Daly and Robinson, 2021)", "Smith et al. (2020)"
+_BRACKETS = re.compile(r"\[[^\[\]\n]{0,60}\]")
+_CITE_TOKEN = re.compile(r"<\|[^|<>]{0,30}\|>")
+_REFERENCE_LIST = re.compile(r"[\d\s,;–-]*")
+_CITE_YEAR = re.compile(
+    r"\b[A-Z][\w'’-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][\w'’-]+),?\s+\(?"
+    r"((?:19|20)\d{2})[a-z]?(?=\s*[);,\]])"
+)
+
+
+def _marker_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of numbers that cite a source rather than state something.
+
+    Examples:
+        >>> t = "rose [<|cit|>,10] (Daly and Robinson, 2021) and Smith et al. (2020) in 2019"
+        >>> [t[a:b] for a, b in _marker_spans(t)]
+        ['[<|cit|>,10]', '2021', '2020']
+    """
+    if "[" not in text and "(" not in text:
+        return []
+    out: list[tuple[int, int]] = []
+    for m in _BRACKETS.finditer(text):
+        inner = _CITE_TOKEN.sub("", m.group(0)[1:-1])
+        if _DIGIT.search(inner) and _REFERENCE_LIST.fullmatch(inner):
+            out.append((m.start(), m.end()))
+    out += [(m.start(1), m.end(1)) for m in _CITE_YEAR.finditer(text)]
+    return sorted(out)
+
+
 def find_dates(text: str) -> list[DateMention]:
     """Every date, month-and-year, decade or year in the text, in text order.
 
@@ -359,7 +389,7 @@ def find_dates(text: str) -> list[DateMention]:
     """
     if not _DATE_HINT.search(text):
         return []  # no digit and no month name: nothing to find
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = _marker_spans(text)
     found: list[DateMention] = []
 
     def free(a: int, b: int) -> bool:
@@ -466,14 +496,12 @@ def _precision(num: str) -> float:
 
 
 def _is_marker(text: str, a: int, b: int) -> bool:
-    """Is text[a:b] a small whole number written as a marker: "[3]", "[3][4]", or "(1)"
-    opening a list item (followed by a word: "(2) viral entry"; not "(2 km)", nor the goals in
-    "Lewandowski (2), Muller")?"""
+    """Is text[a:b] a small whole number written as a list marker: "(1)" opening a list item,
+    followed by a word ("(2) viral entry"; not "(2 km)", nor the goals in "Lewandowski (2),
+    Muller")?"""
     if a == 0 or b >= len(text) or not text[a:b].isdigit() or b - a > 3:
         return False
     before, after = text[a - 1], text[b]
-    if before == "[" and after == "]":
-        return True
     if before == "(" and after == ")":
         rest = text[b + 1 : b + 3]
         return rest[:1] == " " and rest[1:2].isalpha()
@@ -490,6 +518,7 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
     if dates is None:
         dates = find_dates(text)
     taken = [(d.start, d.end) for d in dates if d.year is not None or d.day is not None]
+    taken += _marker_spans(text)
     out: list[Quantity] = []
 
     def free(a: int, b: int) -> bool:
@@ -506,8 +535,8 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
             text[a - 1].isalpha() or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
         ):
             continue
-        # a citation marker "[3]" or a list marker "(1) an immune response, (2) ..." counts
-        # nothing
+        # a list marker "(1) an immune response, (2) ..." counts nothing (citation markers
+        # are `taken` above)
         if _is_marker(text, a, b):
             continue
         try:

@@ -448,3 +448,25 @@ def test_a_negation_governs_its_whole_clause() -> None:
     flip = "Pulis has never been in charge of a big side, but he was relegated."
     assert _fail(flip, ev, "polarity").status == "fail"
     assert _fail("Pulis has been relegated twice.", ev, "polarity").status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers", "dates"),
+    [
+        # citing is not stating: a reference list and an author-year citation (Citation
+        # Integrity claims were withheld on "... (Daly and Robinson, 2021)" and "[<|cit|>,10]")
+        ("It peaked in June (Daly and Robinson, 2021).", [], ["June"]),
+        ("Smith et al. (2020) found 12 cases [<|other_cit|>,10].", ["12"], []),
+        ("The Pueblo [3] and the Navajo [5][6] were 7 tribes.", ["7"], []),
+        ("Mechanisms are (1) an immune response and (2) direct damage.", [], []),
+        # a year that is stated stays a year, and goals in a parenthesis stay a count
+        ('She featured in a short film named "Leading with Intensity" (2019).', [], ["2019"]),
+        ("Campbell (born in Paris, 1867) wrote it.", [], ["1867"]),
+        ("Lewandowski (2), Muller and Alonso scored.", ["2"], []),
+    ],
+)
+def test_reference_markers_are_neither_numbers_nor_dates(
+    text: str, numbers: list[str], dates: list[str]
+) -> None:
+    assert [q.raw for q in find_quantities(text)] == numbers
+    assert [d.raw for d in find_dates(text)] == dates
