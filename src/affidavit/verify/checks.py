@@ -23,7 +23,7 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from affidavit.core.types import CheckName, CheckResult
@@ -126,11 +126,35 @@ def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = froze
     return not cq.dimension and cq.value in years
 
 
+# a claim that adds up what the evidence gives separately: "two million followers *between
+# them*" against "Jay has 735,000 followers and Alexis 1.1million"
+_TOTAL_CUE = re.compile(
+    r"\b(?:between them|between the two|combined|in total|in all|altogether|all told|"
+    r"a total of|together(?:,)? (?:they|we|the two))\b",
+    re.IGNORECASE,
+)
+
+
+def _sum_found(cq: Quantity, pool: Sequence[Quantity]) -> bool:
+    """Is the claim quantity the sum of two of the pool's, of its own kind?"""
+    same = [
+        e for e in pool if e.dimension == cq.dimension and e.dimension != "ordinal" and e.value > 0
+    ]
+    for i, a in enumerate(same):
+        for b in same[i + 1 :]:
+            total = replace(a, value=a.value + b.value, magnitude=a.magnitude + b.magnitude)
+            total = replace(total, tolerance=max(a.tolerance, b.tolerance))
+            if cq.matches(total) or total.matches(cq):
+                return True
+    return False
+
+
 def check_numbers(
     claim_q: Sequence[Quantity],
     ev_q: Sequence[Quantity],
     window_q: Sequence[Quantity] | None = None,
     years: frozenset[int] = frozenset(),
+    totals: bool = False,
 ) -> tuple[CheckResult, CheckResult]:
     """Number and unit checks: every claim quantity must equal an evidence quantity.
 
@@ -155,6 +179,8 @@ def check_numbers(
         near_comparable = [eq for eq in near if _comparable(cq, eq)]
         if not near_comparable and _found(cq, ev_q, years):
             continue
+        if totals and len(ev_q) <= 60 and _sum_found(cq, ev_q):
+            continue  # a total the claim says it adds up (`_TOTAL_CUE`)
         scope = near if near_comparable else ev_q
         same_number = [
             eq
@@ -1161,9 +1187,10 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
         # first, the whole passage only when the window does not settle it (same verdicts,
         # since the window is part of the passage)
         w_q = _quantities(window)
-        numbers, units, dates = _numbers_and_dates(c_q, c_dates, window, w_q)
+        totals = _TOTAL_CUE.search(claim_text) is not None
+        numbers, units, dates = _numbers_and_dates(c_q, c_dates, window, w_q, totals)
         if window != evidence_text and "fail" in (numbers.status, units.status, dates.status):
-            numbers, units, dates = _numbers_and_dates(c_q, c_dates, evidence_text, w_q)
+            numbers, units, dates = _numbers_and_dates(c_q, c_dates, evidence_text, w_q, totals)
     else:
         numbers, units = check_numbers((), ())
         dates = check_dates((), ())
@@ -1178,12 +1205,13 @@ def _numbers_and_dates(
     c_dates: Sequence[DateMention],
     evidence: str,
     window_q: Sequence[Quantity],
+    totals: bool = False,
 ) -> tuple[CheckResult, CheckResult, CheckResult]:
     e_dates = _dates(evidence)
     e_q = _quantities(evidence)
     # a year in the claim that the evidence writes as a plain number still counts as stated
     e_years = frozenset(d.year for d in e_dates if d.year is not None and not d.decade)
-    numbers, units = check_numbers(c_q, e_q, window_q, e_years)
+    numbers, units = check_numbers(c_q, e_q, window_q, e_years, totals)
     return numbers, units, check_dates(c_dates, e_dates, e_q)
 
 

@@ -470,3 +470,29 @@ def test_reference_markers_are_neither_numbers_nor_dates(
 ) -> None:
     assert [q.raw for q in find_quantities(text)] == numbers
     assert [d.raw for d in find_dates(text)] == dates
+
+
+JAY = (
+    "The pair share their images on Jay's tumblr blog as well as on Instagram, where Jay has "
+    "735,000 followers and Alexis an impressive 1.1million. Their travels take them across the "
+    "globe."
+)
+
+
+def test_a_total_the_claim_says_it_adds_up_is_found() -> None:
+    """A right HaluEval summary was contradicted: "almost two million followers between them"
+    is 735,000 + 1.1million."""
+    claim = "The pair have almost two million followers between them."
+    assert _fail(claim, JAY, "number").status == "pass"
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The pair have almost two million followers.",  # no cue: a sum is not what it says
+        "The pair have five million followers between them.",  # a wrong total
+        "Jay has two million followers.",
+    ],
+)
+def test_a_sum_counts_only_where_the_claim_says_it_adds_up(claim: str) -> None:
+    assert _fail(claim, JAY, "number").status == "fail"
