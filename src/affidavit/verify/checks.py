@@ -142,8 +142,12 @@ def _sum_found(cq: Quantity, pool: Sequence[Quantity]) -> bool:
     ]
     for i, a in enumerate(same):
         for b in same[i + 1 :]:
-            total = replace(a, value=a.value + b.value, magnitude=a.magnitude + b.magnitude)
-            total = replace(total, tolerance=max(a.tolerance, b.tolerance))
+            total = replace(
+                a,
+                value=a.value + b.value,
+                magnitude=a.magnitude + b.magnitude,
+                tolerance=max(a.tolerance, b.tolerance),
+            )
             if cq.matches(total) or total.matches(cq):
                 return True
     return False
@@ -878,12 +882,19 @@ def _negations(
     return out
 
 
-def _explicit_negations(text: str, speaker: bool) -> list[tuple[str, set[str], str]]:
-    if not _NEG_RE.search(text):
-        return []
+def _masked(text: str, speaker: bool) -> str:
+    """The text with what only looks like a negation blanked out ("not only", "No, ...", and in
+    a claim that reports no one, the speaker's own not-knowing)."""
     masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
     if speaker and not _REPORTS.search(text):
         masked = _SPEAKER_KNOWLEDGE.sub(lambda m: " " * len(m.group(0)), masked)
+    return masked
+
+
+def _explicit_negations(text: str, speaker: bool) -> list[tuple[str, set[str], str]]:
+    if not _NEG_RE.search(text):
+        return []
+    masked = _masked(text, speaker)
     out: list[tuple[str, set[str], str]] = []
     for m in _NEG_RE.finditer(masked):
         after = _lower_words(masked[m.end() : m.end() + 80])[:_HEAD_WINDOW]
@@ -908,9 +919,7 @@ def _negation_scopes(text: str, speaker: bool = False) -> list[set[str]]:
     in charge of a side who have been *relegated*" negates being relegated, five words on."""
     if not _NEG_RE.search(text):
         return []
-    masked = _NOT_NEGATION.sub(lambda m: " " * len(m.group(0)), text)
-    if speaker and not _REPORTS.search(text):
-        masked = _SPEAKER_KNOWLEDGE.sub(lambda m: " " * len(m.group(0)), masked)
+    masked = _masked(text, speaker)
     out: list[set[str]] = []
     for m in _NEG_RE.finditer(masked):
         rest = masked[m.end() : m.end() + 200]
