@@ -90,7 +90,13 @@ def fold_for_checks(text: str) -> str:
     text = "".join(
         ch for ch in text if unicodedata.category(ch) != "Cf" and ord(ch) not in _INVISIBLE
     )
+    # a tokenised amount "£50, 000" is "£50,000" (a list "5, 000" without a currency sign is
+    # left alone)
+    text = _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(", ", ","), text)
     return text.translate(_CONFUSABLES)
+
+
+_SPACED_THOUSANDS = re.compile(r"[$£€¥]\s?\d{1,3}(?:, \d{3})+(?![\d.,]\d)")
 
 
 # --------------------------------------------------------------------------- numbers and units
@@ -116,6 +122,12 @@ def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = froze
     are any ("5 hours" is not licensed by a bare "Five" in a name); a bare number may also match
     a number with a unit written the same ("95 billion" / "$95B") or a year ("2,000" / "2000").
     """
+    if _is_age(cq):
+        # an age is stated as an age ("the 30-year-old") or as a bare number ("Obraniak, 30,"),
+        # never by a length of time ("after 30 minutes")
+        return any(
+            abs(e.magnitude - cq.magnitude) < 1e-9 and (_is_age(e) or not e.dimension) for e in pool
+        )
     same = [e for e in pool if e.dimension == cq.dimension]
     if any(cq.matches(e) for e in same):
         return True
@@ -192,7 +204,11 @@ def check_numbers(
             if (eq.dimension and cq.dimension and eq.dimension != cq.dimension)
             or (eq.dimension == cq.dimension and eq.unit != cq.unit and cq.dimension)
         ]
-        same_number = [eq for eq in same_number if abs(eq.magnitude - cq.magnitude) < 1e-9]
+        same_number = [
+            eq
+            for eq in same_number
+            if abs(eq.magnitude - cq.magnitude) < 1e-9 and _is_age(eq) == _is_age(cq)
+        ]
         if same_number and unit_fail is None:
             eq = same_number[0]
             unit_fail = CheckResult(
@@ -221,6 +237,8 @@ def check_numbers(
                 # or distance ("£60million"); "revenue was 90 billion." may be
                 and not (not cq.dimension and eq.dimension and cq.context)
                 and not (cq.dimension and not eq.dimension and eq.context)
+                # an age ("the 30-year-old") is no length of time ("after 30 minutes")
+                and _is_age(eq) == _is_age(cq)
             ]
             if comparable:
                 # prefer the evidence value of the same dimension, then the closest in size
@@ -257,6 +275,10 @@ def check_numbers(
     else:
         units = _na("unit", "the claim states no unit")
     return numbers, units
+
+
+def _is_age(q: Quantity) -> bool:
+    return q.dimension == "time" and q.context == "old"
 
 
 def _log_ratio(a: float, b: float) -> float:
@@ -1194,12 +1216,15 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
     if c_q or c_dates:
         # the evidence is parsed only when the claim states a number or a date: the window
         # first, the whole passage only when the window does not settle it (same verdicts,
-        # since the window is part of the passage)
-        w_q = _quantities(window)
-        totals = _TOTAL_CUE.search(claim_text) is not None
-        numbers, units, dates = _numbers_and_dates(c_q, c_dates, window, w_q, totals)
-        if window != evidence_text and "fail" in (numbers.status, units.status, dates.status):
-            numbers, units, dates = _numbers_and_dates(c_q, c_dates, evidence_text, w_q, totals)
+        # since the window is part of the passage). A claim of several sentences has no one
+        # closest window: each sentence's numbers are judged against its own window.
+        spans = _spans(claim_text)
+        if len(spans) > 1:
+            numbers, units, dates = _by_sentence(
+                [claim_text[a:b] for a, b in spans], evidence_text, c_q
+            )
+        else:
+            numbers, units, dates = _numbers_dates_in(claim_text, c_q, c_dates, evidence_text)
     else:
         numbers, units = check_numbers((), ())
         dates = check_dates((), ())
@@ -1209,11 +1234,50 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
     return [numbers, units, dates, entity, polarity, comparative]
 
 
+def _numbers_dates_in(
+    claim_text: str,
+    c_q: Sequence[Quantity],
+    c_dates: Sequence[DateMention],
+    evidence_text: str,
+) -> tuple[CheckResult, CheckResult, CheckResult]:
+    """Numbers, units and dates of one claim sentence: the evidence window closest to it first,
+    the whole passage only when the window does not settle it (same verdicts, since the window
+    is part of the passage)."""
+    window = local_evidence(claim_text, evidence_text)
+    w_q = _quantities(window)
+    totals = _TOTAL_CUE.search(claim_text) is not None
+    numbers, units, dates = _numbers_and_dates(c_q, c_dates, window, w_q, totals)
+    if window != evidence_text and "fail" in (numbers.status, units.status, dates.status):
+        numbers, units, dates = _numbers_and_dates(c_q, c_dates, evidence_text, w_q, totals)
+    return numbers, units, dates
+
+
+def _by_sentence(
+    sentences: Sequence[str], evidence_text: str, c_q: Sequence[Quantity]
+) -> tuple[CheckResult, CheckResult, CheckResult]:
+    """Numbers, units and dates of a claim of several sentences, each sentence against its own
+    window: the first failure of each check, else a pass."""
+    found: dict[str, CheckResult] = {}
+    for sent in sentences:
+        s_q, s_dates = _quantities(sent), _dates(sent)
+        if not s_q and not s_dates:
+            continue
+        for r in _numbers_dates_in(sent, s_q, s_dates, evidence_text):
+            prev = found.get(r.check)
+            rank = {"not_applicable": 0, "pass": 1, "fail": 2}
+            if prev is None or rank[r.status] > rank[prev.status]:
+                found[r.check] = r  # the first failure, else the first pass
+    numbers = found.get("number") or check_numbers(c_q, ())[0]
+    units = found.get("unit") or _na("unit", "the claim states no unit")
+    dates = found.get("date") or check_dates((), ())
+    return numbers, units, dates
+
+
 def _numbers_and_dates(
     c_q: Sequence[Quantity],
     c_dates: Sequence[DateMention],
     evidence: str,
-    window_q: Sequence[Quantity],
+    window_q: Sequence[Quantity] | None,
     totals: bool = False,
 ) -> tuple[CheckResult, CheckResult, CheckResult]:
     e_dates = _dates(evidence)

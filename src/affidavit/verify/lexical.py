@@ -945,7 +945,9 @@ def _is_participle(word: str) -> bool:
 
 # ----------------------------------------------------------------------------- who did what
 _NAME = r"(?:[A-Z][\w'\u2019.-]*)(?:\s+(?:[A-Z][\w'\u2019.-]*|de|van|von|da|di|of|bin|al))*"
-_CLAIM_SUBJECT = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s+(?P<pred>[a-z].*)$")
+_CLAIM_SUBJECT = re.compile(rf"^\s*(?P<det>(?:The|A|An)\s+)?(?P<name>{_NAME})\s+(?P<pred>[a-z].*)$")
+# what ends a name read backwards from a predicate: the previous sentence or clause
+_NAME_BREAK = re.compile(r"[.!?;:,()\[\]\n\u2013\u2014]")
 # an evidence sentence's opening name may be followed by an apposition ("John Augustus Sutter
 # (1803 - 1880), born Johann August Suter, was ...": the parenthesis is removed first)
 _OPENER = re.compile(rf"^\s*(?:(?:The|A|An)\s+)?(?P<name>{_NAME})\s*,?\s+(?P<pred>[a-z].*)$")
@@ -1018,6 +1020,9 @@ def role_mismatch(claim: str, evidence: str) -> tuple[str, str] | None:
     if not subject or len(pred_words) < MIN_PREDICATE_WORDS:
         return None
     ev = fold_text(evidence)
+    lower_words = set(WORD_RE.findall(ev)) | set(WORD_RE.findall(claim))
+    if (m.group("det") and len(subject) == 1) or subject <= lower_words:
+        return None  # a description ("The Reds") or a common noun ("Police"), not a name
     ev_words = [(w.group(0), w.start()) for w in WORD_RE.finditer(ev)]
     low = [w.lower() for w, _ in ev_words]
     n = len(pred_words)
@@ -1025,10 +1030,14 @@ def role_mismatch(claim: str, evidence: str) -> tuple[str, str] | None:
     for i in range(len(low) - n + 1):
         if low[i : i + n] != pred_words:
             continue
-        # the name just before the predicate (capitalised words, read backwards)
+        # the name just before the predicate (capitalised words, read backwards within its
+        # sentence and clause)
         j = i - 1
         name: list[str] = []
         while j >= 0 and ev_words[j][0][:1].isupper() and low[j] not in _NOT_NAMES:
+            between = ev[ev_words[j][1] + len(ev_words[j][0]) : ev_words[j + 1][1]]
+            if _NAME_BREAK.search(between):
+                break
             name.insert(0, ev_words[j][0])
             j -= 1
         if not name:
@@ -1036,6 +1045,9 @@ def role_mismatch(claim: str, evidence: str) -> tuple[str, str] | None:
         names = {w.lower() for w in name}
         if names & subject:
             return None  # the evidence gives it to the claim's subject too
+        described = j >= 0 and low[j] == "the" and len(name) == 1
+        if described or names <= lower_words:
+            return None  # "The Foxes", "Authorities": who it is cannot be told here
         found = found or (" ".join(name), " ".join(m.group("pred").split()))
     return found
 

@@ -87,8 +87,20 @@ _add("time", 2629800.0, "month", "months")
 _add("time", 31557600.0, "year", "years", "yr", "yrs")
 _add("time", 315576000.0, "decade", "decades")
 _add("time", 3155760000.0, "century", "centuries")
-_add("speed", 1.0, "km/h", "kph", "kmh", "kilometres per hour", "kilometers per hour")
-_add("speed", 1.609344, "mph", "miles per hour")
+_add(
+    "speed",
+    1.0,
+    "km/h",
+    "kph",
+    "kmh",
+    "kilometres per hour",
+    "kilometers per hour",
+    "km per hour",
+    "km an hour",
+    "kilometres an hour",
+    "kilometers an hour",
+)
+_add("speed", 1.609344, "mph", "miles per hour", "miles an hour", "mi/h")
 _add("speed", 3.6, "m/s", "metres per second", "meters per second")
 _add("power", 1.0, "w", "watt", "watts")
 _add("power", 1e3, "kw", "kilowatt", "kilowatts")
@@ -508,6 +520,12 @@ def _is_marker(text: str, a: int, b: int) -> bool:
     return False
 
 
+def _mid_sentence(text: str, i: int) -> bool:
+    """Whether offset ``i`` is inside a sentence (a word before it, no sentence end between)."""
+    before = text[:i].rstrip(" \t")
+    return bool(before) and (before[-1].isalnum() or before[-1] == ",")
+
+
 def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Quantity]:
     """Every number with its scale and unit; years and dates are left to `find_dates`.
 
@@ -604,6 +622,9 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
             continue  # "one of the", "no one": not a count worth checking
         if word in ("double", "triple", "second") and not scale_s:
             continue
+        if m.group(1)[:1].isupper() and _mid_sentence(text, m.start()):
+            continue  # a capitalised word inside a sentence is part of a name: "Cheaper by
+            # the Dozen", "Ocean's Eleven"
         if scale_s:
             value *= SCALES[scale_s]
         magnitude = value

@@ -496,3 +496,102 @@ def test_a_total_the_claim_says_it_adds_up_is_found() -> None:
 )
 def test_a_sum_counts_only_where_the_claim_says_it_adds_up(claim: str) -> None:
     assert _fail(claim, JAY, "number").status == "fail"
+
+
+# ---------------------------------------------------------------- held-out summaries (issue 24)
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "check"),
+    [
+        # a tokenised amount: "£50, 000" is £50,000 (XSumFaith), not £50
+        (
+            "A campaign to raise £50, 000 for British troops has reached £50, 000.",
+            "The campaign, which set out to raise £50,000 for the troops, has now reached £50,000.",
+            "number",
+        ),
+        # an age is no length of time (AggreFact)
+        (
+            "Obraniak was substituted after 30 minutes. The 30 - year - old was taken to hospital.",
+            "Obraniak was substituted after 30 minutes and taken to hospital for tests.",
+            "unit",
+        ),
+        # "km per hour" is a speed, like "kilometers per hour"
+        (
+            "The train spent 10.8 seconds traveling above 600 km per hour.",
+            "The train spent 10.8 seconds traveling above 600 kilometers per hour.",
+            "unit",
+        ),
+        # a claim of several sentences has no one closest window: each number is looked up
+        # in the whole passage (AggreFact: "$ 17.1 million" was held against "$32.38")
+        (
+            "He made a generous donation of $ 32.38. The appeal managed to rake in over "
+            "$ 17.1 million.",
+            "Hugh made a generous donation of $32.38. Twitter users were quick to notice. In a "
+            "record effort the appeal managed to rake in over $17.1 million that will be put "
+            "towards research.",
+            "number",
+        ),
+    ],
+)
+def test_summary_values_the_evidence_states_pass(claim: str, evidence: str, check: str) -> None:
+    assert _fail(claim, evidence, check).status != "fail"
+
+
+def test_a_capitalised_number_word_inside_a_sentence_is_a_name() -> None:
+    assert [q.raw for q in find_quantities("He wrote Cheaper by the Dozen and Ten Days.")] == []
+    assert [q.raw for q in find_quantities("Ten studies found it. We saw a dozen.")] == [
+        "Ten",
+        "a dozen",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "check"),
+    [
+        (
+            "The 30-year-old was taken to hospital.",
+            "The 31-year-old was taken to hospital.",
+            "number",
+        ),
+        (
+            "The train reached 600 km per hour.",
+            "The train reached 500 kilometers per hour.",
+            "number",
+        ),
+        ("It raised £60, 000 in a week.", "It raised £50,000 in a week.", "number"),
+    ],
+)
+def test_summary_values_that_differ_still_fail(claim: str, evidence: str, check: str) -> None:
+    assert _fail(claim, evidence, check).status == "fail"
+
+
+def test_an_age_is_stated_by_a_bare_number_not_by_a_length_of_time() -> None:
+    claim = "The 30-year-old was taken to hospital."
+    assert _fail(claim, "Obraniak, 30, was taken to hospital.", "number").status == "pass"
+    assert _fail(claim, "He was taken to hospital after 30 minutes.", "number").status == "fail"
+
+
+def test_each_sentence_of_a_claim_is_held_against_its_own_window() -> None:
+    evidence = (
+        "Sales rose 5% in 2019, the company said. Its new factory opened in Ohio. Profit fell "
+        "4% in 2020 as costs grew."
+    )
+    assert _fail("Sales rose 5% in 2019. Profit fell 4% in 2020.", evidence, "number").status == (
+        "pass"
+    )
+    wrong = _fail("Sales rose 5% in 2019. Profit fell 3% in 2020.", evidence, "number")
+    assert wrong.status == "fail" and wrong.claim_value == "3%"
+
+
+def test_the_first_sentence_failing_is_reported() -> None:
+    evidence = "Sales rose 5% in 2019, the company said. Profit fell 4% in 2020 as costs grew."
+    wrong = _fail("Sales rose 6% in 2019. Profit fell 4% in 2020.", evidence, "number")
+    assert wrong.status == "fail" and wrong.claim_value == "6%"
+    assert wrong.evidence_value == "5%"
+
+
+def test_a_unit_in_a_later_sentence_is_checked() -> None:
+    evidence = "Sales rose in 2019, the company said. The new line is 5 km long."
+    units = _fail("Sales rose in 2019. The new line is 5 km long.", evidence, "unit")
+    assert units.status == "pass"

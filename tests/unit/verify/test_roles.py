@@ -31,6 +31,14 @@ def test_a_predicate_given_to_someone_else_is_found(claim: str, who: str) -> Non
     assert found is not None and found[0] == who
 
 
+def test_the_name_read_backwards_stops_at_the_sentence_start() -> None:
+    found = role_mismatch(
+        "Michael Collins fell out with the head coach in 2009.",
+        "He nearly joined Barcelona. Ribery fell out with the head coach in 2009.",
+    )
+    assert found is not None and found[0] == "Ribery"
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence"),
     [
@@ -49,6 +57,27 @@ def test_a_predicate_given_to_someone_else_is_found(claim: str, who: str) -> Non
         # too short a predicate to judge
         ("Aldrin walked there.", "Armstrong walked there."),
         ("The Eiffel Tower was completed in March 1889.", "The tower was completed in March 1889."),
+        # a description, not a name, on either side: it may be the same one (held-out summaries)
+        (
+            "The Reds are seven points behind fourth placed Manchester City.",
+            "Liverpool are seven points behind fourth placed Manchester City.",
+        ),
+        (
+            "Leicester host Swansea on Saturday just three points from safety.",
+            "Boss Nigel Pearson has urged Leicester to stay calm. The Foxes host Swansea on "
+            "Saturday just three points from safety.",
+        ),
+        # a common noun capitalised at the sentence's start ("police" elsewhere) is no name
+        (
+            "Police also handled 115,000 drug-related crimes during the campaign.",
+            "The police seized 43 tons of drugs. Authorities also handled 115,000 drug-related "
+            "crimes during the campaign.",
+        ),
+        # the name read backwards stops at the sentence's start ("Barcelona. Ribery ...")
+        (
+            "Franck Ribery fell out with then-head coach Louis van Gaal.",
+            "He nearly joined Barcelona. Ribery fell out with then-head coach Louis van Gaal.",
+        ),
     ],
 )
 def test_nothing_is_found_where_it_cannot_be_told(claim: str, evidence: str) -> None:
