@@ -959,6 +959,9 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     in an unrelated clause of the evidence does not fail a claim about something else.
     """
     c_neg = _negations(claim, speaker=True)
+    if _CHANGE_RE.search(evidence):
+        # "no longer X" against "X once ... has changed since": what changed is stated
+        c_neg = [n for n in c_neg if n[0].lower() != "no longer"]
     # what licenses a claim's negation includes the evidence's implicit ones ("opts out of")
     e_neg = _negations(evidence, implicit=True)
     # a negation the claim drops must sit in the evidence sentence that matches the claim best,
@@ -1008,7 +1011,10 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
             claim_value=", ".join(c_rel),
         )
     # antonyms are judged on the best-matching sentence: "before"/"after" are common connectives
-    flip = _opposite(claim, sentence if sentence is not None else evidence, ANTONYMS)
+    best = sentence if sentence is not None else evidence
+    flip = _opposite(claim, best, ANTONYMS)
+    if flip is not None and set(flip) == {"before", "after"} and not _same_events(claim, best):
+        flip = None  # "came after she pruned ..." / "bail for months before being put on trial"
     if flip is not None:
         a, b = flip
         return CheckResult(
@@ -1021,6 +1027,35 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     if c_neg or _has_any(claim, ANTONYMS):
         return CheckResult(check="polarity", status="pass", reason="polarity agrees")
     return _na("polarity", "the claim has no negation or polar word")
+
+
+def _same_events(claim: str, evidence: str) -> bool:
+    """Whether "before"/"after" joins the same two events in the same order on both sides: the
+    words just before the connective share a content word with the other side's, and so do
+    those just after it ("A after B" / "B before A" says the same and is not judged here)."""
+    c = _CONNECTIVE_RE.search(claim)
+    e = _CONNECTIVE_RE.search(evidence)
+    if c is None or e is None:
+        return False
+
+    def near(text: str, m: re.Match[str]) -> tuple[frozenset[str], frozenset[str]]:
+        before = " ".join(text[: m.start()].split()[-_EVENT_WORDS:])
+        after = " ".join(text[m.end() :].split()[:_EVENT_WORDS])
+        return _stem_set(before) - _SKIP_HEAD, _stem_set(after) - _SKIP_HEAD
+
+    cb, ca = near(claim, c)
+    eb, ea = near(evidence, e)
+    return bool(cb & eb) and bool(ca & ea)
+
+
+_CONNECTIVE_RE = re.compile(r"\b(?:before|after)\b", re.IGNORECASE)
+_EVENT_WORDS = 6
+# in the evidence, what says something has changed: it licenses a claim's "no longer"
+_CHANGE_RE = re.compile(
+    r"\b(?:used to|once|formerly|previously|no more|any ?more|(?:has|have|had) changed|"
+    r"changed since|(?:has|have|had) ended|ceased|stopped)\b",
+    re.IGNORECASE,
+)
 
 
 def _has_any(text: str, pairs: Iterable[tuple[str, str]]) -> bool:

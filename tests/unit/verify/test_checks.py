@@ -595,3 +595,36 @@ def test_a_unit_in_a_later_sentence_is_checked() -> None:
     evidence = "Sales rose in 2019, the company said. The new line is 5 km long."
     units = _fail("Sales rose in 2019. The new line is 5 km long.", evidence, "unit")
     assert units.status == "pass"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "status"),
+    [
+        # a right HaluEval summary: the two connectives join different events
+        (
+            "Came after she pruned neighbour's tree that was hanging over her garden.",
+            "She was put on bail for seven months before being put on trial for chopping back "
+            "tree branches hanging over her garden.",
+            "pass",
+        ),
+        # the same events in the same order, the connective flipped
+        (
+            "The bridge opened after the war ended.",
+            "The bridge opened before the war ended.",
+            "fail",
+        ),
+        # "no longer X" against evidence that says X once was and has changed since
+        (
+            "City spending can no longer blow other teams out of the water.",
+            "The landscape has changed since City were able to blow everybody out of the water.",
+            "pass",
+        ),
+        (
+            "City can no longer blow teams out of the water.",
+            "City blow teams out of the water.",
+            "fail",
+        ),
+    ],
+)
+def test_connectives_and_no_longer(claim: str, evidence: str, status: str) -> None:
+    assert (_fail(claim, evidence, "polarity").status == "fail") == (status == "fail")
