@@ -123,10 +123,10 @@ def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = froze
     a number with a unit written the same ("95 billion" / "$95B") or a year ("2,000" / "2000").
     """
     if _is_age(cq):
-        # an age is stated as an age ("the 30-year-old") or as a bare number ("Obraniak, 30,"),
-        # never by a length of time ("after 30 minutes")
+        # an age is stated as an age or a span of the same years ("the 30-year-old", "20,000
+        # years ago") or as a bare number ("Obraniak, 30,"); "after 30 minutes" is no age
         return any(
-            abs(e.magnitude - cq.magnitude) < 1e-9 and (_is_age(e) or not e.dimension) for e in pool
+            cq.matches(e) if e.dimension else abs(e.magnitude - cq.magnitude) < 1e-9 for e in pool
         )
     same = [e for e in pool if e.dimension == cq.dimension]
     if any(cq.matches(e) for e in same):

@@ -628,3 +628,9 @@ def test_a_unit_in_a_later_sentence_is_checked() -> None:
 )
 def test_connectives_and_no_longer(claim: str, evidence: str, status: str) -> None:
     assert (_fail(claim, evidence, "polarity").status == "fail") == (status == "fail")
+
+
+def test_an_age_in_years_is_stated_by_the_same_span_of_years() -> None:
+    claim = "Geologist claims the site could be 9,000 to 20,000 years old."
+    evidence = "The site was built between 9,000 and 20,000 years ago, he claims."
+    assert _fail(claim, evidence, "number").status == "pass"
