@@ -520,10 +520,21 @@ def _is_marker(text: str, a: int, b: int) -> bool:
     return False
 
 
-def _mid_sentence(text: str, i: int) -> bool:
-    """Whether offset ``i`` is inside a sentence (a word before it, no sentence end between)."""
-    before = text[:i].rstrip(" \t")
-    return bool(before) and (before[-1].isalnum() or before[-1] == ",")
+def _in_title(text: str, a: int, b: int) -> bool:
+    """Whether the capitalised number word at ``a:b`` is part of a title or name inside a
+    lower-case sentence: after a lower-case word, and after "the" or before another capitalised
+    word ("by the Dozen", "the Three Musketeers", "saw Seven Samurai"). In title case ("Man
+    Scores Three Goals") or a sentence's first word it stays a number, and so does "won Five
+    titles": a guess must never hide a number from the checks."""
+    before = _WORDS_BEFORE.search(text, max(0, a - 80), a)
+    if before is None or not before.group(1)[:1].islower():
+        return False
+    after = _WORD_AFTER.match(text, b)
+    return before.group(1) == "the" or (after is not None and after.group(1)[:1].isupper())
+
+
+_WORDS_BEFORE = re.compile(r"([A-Za-z][\w'\u2019-]*)[ \t]+$")
+_WORD_AFTER = re.compile(r"[ \t]+([A-Za-z][\w'\u2019-]*)")
 
 
 def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Quantity]:
@@ -622,9 +633,8 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
             continue  # "one of the", "no one": not a count worth checking
         if word in ("double", "triple", "second") and not scale_s:
             continue
-        if m.group(1)[:1].isupper() and _mid_sentence(text, m.start()):
-            continue  # a capitalised word inside a sentence is part of a name: "Cheaper by
-            # the Dozen", "Ocean's Eleven"
+        if m.group(1)[:1].isupper() and _in_title(text, m.start(), m.end()):
+            continue  # part of a title inside a lower-case sentence: "Cheaper by the Dozen"
         if scale_s:
             value *= SCALES[scale_s]
         magnitude = value

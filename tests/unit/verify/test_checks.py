@@ -538,12 +538,15 @@ def test_summary_values_the_evidence_states_pass(claim: str, evidence: str, chec
     assert _fail(claim, evidence, check).status != "fail"
 
 
-def test_a_capitalised_number_word_inside_a_sentence_is_a_name() -> None:
+def test_a_capitalised_number_word_in_a_title_is_a_name() -> None:
     assert [q.raw for q in find_quantities("He wrote Cheaper by the Dozen and Ten Days.")] == []
     assert [q.raw for q in find_quantities("Ten studies found it. We saw a dozen.")] == [
         "Ten",
         "a dozen",
     ]
+    # never a guess that hides a number: title case, or a capital alone, stays a number
+    assert [q.raw for q in find_quantities("Man Scores Three Goals In Final")] == ["Three"]
+    assert [q.raw for q in find_quantities("He won Five titles.")] == ["Five"]
 
 
 @pytest.mark.parametrize(
