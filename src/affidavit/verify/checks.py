@@ -124,10 +124,14 @@ def _found(cq: Quantity, pool: Sequence[Quantity], years: frozenset[int] = froze
     """
     if _is_age(cq):
         # an age is stated as an age or a span of the same years ("the 30-year-old", "20,000
-        # years ago") or as a bare number ("Obraniak, 30,"); "after 30 minutes" is no age
-        return any(
-            cq.matches(e) if e.dimension else abs(e.magnitude - cq.magnitude) < 1e-9 for e in pool
-        )
+        # years ago"), or as a bare number ("Obraniak, 30,") where the evidence states no other
+        # age ("30 people ... the 45-year-old" does not state the 30-year-old); "after 30
+        # minutes" is no age
+        if any(e.dimension == "time" and cq.matches(e) for e in pool):
+            return True
+        if any(_is_age(e) for e in pool):
+            return False
+        return any(not e.dimension and abs(e.magnitude - cq.magnitude) < 1e-9 for e in pool)
     same = [e for e in pool if e.dimension == cq.dimension]
     if any(cq.matches(e) for e in same):
         return True

@@ -573,6 +573,9 @@ def test_an_age_is_stated_by_a_bare_number_not_by_a_length_of_time() -> None:
     claim = "The 30-year-old was taken to hospital."
     assert _fail(claim, "Obraniak, 30, was taken to hospital.", "number").status == "pass"
     assert _fail(claim, "He was taken to hospital after 30 minutes.", "number").status == "fail"
+    # another age stated: a bare 30 elsewhere does not state this one
+    other = "30 people were hurt. The 45-year-old was taken to hospital."
+    assert _fail(claim, other, "number").status == "fail"
 
 
 def test_each_sentence_of_a_claim_is_held_against_its_own_window() -> None:
