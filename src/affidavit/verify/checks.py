@@ -1054,10 +1054,11 @@ def _same_events(claim: str, evidence: str) -> bool:
 
 _CONNECTIVE_RE = re.compile(r"\b(?:before|after)\b", re.IGNORECASE)
 _EVENT_WORDS = 6
-# in the evidence, what says something has changed: it licenses a claim's "no longer"
+# in the evidence, what says something has changed: it licenses a claim's "no longer" (not
+# "once" or "previously", which say nothing of now: "once a week", "as previously reported")
 _CHANGE_RE = re.compile(
-    r"\b(?:used to|once|formerly|previously|no more|any ?more|(?:has|have|had) changed|"
-    r"changed since|(?:has|have|had) ended|ceased|stopped)\b",
+    r"\b(?:used to|formerly|no more|any ?more|(?:has|have|had) changed|changed since|"
+    r"(?:has|have|had) ended|ceased|stopped)\b",
     re.IGNORECASE,
 )
 

@@ -640,3 +640,9 @@ def test_an_age_in_years_is_stated_by_the_same_span_of_years() -> None:
     claim = "Geologist claims the site could be 9,000 to 20,000 years old."
     evidence = "The site was built between 9,000 and 20,000 years ago, he claims."
     assert _fail(claim, evidence, "number").status == "pass"
+
+
+def test_once_or_previously_does_not_license_no_longer() -> None:
+    claim = "He no longer trains the team."
+    evidence = "He trains the team once a week, as previously reported."
+    assert _fail(claim, evidence, "polarity").status == "fail"
