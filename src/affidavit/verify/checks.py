@@ -1292,6 +1292,9 @@ def _numbers_dates_in(
     return numbers, units, dates
 
 
+_STATUS_RANK = {"not_applicable": 0, "pass": 1, "fail": 2}
+
+
 def _by_sentence(
     sentences: Sequence[str], evidence_text: str, c_q: Sequence[Quantity]
 ) -> tuple[CheckResult, CheckResult, CheckResult]:
@@ -1304,8 +1307,7 @@ def _by_sentence(
             continue
         for r in _numbers_dates_in(sent, s_q, s_dates, evidence_text):
             prev = found.get(r.check)
-            rank = {"not_applicable": 0, "pass": 1, "fail": 2}
-            if prev is None or rank[r.status] > rank[prev.status]:
+            if prev is None or _STATUS_RANK[r.status] > _STATUS_RANK[prev.status]:
                 found[r.check] = r  # the first failure, else the first pass
     numbers = found.get("number") or check_numbers(c_q, ())[0]
     units = found.get("unit") or _na("unit", "the claim states no unit")
