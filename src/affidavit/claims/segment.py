@@ -83,6 +83,74 @@ _BULLET = re.compile(
     r"|\(?[a-zA-Z][.)](?=\s)|\(\w{1,4}\))[ \t]+"
 )
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+")
+
+# A line that ends on one of these (or on a comma, dash, colon...) goes on in the next line:
+# hard-wrapped prose ("... was born in\nParis"), never a statement of its own.
+_LINE_GOES_ON = _wordset(
+    """
+    a an the this that these those my your his her its our their some any no every each
+    of in on at to for from by with into onto upon about over under between among through
+    across after before during since until than as via per within without against toward
+    towards and or nor but so yet if because while although though whether when where who
+    whom whose which what
+    is are was were be been being am has have had do does did will would shall should can
+    could may might must not very more most less least also
+    """
+)
+# In text without capitals, a next line opening with one of these continues the sentence.
+_LINE_CONTINUES = _wordset(
+    """
+    and or nor but of to than which who whom whose that as by for with from into
+    is are was were be been being has have had would could should will can may might must
+    not 's n't
+    """
+)
+_LAST_WORD = re.compile(r"([\w'\-]+)[\"'\u201d\u2019)\]]*$")
+_FIRST_WORD = re.compile(r"[\"'\u201c\u2018(\[]*([\w'\-]+)(?=[^\w'\-])")
+
+
+def _line_ends_statement(line: str, next_line: str, caseless: bool) -> bool:
+    """Whether a line break inside a paragraph ends a statement, though no full stop does.
+
+    Highlights and notes put one statement per line without a full stop ("Russia lead 2-0\n
+    Kuznetsova had earlier won"); hard-wrapped prose breaks lines anywhere. A break counts only
+    after a complete-looking line (not ending on a comma, dash, article, preposition,
+    conjunction or auxiliary) and before a capitalised word, unless both sides are capitalised
+    ("Prime Minister\nBoris Johnson", one name across the wrap) and the next word is not a
+    common sentence opener. In text without capitals the next line must open with a word that
+    can start a statement.
+
+    Examples:
+        >>> _line_ends_statement("Russia lead the tie 2-0", "Kuznetsova won earlier", False)
+        True
+        >>> _line_ends_statement("Russia lead the tie 2-0", "Kuznetsova", False)  # may go on
+        False
+        >>> _line_ends_statement("The bridge opened in", "March 1890.", False)
+        False
+        >>> _line_ends_statement("He met the Prime Minister", "Boris Johnson on Friday.", False)
+        False
+        >>> _line_ends_statement("The team visited Oslo", "The trip took a week.", False)
+        True
+        >>> _line_ends_statement("russia lead the tie 2-0", "svetlana won earlier", True)
+        True
+        >>> _line_ends_statement("the company said that profits", "would rise", True)
+        False
+    """
+    last = _LAST_WORD.search(line.rstrip())
+    # the next word must be complete (a streamed answer may stop inside it)
+    first = _FIRST_WORD.match(next_line.lstrip())
+    if last is None or first is None:
+        return False  # a line ending on punctuation that goes on (",", "-", ":"), or a symbol
+    last_word, first_word = last.group(1), first.group(1)
+    if last_word.lower() in _LINE_GOES_ON:
+        return False
+    if caseless:
+        return first_word[0].isalpha() and first_word.lower() not in _LINE_CONTINUES
+    if not first_word[0].isupper():
+        return False
+    return not (last_word[0].isupper() and first_word.lower() not in _SENTENCE_OPENERS)
+
+
 _LINE = re.compile(r"[^\n]*(?:\n|$)")
 
 
@@ -179,6 +247,8 @@ def split_sentences(answer: str) -> list[Segment]:
     para_end = 0
     pos = 0
     n = len(answer)
+    caseless = not any(c.isupper() for c in answer)
+    last_line = ""
     while pos < n:
         nl = answer.find("\n", pos)
         line_end = n if nl < 0 else nl
@@ -196,9 +266,15 @@ def split_sentences(answer: str) -> list[Segment]:
             elif heading:
                 blocks.append((pos + heading.end(), line_end, "heading"))
         else:
+            if para_start is not None and _line_ends_statement(
+                last_line, answer[pos:next_pos], caseless
+            ):
+                blocks.append((para_start, para_end, "sentence"))
+                para_start = None
             if para_start is None:
                 para_start = pos
             para_end = line_end
+            last_line = line
             if stripped.endswith(":"):
                 # a lead-in line closes its paragraph so the list below can refer to it
                 blocks.append((para_start, para_end, "sentence"))
@@ -208,7 +284,6 @@ def split_sentences(answer: str) -> list[Segment]:
         blocks.append((para_start, para_end, "sentence"))
 
     # 2. blocks -> sentences
-    caseless = not any(c.isupper() for c in answer)
     lead_in = ""
     for b_start, b_end, kind in blocks:
         spans: list[tuple[int, int]] = []

@@ -28,6 +28,8 @@ Examples:
     'Buzz Aldrin walked on the moon.'
     >>> recase_like("buzz aldrin landed . he walked .", "Buzz Aldrin landed on the Moon.")
     'Buzz Aldrin landed . He walked .'
+    >>> recase_like("russia lead 2-0\\nmary won earlier", "Russia won.")
+    'Russia lead 2-0\\nMary won earlier'
     >>> recase_like("Already Cased text.", "Already cased, with Text.")
     'Already Cased text.'
 """
@@ -38,6 +40,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+from affidavit.claims.segment import split_sentences
 from affidavit.verify.lexical import sentence_spans
 from affidavit.verify.places import gazetteer_names
 
@@ -123,8 +126,11 @@ def recase_like(claim: str, evidence: str) -> str:
     text = pattern.sub(place, text)
     chars = list(text)
     # the sentences of the claim as written: once names have capitals, a lower-case
-    # tokenised stop (" . one of ...") no longer reads as a sentence end
-    for start, end in sentence_spans(claim) or [(0, len(claim))]:
+    # tokenised stop (" . one of ...") no longer reads as a sentence end; a line that holds a
+    # statement of its own (news highlights without full stops) starts one too
+    starts = sentence_spans(claim) or [(0, len(claim))]
+    starts += [(g.start, g.end) for g in split_sentences(claim)]
+    for start, end in starts:
         first = next((i for i in range(start, end) if chars[i].isalnum()), None)
         if first is not None and chars[first].islower() and len(chars[first].upper()) == 1:
             chars[first] = chars[first].upper()

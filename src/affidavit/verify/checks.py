@@ -111,7 +111,9 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
         # *time*" does (a context is the word after it, unknown at the end of a text)
         return not a.context or not b.context or a.context == b.context
     if a.dimension or b.dimension:
-        return a.dimension == b.dimension
+        # an age ("the 30-year-old") and a length of time ("after 30 minutes") state different
+        # things, so a window with only the second still sends the first to the whole passage
+        return a.dimension == b.dimension and _is_age(a) == _is_age(b)
     return a.context == b.context
 
 
@@ -363,6 +365,8 @@ def check_dates(
             continue
         if cd.is_bare_year and any(not q.dimension and q.value == cd.year for q in ev_q):
             continue
+        if _dated_by_context(cd, ev_d):
+            continue
         what = _date_kind(cd)
         partial = next((ed for ed in ev_d if _date_compatible(ed, cd)), None)
         if partial is not None and not any(_same_year_conflict(cd, ed) for ed in ev_d):
@@ -403,6 +407,34 @@ def check_dates(
         status="pass",
         reason="every date in the claim is in the evidence",
         claim_value=", ".join(d.describe() for d in claim_d),
+    )
+
+
+def _dated_by_context(c: DateMention, ev_d: Sequence[DateMention]) -> bool:
+    """The evidence states the claim date's day and month without a year, in a text dated in
+    the claim's year: "eMOTIVe hits stores on Election Day, November 2" in a page published on
+    19 October 2004 states 2 November 2004; "on April 9th", in an article of 22 February 2011,
+    9 April 2011. A date of that year in the same month but on another day leaves it open.
+
+    Examples:
+        >>> from affidavit.verify.numbers import find_dates
+        >>> claim = find_dates("released on November 2, 2004")[0]
+        >>> _dated_by_context(claim, find_dates("Published 2004-10-19. Out on November 2."))
+        True
+        >>> _dated_by_context(claim, find_dates("Published 2001-10-19. Out on November 2."))
+        False
+        >>> _dated_by_context(claim, find_dates("Out on November 2. Shown on 9 November 2004."))
+        False
+        >>> _dated_by_context(claim, find_dates("Out in November. Published 2004-10-19."))
+        False
+    """
+    if c.year is None or c.month is None or c.day is None or c.decade:
+        return False
+    if not any(e.year is None and e.month == c.month and e.day == c.day for e in ev_d):
+        return False
+    dated = [e for e in ev_d if e.year == c.year and e.month is not None and not e.decade]
+    return bool(dated) and not any(
+        e.month == c.month and e.day is not None and e.day != c.day for e in dated
     )
 
 

@@ -50,6 +50,36 @@ def sents(text: str) -> list[str]:
         ),
         # one capital letter is enough to read the text as cased
         ("It rose, e.g. bread. prices fell.", ["It rose, e.g. bread. prices fell."]),
+        # one statement per line without full stops (news highlights, notes): each line is a
+        # sentence; hard-wrapped prose is not cut (issue 24: a three-line summary was judged as
+        # one sentence)
+        (
+            "Russia lead the Fed Cup tie 2-0\nKuznetsova had earlier beaten Goerges\n"
+            "The final is in\nNovember",
+            [
+                "Russia lead the Fed Cup tie 2-0",
+                "Kuznetsova had earlier beaten Goerges",
+                "The final is in\nNovember",
+            ],
+        ),
+        (
+            "anastasia beat lisicki 6-3\nrussia are on the brink of the final\nsvetlana had"
+            "\nbeaten goerges",
+            [
+                "anastasia beat lisicki 6-3",
+                "russia are on the brink of the final",
+                "svetlana had\nbeaten goerges",
+            ],
+        ),
+        (
+            "He met the Prime Minister\nBoris Johnson, in London\nThe talks went well.",
+            ["He met the Prime Minister\nBoris Johnson, in London", "The talks went well."],
+        ),
+        (
+            "the company said that profits\nwould rise .",
+            ["the company said that profits\nwould rise ."],
+        ),
+        ("Prices rose,\nSome fell.", ["Prices rose,\nSome fell."]),
     ],
 )
 def test_sentence_boundaries(text: str, expected: list[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from affidavit.audit import audit
+from affidavit.claims.segment import split_sentences
 from affidavit.verify.casing import needs_recasing, recase_like
 from affidavit.verify.checks import run_checks
 from affidavit.verify.lexical import role_mismatch
@@ -110,4 +111,20 @@ def test_a_recased_tokenised_summary_is_still_split_into_its_sentences() -> None
     assert [s.text for s in split_sentences(recased)] == [
         "Maurice Van Ryn has pleaded guilty .",
         "One of his victims told the court .",
+    ]
+
+
+def test_each_line_of_a_lower_case_highlight_list_starts_a_sentence() -> None:
+    # SummaC Polytope, a right three-line summary judged as one sentence: only the first line
+    # was capitalised, so its other lines were not read as statements of their own
+    claim = (
+        "anastasia pavlyuchenkova beat germany 's sabine lisicki 4-6 , 7-6 ( 4 ) , 6-3\n"
+        "russia are on the brink of making the fed cup final with a 2-0 lead\n"
+        "svetlana kuznetsova had earlier beaten julia goerges in straight sets"
+    )
+    recased = recase_like(claim, "russia lead germany 2-0 in the fed cup semi-final .")
+    assert [s.text.split()[0] for s in split_sentences(recased)] == [
+        "Anastasia",
+        "Russia",
+        "Svetlana",
     ]

@@ -646,3 +646,75 @@ def test_once_or_previously_does_not_license_no_longer() -> None:
     claim = "He no longer trains the team."
     evidence = "He trains the team once a week, as previously reported."
     assert _fail(claim, evidence, "polarity").status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # WiCE, true claims withheld: the page states the day and month, its date gives the year
+        (
+            'The band\'s album, "Emotive", was released on November 2, 2004.',
+            "A Perfect Circle Album Preview (meta data) PUBLISHED DATETIME: 2004-10-19 14:49 "
+            "eMOTIVe hits stores on Election Day, November 2.",
+        ),
+        (
+            "Young faced Kedzie in a title rematch on April 9, 2011 in Albuquerque.",
+            "Young vs Kedzie Set By Robert Sargent on February 22, 2011. The fighters will collide "
+            "in a five-round title fight at Jackson's MMA Series 4 on April 9th in Albuquerque.",
+        ),
+    ],
+)
+def test_a_day_and_month_in_a_text_dated_in_the_claims_year_state_the_date(
+    claim: str, evidence: str
+) -> None:
+    r = next(c for c in run_checks(claim, evidence) if c.check == "date")
+    assert r.status == "pass", r.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # another year: the day and month alone do not state it
+        (
+            "It was released on November 2, 2005.",
+            "PUBLISHED DATETIME: 2004-10-19. It hits stores on November 2.",
+        ),
+        # the same month of that year on another day leaves the year open
+        (
+            "It was released on November 2, 2004.",
+            "It hits stores on November 2. The tour starts on 9 November 2004.",
+        ),
+        # a year alone does not date the text
+        ("It was released on November 2, 2004.", "In 2004 the band toured. Out on November 2."),
+    ],
+)
+def test_a_day_and_month_without_a_dated_text_of_that_year_stay_missing(
+    claim: str, evidence: str
+) -> None:
+    r = next(c for c in run_checks(claim, evidence) if c.check == "date")
+    assert r.status == "fail", r.reason
+
+
+def test_an_age_is_looked_up_past_a_window_with_only_a_length_of_time() -> None:
+    # AggreFact, a right summary withheld: the window nearest the claim had "30 minutes" only,
+    # which is no age, so the age stated further on ("the 30-year-old") was never looked up
+    claim = (
+        "Obraniak was substituted after just 30 minutes against Fenerbahce. "
+        "The 30 - year - old was taken to hospital with a suspected heart problem."
+    )
+    evidence = (
+        "Caykur Rizespor midfielder Ludovic Obraniak was taken to hospital with a suspected heart "
+        "problem after being substituted during his side's match against Fenerbahce on Saturday. "
+        "The Poland international had to be replaced after just 30 minutes before being taken for "
+        "tests. There were fears that the 30-year-old, who is on loan from Bundesliga club Werder "
+        "Bremen had suffered a heart attack but he appears to have given the all-clear."
+    )
+    r = next(c for c in run_checks(claim, evidence) if c.check == "number")
+    assert r.status == "pass", r.reason
+    # a length of time is still no age
+    r = next(
+        c
+        for c in run_checks("The 30-year-old was taken to hospital.", "He left after 30 minutes.")
+        if c.check == "number"
+    )
+    assert r.status == "fail"
