@@ -232,3 +232,26 @@ def test_a_summary_with_an_invented_sentence_is_not_supported() -> None:
     invented = f"{first} She later founded a hospital in Madrid."
     assert cascade.verify(claim_from_text(faithful), [Chunk(text=doc)]).label == "supported"
     assert cascade.verify(claim_from_text(invented), [Chunk(text=doc)]).label != "supported"
+
+
+@needs_model
+def test_the_models_contradiction_of_a_true_negated_sentence_is_not_shown() -> None:
+    # HaluEval summaries, true sentences shown contradicted: the model read "did not damage" as
+    # the opposite of "untouched by Saudi bombs" (p_contradict 0.96). Not verified, not
+    # contradicted; an opposite statement is still caught by the typed checks.
+    v = _default_cascade()
+    ev = (
+        "Dozens of buildings were destroyed. At the airport, the landing strips and airport "
+        "terminal were untouched by Saudi bombs, but buildings on the outskirts of the airport "
+        "and planes along the airstrip had been blown to bits."
+    )
+    verdict = v.verify(
+        claim_from_text("The Saudi bombs did not damage the landing strips."),
+        [Chunk(text=ev, id="ev")],
+    )
+    assert verdict.label == "unsupported", verdict.reason
+    flip = v.verify(
+        claim_from_text("Paris is not the capital of France."),
+        [Chunk(text="Paris is the capital of France.", id="ev")],
+    )
+    assert flip.label == "contradicted", flip.reason

@@ -1123,6 +1123,24 @@ class ClaimCascade:
                 f"(p_entail {run.model_score.p_entail:.2f}): not verified, not a contradiction"
             )
             pe, pc = run.model_score.p_entail, run.model_score.p_contradict
+        elif (
+            pc >= tau_c
+            and pc >= pe
+            and run.contra
+            and final.stage in _SMALL_MODELS
+            and _states_negation(run.claim.text)
+        ):
+            # the small models read a contradiction into a sentence that states a negation as
+            # often as not where the evidence says the same in other words ("have not destroyed"
+            # for "untouched", "won't show" for "opts out of showing"): held out, 10 of the 19
+            # such contradictions were of true sentences. An opposite statement ("is not" / "is")
+            # is the typed polarity check's to find; the model's alone is not a contradiction.
+            label = "unsupported"
+            reason = (
+                f"{final.stage}: p_contradict {pc:.2f} >= {tau_c:g} against a sentence that "
+                "states a negation, with no opposite statement found by the typed checks: not "
+                "verified, not a contradiction"
+            )
         elif pc >= tau_c and pc >= pe and run.contra:
             label = "contradicted"
             evidence = run.contra
@@ -1223,6 +1241,20 @@ def _below_tau(v: Verdict, tau_entail: float) -> Verdict:
             "reason": f"{v.reason} (p(supported) {v.p_entail:.2f} withheld)",
         }
     )
+
+
+# the stages whose contradiction of a negated sentence is not trusted on its own (`_verdict`)
+_SMALL_MODELS = frozenset({"cross_encoder", "embed_head"})
+
+
+def _states_negation(text: str) -> bool:
+    """`affidavit.verify.checks.states_negation`; False where the checks cannot load, so the
+    model's contradiction then stands."""
+    try:
+        from affidavit.verify.checks import states_negation
+    except ImportError:  # pragma: no cover - the checks ship with the package
+        return False
+    return states_negation(text)
 
 
 def _model_pe(run: _Run) -> float:

@@ -369,7 +369,12 @@ def check_dates(
             continue
         what = _date_kind(cd)
         partial = next((ed for ed in ev_d if _date_compatible(ed, cd)), None)
-        if partial is not None and not any(_same_year_conflict(cd, ed) for ed in ev_d):
+        conflicts = [ed for ed in ev_d if _same_year_conflict(cd, ed)]
+        if partial is not None and partial.day is not None:
+            # the evidence gives the claim's day and month: a date of that year in another
+            # month is another event ("on November 2" beside "19 October 2004")
+            conflicts = [ed for ed in conflicts if ed.month == cd.month]
+        if partial is not None and not conflicts:
             # the evidence states part of the claim's date and nothing against the rest: "June"
             # for "June 2019" (beside a dateline of another year), "2002" for "30 April 2002".
             # What it leaves out is missing, not contradicted.
@@ -411,10 +416,11 @@ def check_dates(
 
 
 def _dated_by_context(c: DateMention, ev_d: Sequence[DateMention]) -> bool:
-    """The evidence states the claim date's day and month without a year, in a text dated in
-    the claim's year: "eMOTIVe hits stores on Election Day, November 2" in a page published on
-    19 October 2004 states 2 November 2004; "on April 9th", in an article of 22 February 2011,
-    9 April 2011. A date of that year in the same month but on another day leaves it open.
+    """The evidence states the claim date's day and month without a year, after a date of the
+    claim's year that dates the text (a dateline, a byline, a publication date): "eMOTIVe hits
+    stores on Election Day, November 2" in a page published on 19 October 2004 states 2
+    November 2004; "on April 9th", in an article of 22 February 2011, 9 April 2011. A date of
+    that year in the same month but on another day leaves it open.
 
     Examples:
         >>> from affidavit.verify.numbers import find_dates
@@ -427,14 +433,28 @@ def _dated_by_context(c: DateMention, ev_d: Sequence[DateMention]) -> bool:
         False
         >>> _dated_by_context(claim, find_dates("Out in November. Published 2004-10-19."))
         False
+        >>> _dated_by_context(claim, find_dates("Out on November 2. Published 2004-10-19."))
+        False
     """
     if c.year is None or c.month is None or c.day is None or c.decade:
         return False
-    if not any(e.year is None and e.month == c.month and e.day == c.day for e in ev_d):
+    partial = [e for e in ev_d if e.year is None and e.month == c.month and e.day == c.day]
+    if not partial:
         return False
-    dated = [e for e in ev_d if e.year == c.year and e.month is not None and not e.decade]
-    return bool(dated) and not any(
-        e.month == c.month and e.day is not None and e.day != c.day for e in dated
+    # the text's own date comes first (a dateline, a byline, a page's publication date) and
+    # names a day; a year mentioned in passing dates nothing
+    dateline = [
+        e
+        for e in ev_d
+        if e.year == c.year
+        and e.month is not None
+        and e.day is not None
+        and not e.decade
+        and e.start < partial[0].start
+    ]
+    same_year = [e for e in ev_d if e.year == c.year and e.month is not None and not e.decade]
+    return bool(dateline) and not any(
+        e.month == c.month and e.day is not None and e.day != c.day for e in same_year
     )
 
 
@@ -818,6 +838,19 @@ _IMPLICIT_NEG_RE = re.compile(
     r"(?:has|have|had)\s+yet\s+to|is\s+yet\s+to|are\s+yet\s+to)\b",
     re.IGNORECASE,
 )
+# the implicit negations that state the opposite of a claim that leaves them out: "Alex Perry
+# will show at this year's MBFWA" against "Perry opts out of showing at this year's MBFWA" was
+# supported at p 0.86. Not "missing", "lack of", "free of", "skipped": as often adjectives or
+# nouns that negate nothing a claim says ("the missing plane was found").
+_OPPOSITE_NEG_RE = re.compile(
+    r"\b(?:(?:opt|opts|opted|opting|pull|pulls|pulled|pulling|drop|drops|dropped|dropping|"
+    r"back|backs|backed|backing|sit|sits|sat|sitting|rule|rules|ruled|ruling|stay|stays|"
+    r"stayed|staying)\s+out\s+of|"
+    r"withdr(?:ew|aw|aws|awn|awing)\s+from|instead\s+of|rather\s+than|"
+    r"declin(?:e|es|ed|ing)\s+to|(?:barred|banned|prevented|stopped|excluded)\s+from|"
+    r"(?:has|have|had)\s+yet\s+to|is\s+yet\s+to|are\s+yet\s+to)\b",
+    re.IGNORECASE,
+)
 _HEAD_WINDOW = 4
 _SKIP_HEAD = STOPWORDS | FILLER
 
@@ -922,15 +955,17 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 
 @lru_cache(maxsize=4096)
 def _negations(
-    text: str, speaker: bool = False, implicit: bool = False
+    text: str, speaker: bool = False, implicit: bool = False, opposite: bool = False
 ) -> list[tuple[str, set[str], str]]:
     """Negation cues with the content stems they govern (the next few words) and the first one
     (the negated word itself: "not *completed* in 1889"). ``speaker``: the text is a claim, in
     which the speaker's own not-knowing is no negated fact (`_SPEAKER_KNOWLEDGE`).
-    ``implicit``: also the words that negate without a negation word (`_IMPLICIT_NEG_RE`)."""
+    ``implicit``: also the words that negate without a negation word (`_IMPLICIT_NEG_RE`);
+    ``opposite``: only those of them that state the opposite outright (`_OPPOSITE_NEG_RE`)."""
     out = _explicit_negations(text, speaker)
-    if implicit and _IMPLICIT_NEG_RE.search(text):
-        for m in _IMPLICIT_NEG_RE.finditer(text):
+    pattern = _IMPLICIT_NEG_RE if implicit else _OPPOSITE_NEG_RE if opposite else None
+    if pattern is not None and pattern.search(text):
+        for m in pattern.finditer(text):
             after = _lower_words(text[m.end() : m.end() + 80])[:_HEAD_WINDOW]
             words_after = [w for w in after if w not in _SKIP_HEAD]
             first = next((stem(w) for w in words_after if not w.endswith("ly")), "")
@@ -938,6 +973,19 @@ def _negations(
             # acclaimed designer" says nothing against "is not a designer"
             out.append((m.group(0).lower(), {first} - {""}, first))
     return out
+
+
+def states_negation(text: str) -> bool:
+    """Whether a claim states a negation ("have not destroyed", "won't show"), not counting what
+    only looks like one ("not only", an answer's "No, ...", the speaker's "I didn't know").
+
+    Examples:
+        >>> states_negation("The Saudis have not destroyed the airstrips.")
+        True
+        >>> states_negation("No, it opened in 1890."), states_negation("It is not only red.")
+        (False, False)
+    """
+    return bool(_explicit_negations(text, speaker=True))
 
 
 def _masked(text: str, speaker: bool) -> str:
@@ -1002,7 +1050,7 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
     e_neg = _negations(evidence, implicit=True)
     # a negation the claim drops must sit in the evidence sentence that matches the claim best,
     # not in a neighbouring sentence about something else
-    e_neg_strict = _negations(sentence if sentence is not None else evidence)
+    e_neg_strict = _negations(sentence if sentence is not None else evidence, opposite=True)
     c_stems = _stem_set(claim)
     e_stems = _stem_set(evidence)
     # a negation further on in its clause governs the word too
@@ -1022,12 +1070,14 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
                 reason=f"the claim says '{cue}' where the evidence states it without negation",
                 claim_value=f"{cue} … {first}",
             )
+    # the claim's own "withdrew from" repeats the evidence's, it does not drop it
+    c_neg_opp = c_neg + [n for n in _negations(claim, opposite=True) if n not in c_neg]
     for cue, heads, first in e_neg_strict:
         relevant = heads & c_stems
         if (
             first in c_stems
             and len(relevant) >= min(2, len(heads))
-            and not any(h & (heads | relevant) for _, h, _f in c_neg)
+            and not any(h & (heads | relevant) for _, h, _f in c_neg_opp)
             and not any(first in sc for sc in c_scopes)
         ):
             return CheckResult(

@@ -433,8 +433,41 @@ def test_a_negation_the_evidence_says_without_not_is_no_conflict(claim: str, evi
 def test_an_implicit_negation_licenses_only_the_word_it_governs() -> None:
     ev = "Perry pulls out of presenting: Acclaimed designer Alex Perry is in Paris."
     assert _fail("Alex Perry is not a designer.", ev, "polarity").status == "fail"
-    # and the claim need not repeat it: no negation in the claim, nothing to compare
-    assert _fail("Alex Perry opted to present.", ev, "polarity").status != "fail"
+    # a claim that repeats it, or says nothing of what it governs, agrees
+    assert _fail("Alex Perry pulled out of presenting.", ev, "polarity").status != "fail"
+    assert _fail("Alex Perry is a designer.", ev, "polarity").status != "fail"
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # HaluEval summaries' article: a claim that leaves out "opts out of" states the opposite
+        # (it was supported at p 0.86)
+        "Alex Perry will show at this year's MBFWA.",
+        "Alex Perry opted to present.",
+    ],
+)
+def test_an_implicit_negation_in_the_evidence_is_the_opposite_of_a_claim_without_it(
+    claim: str,
+) -> None:
+    ev = (
+        "Perry pulls out of presenting: Acclaimed designer Alex Perry opts out of showing at "
+        "this year's MBFWA."
+    )
+    r = _fail(claim, ev, "polarity")
+    assert r.status == "fail" and "out of" in r.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("The plane was found.", "The missing plane was found on Monday."),
+        ("He chose tea.", "He chose tea instead of coffee."),
+        ("Smith withdrew from the race.", "Smith withdrew from the race in May."),
+    ],
+)
+def test_words_that_negate_nothing_the_claim_says_do_not_fail_it(claim: str, evidence: str) -> None:
+    assert _fail(claim, evidence, "polarity").status != "fail"
 
 
 def test_a_negation_governs_its_whole_clause() -> None:
@@ -718,3 +751,16 @@ def test_an_age_is_looked_up_past_a_window_with_only_a_length_of_time() -> None:
         if c.check == "number"
     )
     assert r.status == "fail"
+
+
+def test_a_day_and_month_before_the_texts_date_are_not_dated_by_it() -> None:
+    # a year-bearing date after the day and month is no dateline: the year stays unstated
+    r = next(
+        c
+        for c in run_checks(
+            "It was released on November 2, 2004.",
+            "The album hits stores on November 2. The band played Leeds on 19 October 2004.",
+        )
+        if c.check == "date"
+    )
+    assert r.status == "fail" and r.absent

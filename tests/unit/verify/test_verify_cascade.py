@@ -152,6 +152,24 @@ def test_contradicting_window_with_high_confidence() -> None:
     assert "Warsaw" in verdict.evidence[0].text
 
 
+def test_the_models_contradiction_of_a_negated_sentence_is_not_a_contradiction() -> None:
+    # HaluEval summaries, true sentences shown contradicted: the model reads "not" as the
+    # opposite where the evidence says the same in other words ("untouched" / "not destroyed")
+    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
+        return (0.02, 0.08, 0.9) if "Warsaw" in evidence else (0.05, 0.9, 0.05)
+
+    v = cascade(["cross_encoder"], {"cross_encoder": ScriptedScorer(fn=fn)})
+    verdict = v.verify(claim_from_text("Curie was not born in Paris."), CHUNKS)
+    assert verdict.label == "unsupported"
+    assert "states a negation" in verdict.reason and "not a contradiction" in verdict.reason
+    # the same contradiction of a sentence without a negation stands
+    verdict = v.verify(claim_from_text("Curie was born in Paris."), CHUNKS)
+    assert verdict.label == "contradicted"
+    # so does one that only looks negated ("not only")
+    verdict = v.verify(claim_from_text("Curie was born not only in Paris."), CHUNKS)
+    assert verdict.label == "contradicted"
+
+
 def test_two_chunks_together_entail_when_neither_does_alone() -> None:
     chunks = [
         Chunk(text="Alice moved to Rome in 1990. The weather was mild.", id="a"),
