@@ -1071,7 +1071,11 @@ def check_polarity(claim: str, evidence: str, sentence: str | None = None) -> Ch
                 claim_value=f"{cue} … {first}",
             )
     # the claim's own "withdrew from" repeats the evidence's, it does not drop it
-    c_neg_opp = c_neg + [n for n in _negations(claim, opposite=True) if n not in c_neg]
+    c_neg_opp = (
+        c_neg + [n for n in _negations(claim, opposite=True) if n not in c_neg]
+        if e_neg_strict
+        else c_neg
+    )
     for cue, heads, first in e_neg_strict:
         relevant = heads & c_stems
         if (

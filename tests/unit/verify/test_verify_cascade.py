@@ -142,11 +142,13 @@ def test_timeout_fails_closed() -> None:
     assert "timeout" in verdict.errors[0]
 
 
-def test_contradicting_window_with_high_confidence() -> None:
-    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
-        return (0.02, 0.08, 0.9) if "Warsaw" in evidence else (0.05, 0.9, 0.05)
+def warsaw_contradicts(claim: str, evidence: str) -> tuple[float, float, float]:
+    """A model that reads every claim as contradicted by the Warsaw chunk."""
+    return (0.02, 0.08, 0.9) if "Warsaw" in evidence else (0.05, 0.9, 0.05)
 
-    v = cascade(["cross_encoder"], {"cross_encoder": ScriptedScorer(fn=fn)})
+
+def test_contradicting_window_with_high_confidence() -> None:
+    v = cascade(["cross_encoder"], {"cross_encoder": ScriptedScorer(fn=warsaw_contradicts)})
     verdict = v.verify(claim_from_text("Curie was born in Paris."), CHUNKS)
     assert verdict.label == "contradicted"
     assert "Warsaw" in verdict.evidence[0].text
@@ -155,10 +157,7 @@ def test_contradicting_window_with_high_confidence() -> None:
 def test_the_models_contradiction_of_a_negated_sentence_is_not_a_contradiction() -> None:
     # HaluEval summaries, true sentences shown contradicted: the model reads "not" as the
     # opposite where the evidence says the same in other words ("untouched" / "not destroyed")
-    def fn(claim: str, evidence: str) -> tuple[float, float, float]:
-        return (0.02, 0.08, 0.9) if "Warsaw" in evidence else (0.05, 0.9, 0.05)
-
-    v = cascade(["cross_encoder"], {"cross_encoder": ScriptedScorer(fn=fn)})
+    v = cascade(["cross_encoder"], {"cross_encoder": ScriptedScorer(fn=warsaw_contradicts)})
     verdict = v.verify(claim_from_text("Curie was not born in Paris."), CHUNKS)
     assert verdict.label == "unsupported"
     assert "states a negation" in verdict.reason and "not a contradiction" in verdict.reason
