@@ -447,6 +447,96 @@ def synthesize_roles(rows: list[dict], rng: random.Random, n_target: int) -> lis
 
 
 # ----------------------------------------------------------------------------- reorders
+# "X is a United States post-punk/dream pop band from ...": the words between the article and a
+# lower-case head noun, when a preposition, relative, comma or the end follows the head
+_DESCRIPTION = re.compile(
+    r"\b(?P<cop>is|was|are|were|became|remains|remained)\s+(?P<art>an?)\s+"
+    r"(?P<mods>(?:[A-Za-z][\w/'-]*\s+){1,4}?)(?P<head>[a-z][a-z-]{2,})"
+    r"(?=\s+(?:who|that|which|from|in|of|based|for|with|and|by|on)\b|\s*[,.;]|\s*$)"
+)
+_NOT_MODIFIER = re.compile(
+    r"\b(?:a|an|the|of|and|or|is|was|are|were|very|most|more|first|second|third|last|only|"
+    r"former|current|new|other|same|such|one|two|three|his|her|their|its)\b",
+    re.I,
+)
+
+
+def _descriptions(text: str) -> list[re.Match[str]]:
+    out = []
+    for m in _DESCRIPTION.finditer(text):
+        mods = m.group("mods").strip()
+        if _NOT_MODIFIER.search(mods) or re.search(r"\d", mods):
+            continue
+        out.append(m)
+    return out
+
+
+def synthesize_attributes(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
+    """Wrong attributes: an evidence sentence's description of its subject with the modifiers
+    of its head noun replaced by those another row gives the same head (not entailed), paired
+    with the sentence as it stands (entailed).
+
+    "For Against is a United States post-punk/dream pop band from Lincoln, Nebraska." becomes
+    "For Against is a heavy metal band from Lincoln, Nebraska.": the model must read what the
+    subject is said to be, not only that the evidence describes it with similar words. A
+    replacement is used only when none of its words occurs anywhere in the row's evidence, so
+    the edited claim is never stated there.
+    """
+    pool: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        for x in split_sentences(r["evidence"]):
+            for m in _descriptions(x):
+                pool[m.group("head")].append(m.group("mods").strip())
+    out: list[dict] = []
+    anchors = rows[:]
+    rng.shuffle(anchors)
+    i = 0
+    while len(out) < n_target and i < len(anchors) * 2:
+        r = anchors[i % len(anchors)]
+        i += 1
+        ev_words = {w.lower() for w in re.findall(r"[\w/'-]+", r["evidence"])}
+        sents = [x for x in split_sentences(r["evidence"]) if 5 <= len(x.split()) <= 40]
+        rng.shuffle(sents)
+        made: tuple[str, str] | None = None
+        for x in sents:
+            for m in _descriptions(x):
+                mods = m.group("mods").strip()
+                cands = [
+                    c
+                    for c in set(pool.get(m.group("head"), []))
+                    if c.lower() != mods.lower()
+                    and not {w.lower() for w in re.findall(r"[\w/'-]+", c)} & ev_words
+                ]
+                if not cands:
+                    continue
+                repl = rng.choice(sorted(cands))
+                low = repl.lower()
+                vowel = low[:1] in "aeio" or (low[:1] == "u" and not low.startswith(("uni", "us")))
+                art = "an" if vowel else "a"
+                edited = x[: m.start("art")] + art + " " + repl + " " + x[m.start("head") :]
+                made = (x, edited)
+                break
+            if made:
+                break
+        if made is None:
+            continue
+        orig, edited = made
+        for text, label, how in ((orig, "entail", "original"), (edited, "not_entail", "attribute")):
+            out.append(
+                {
+                    "id": f"synth:attr_{how}:{len(out)}:{r['id']}",
+                    "source": "synthetic_attributes",
+                    "group": r["group"],
+                    "claim": text.strip(),
+                    "evidence": r["evidence"],
+                    "label": label,
+                    "n_windows": r["n_windows"],
+                    "from": f"evsent_{how}",
+                }
+            )
+    return out
+
+
 def synthesize_reorders(rows: list[dict], rng: random.Random, n_target: int) -> list[dict]:
     """Claims whose time adverbial moved, so that where a date stands says nothing of the label.
 
@@ -810,6 +900,13 @@ def main() -> None:
         help="role swaps and misattributed names (not_entail), each with its entailed original "
         "(synthesize_roles; the MPNet release)",
     )
+    ap.add_argument(
+        "--attributes",
+        type=int,
+        default=0,
+        help="wrong attributes (not_entail), each with its entailed original "
+        "(synthesize_attributes: the modifiers of a described head noun replaced)",
+    )
     ap.add_argument("--no-extra", action="store_true", help="leave out verification_extra")
     ap.add_argument("--dev-frac", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=13)
@@ -870,6 +967,13 @@ def main() -> None:
         train_rows += synthesize_roles(real_train, random.Random(args.seed + 12), args.roles)
         dev_rows += synthesize_roles(
             real_dev, random.Random(args.seed + 13), int(args.roles * args.dev_frac)
+        )
+    if args.attributes:
+        train_rows += synthesize_attributes(
+            real_train, random.Random(args.seed + 14), args.attributes
+        )
+        dev_rows += synthesize_attributes(
+            real_dev, random.Random(args.seed + 15), int(args.attributes * args.dev_frac)
         )
     if args.reorders:
         # drawn from every row so far: the date's place must say nothing in any source

@@ -371,6 +371,14 @@ class VerifySettings(Section):
         "where Armstrong and Aldrin walked and Collins stayed in orbit). One more judgement per "
         "such claim; it can only withhold, never support.",
     )
+    distributive: bool = Field(
+        default=True,
+        description="A supported claim about both of two members ('Both Yellowcard and For "
+        "Against are American pop punk bands.', or 'Both bands are ...' against evidence that "
+        "describes exactly two names as a band) is judged again for each member on its own and "
+        "withheld unless each is supported: the model reads the pair as a whole and supports it "
+        "from the one member the evidence describes so. Can only withhold, never support.",
+    )
     subject_in_support: bool = Field(
         default=False,
         description="Withhold a supported one-sentence claim that opens with a name when the "

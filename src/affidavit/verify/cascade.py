@@ -66,6 +66,7 @@ from affidavit.verify.lexical import (
     compressed_support,
     date_bound_elsewhere,
     dates_whole_sentence,
+    distributive_claims,
     move_time_adverbial,
     role_mismatch,
     sentence_spans,
@@ -354,6 +355,9 @@ class ClaimCascade:
         first person to step onto the lunar surface." against a passage saying Armstrong did)."""
         if v.label != "supported" or any(st.stage == "verbatim" for st in v.stages):
             return v
+        v = self._each_member(claim, chunks, v)
+        if v.label != "supported":
+            return v
         sentences = _sentences(claim) or [claim]
         for sent in sentences:
             for chunk in chunks:
@@ -398,6 +402,26 @@ class ClaimCascade:
                     "supported only by sentences about someone else: the sentences about the "
                     f"claim's subject give p(supported) {again.p_entail:.2f}",
                 )
+        return v
+
+    def _each_member(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
+        """Withhold a supported claim about both of two members ("Both bands are American pop
+        punk bands.") unless what it says is supported of each member on its own
+        (`affidavit.verify.lexical.distributive_claims`)."""
+        if not self.settings.distributive:
+            return v
+        evidence = "\n".join(c.text for c in chunks)
+        for sent in _sentences(claim) or [claim]:
+            each = distributive_claims(sent.text, evidence)
+            for k, text in enumerate(each or ()):
+                member = sent.model_copy(update={"id": f"{sent.id}.m{k}", "text": text})
+                mv = self.verify(member, chunks)
+                if mv.label != "supported":
+                    return _withheld(
+                        v,
+                        f"said of each: '{text[:80]}' is {mv.label} "
+                        f"(p(supported) {mv.p_entail:.2f})",
+                    )
         return v
 
     def _other_date(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:

@@ -1246,3 +1246,182 @@ def support_about_someone_else(claim: str, spans: Sequence[str]) -> str | None:
 def fold_text(text: str) -> str:
     """Spaces and quotes made uniform (for `role_mismatch`)."""
     return " ".join(text.translate(_NORM_QUOTES).split())
+
+
+# ------------------------------------------------------------------ distributive claims
+# "Both A and B are ...", "A and B were both ...", "Both bands are ...": said of each member
+_PAST_VERBS = frozenset(
+    [
+        "won",
+        "wrote",
+        "made",
+        "took",
+        "became",
+        "went",
+        "came",
+        "grew",
+        "began",
+        "held",
+        "led",
+        "left",
+        "met",
+        "ran",
+        "saw",
+        "sang",
+        "spoke",
+        "taught",
+        "built",
+        "found",
+        "fought",
+        "gave",
+        "got",
+        "knew",
+        "lost",
+        "sold",
+        "told",
+        "drew",
+        "flew",
+        "rode",
+        "stood",
+    ]
+)
+_AGREE = {"are": "is", "were": "was", "have": "has", "had": "had"}
+_MEMBER = r"[^,;:()]{1,60}?"
+_BOTH_FRONT = re.compile(
+    rf"^\s*Both\s+(?P<a>{_MEMBER})\s+and\s+(?P<b>{_MEMBER})\s+(?P<verb>[a-z]+)\s+(?P<pred>.+?)\s*[.!]?\s*$"
+)
+_BOTH_AFTER = re.compile(
+    rf"^\s*(?P<a>{_MEMBER})\s+and\s+(?P<b>{_MEMBER})\s+(?P<verb>are|were|have|had)\s+both\s+"
+    r"(?P<pred>.+?)\s*[.!]?\s*$"
+)
+_BOTH_NOUN = re.compile(
+    r"^\s*Both\s+(?:the\s+|of\s+the\s+|these\s+|those\s+)?(?P<noun>[a-z]{3,}s)\s+"
+    r"(?P<verb>[a-z]+)\s+(?P<pred>.+?)\s*[.!]?\s*$"
+)
+_PLURAL_STOP = frozenset(
+    [
+        "in",
+        "on",
+        "at",
+        "of",
+        "from",
+        "for",
+        "with",
+        "by",
+        "to",
+        "as",
+        "that",
+        "which",
+        "who",
+        "whose",
+        "and",
+        "or",
+        "but",
+        "than",
+        "since",
+        "during",
+    ]
+)
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    return word[:-1]
+
+
+def _is_plural(word: str) -> bool:
+    return (
+        len(word) > 3
+        and word.islower()
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is", "ous"))
+    )
+
+
+def _each_predicate(verb: str, pred: str) -> tuple[str, str] | None:
+    """The verb and predicate said of one member ('are American pop punk bands' -> 'is', 'an
+    American pop punk band'); None when the verb's singular form is not known."""
+    if verb in _AGREE:
+        verb1 = _AGREE[verb]
+    elif verb.endswith("ed") or verb in _PAST_VERBS:
+        return verb, pred
+    else:
+        return None
+    pred = re.sub(r"^(?:also|both)\s+", "", pred)
+    if verb1 not in ("is", "was"):
+        return verb1, pred
+    words = pred.split()
+    if words and words[0].lower() in ("the", "a", "an"):
+        return None  # "are the founders of": who founded what is not one member's to say
+    for i, w in enumerate(words[:6]):
+        low = w.lower().strip(",")
+        if low in _PLURAL_STOP:
+            break
+        if _is_plural(w.strip(",")):
+            words[i] = _singular(w.strip(",")) + ("," if w.endswith(",") else "")
+            art = "an" if words[0][:1].lower() in "aeio" else "a"
+            return verb1, f"{art} {' '.join(words)}"
+    return verb1, pred
+
+
+def _described_as(head: str, evidence: str) -> list[str]:
+    """The names the evidence describes as a ``head`` ('Yellowcard was an American pop punk
+    band ...'), in order, each once."""
+    pattern = re.compile(
+        rf"(?:^|[.!?]\s+|\n)\s*(?P<name>{_NAME})\s*(?:\([^()]*\)\s*)?,?\s+(?:is|was|are|were)\s+"
+        rf"(?:a|an|the)\s+(?:[\w/'’-]+\s+){{0,5}}?{re.escape(head)}\b"
+    )
+    found: list[str] = []
+    for m in pattern.finditer(fold_text(evidence)):
+        name = m.group("name").strip()
+        first = name.split()[0].lower()
+        if first in _OPENERS or (first in _NOT_NAMES and len(name.split()) < 2):
+            continue
+        if first in ("the", "a", "an", "this", "that", "these", "those", "there", "here"):
+            continue
+        if name not in found:
+            found.append(name)
+    return found
+
+
+def distributive_claims(claim: str, evidence: str) -> list[str] | None:
+    """What a claim about both of two members says of each, as one sentence per member; None
+    when it is not such a claim.
+
+    "Both Yellowcard and For Against are American pop punk bands." says "Yellowcard is an
+    American pop punk band." and "For Against is an American pop punk band."; so does "Both
+    bands are American pop punk bands." against evidence that describes exactly two names as a
+    band (the members are read from the evidence). The model reads the claim as a whole and
+    supports it from the one member the evidence does describe so: each member must be
+    supported on its own. Used only to withhold, never to support.
+    """
+    text = fold_text(claim)
+    if "?" in text or "\n" in claim.strip():
+        return None
+    members: list[str] = []
+    m = _BOTH_FRONT.match(text) or _BOTH_AFTER.match(text)
+    if m is not None:
+        members = [m.group("a").strip(), m.group("b").strip()]
+        if any(len(x.split()) > 8 or " and " in f" {x} " for x in members):
+            return None
+        verb, pred = m.group("verb"), m.group("pred")
+    else:
+        m = _BOTH_NOUN.match(text)
+        if m is None:
+            return None
+        members = _described_as(_singular(m.group("noun")), evidence)
+        if len(members) != 2:
+            return None
+        verb, pred = m.group("verb"), m.group("pred")
+    each = _each_predicate(verb, pred)
+    if each is None:
+        return None
+    verb1, pred1 = each
+    out = []
+    for name in members:
+        head = name[:1].upper() + name[1:]
+        out.append(f"{head} {verb1} {pred1}.")
+    return out

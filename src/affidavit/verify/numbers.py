@@ -537,6 +537,10 @@ _WORDS_BEFORE = re.compile(r"([A-Za-z][\w'\u2019-]*)[ \t]+$")
 _WORD_AFTER = re.compile(r"[ \t]+([A-Za-z][\w'\u2019-]*)")
 
 
+# a rank written out: "world number one", "ranked number one", "seeded number one"
+_RANK_BEFORE = re.compile(r"\b(?:world|ranked|seeded|rated)\s+(?:no\.?|number)\s+$", re.IGNORECASE)
+
+
 def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Quantity]:
     """Every number with its scale and unit; years and dates are left to `find_dates`.
 
@@ -629,8 +633,8 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         word = m.group(1).lower()
         value = float(SPELLED[word])
         scale_s = (m.group("scale") or "").lower()
-        if word == "one" and not scale_s:
-            continue  # "one of the", "no one": not a count worth checking
+        if word == "one" and not scale_s and not _RANK_BEFORE.search(text, 0, m.start()):
+            continue  # "one of the", "no one": not a count worth checking ("world number one" is)
         if word in ("double", "triple", "second") and not scale_s:
             continue
         if m.group(1)[:1].isupper() and _in_title(text, m.start(), m.end()):

@@ -764,3 +764,15 @@ def test_a_day_and_month_before_the_texts_date_are_not_dated_by_it() -> None:
         if c.check == "date"
     )
     assert r.status == "fail" and r.absent
+
+
+def test_a_rank_written_out_is_a_number() -> None:
+    # XSumFaith: "world number one Querrey" against "world number 29 Querrey"
+    evidence = "The Australian, 21, beat world number 29 Querrey 6-4 6-4 in 53 minutes."
+    results = run_checks("Kyrgios beat world number one Querrey in straight sets.", evidence)
+    assert [r.check for r in failed(results)] == ["number"]
+    ok = run_checks("Selby is world number one.", "World number one Mark Selby won.")
+    assert not failed(ok)
+    # "one" elsewhere is still no count to check
+    assert [q.raw for q in find_quantities("He is one of the best, ranked number one.")] == ["one"]
+    assert find_quantities("No one came; one of them left.") == []
