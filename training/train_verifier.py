@@ -76,6 +76,17 @@ def make_batches(data: list, bs: int, rng: random.Random) -> list[list]:
 
 # set in main(): whether the model takes token_type_ids (BERT/MiniLM yes, MPNet no)
 USE_TOKEN_TYPES = True
+# set in main(): the autocast dtype of forward passes (None: full precision)
+AMP_DTYPE = None
+
+
+def forward_logits(model, x: dict) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    """The model's logits, under autocast when --amp asks for it; always returned as fp32."""
+    if AMP_DTYPE is None:
+        return model(**x).logits
+    dev = next(model.parameters()).device.type
+    with torch.autocast(device_type=dev, dtype=AMP_DTYPE):
+        return model(**x).logits.float()
 
 
 def collate(batch: list, pad_id: int) -> dict[str, torch.Tensor]:
@@ -136,7 +147,7 @@ def evaluate(model, data: list, pad_id: int, bs: int = 32) -> dict[str, float]:
         x = collate(b, pad_id)
         labels += x.pop("labels").tolist()
         x = {k: v.to(dev) for k, v in x.items()}
-        probs.append(torch.softmax(model(**x).logits, -1).cpu().numpy())
+        probs.append(torch.softmax(forward_logits(model, x), -1).cpu().numpy())
     model.train()
     p = np.concatenate(probs)
     y = np.array(labels)
@@ -327,6 +338,19 @@ def main() -> None:
     )
     ap.add_argument("--lora-r", type=int, default=0, help="LoRA rank (0: plain fine-tuning)")
     ap.add_argument("--lora-layers", type=int, default=4, help="top layers given LoRA adapters")
+    ap.add_argument(
+        "--amp",
+        choices=["none", "bf16"],
+        default="none",
+        help="bf16: forward passes under torch.autocast in bfloat16 (GPU runs), loss in fp32",
+    )
+    ap.add_argument(
+        "--max-epochs",
+        type=float,
+        default=0.0,
+        help="also end after this many passes over the data (0: the time budget alone); the "
+        "schedule then decays on whichever of time and passes is further along",
+    )
     ap.add_argument("--bench", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -376,6 +400,11 @@ def main() -> None:
         else "cpu"
     )
     log.info("training on %s", device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    global AMP_DTYPE
+    AMP_DTYPE = torch.bfloat16 if args.amp == "bf16" else None
 
     if args.keep_layers:
         keep = [int(i) for i in args.keep_layers.split(",")]
@@ -490,10 +519,12 @@ def main() -> None:
                 skip_batches -= 1
                 continue
             el = time.time() - start
-            if el >= budget:
+            frac = el / budget
+            if args.max_epochs:
+                frac = max(frac, seen / (args.max_epochs * len(train)))
+            if frac >= 1.0:
                 done = True
                 break
-            frac = el / budget
             # wall-clock schedule: linear warm-up, then linear decay to 0 at the time budget
             if frac < args.warmup_frac:
                 lr = args.lr * frac / args.warmup_frac
@@ -503,7 +534,7 @@ def main() -> None:
                 g["lr"] = lr
             x = {k: v.to(device) for k, v in collate(batch, tok.pad_token_id).items()}
             y = x.pop("labels")
-            logits = model(**x).logits
+            logits = forward_logits(model, x)
             if p_bias is not None:
                 pb = p_bias[torch.tensor([b[3] for b in batch])].to(device)
                 loss = verifier_loss(poe_logits(logits, pb, args.poe_weight), y)
