@@ -22,6 +22,9 @@ ROOT = HERE.parent
 OUT = ROOT / "src" / "affidavit" / "verify" / "model_accurate" / "MODEL_CARD.md"
 
 
+CPU_NOTE = "On the 2-core CPU (no GPU was lent), for a wall-clock budget, resumable (`--resume`)."
+
+
 def table(rows: list[list[str]]) -> str:
     head, *body = rows
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -38,6 +41,11 @@ def main() -> None:
     ap.add_argument("--baseline-dev", default="{}")
     ap.add_argument("--command", action="append", default=[], help="a command that was run")
     ap.add_argument("--decision", default="", help="the shipping decision, in words")
+    ap.add_argument(
+        "--training-note",
+        default="",
+        help="where and how the run was trained, in words (default: the release 1 CPU run's)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -121,10 +129,11 @@ def main() -> None:
   `-005` (0.0.1), each holding one piece of a split zip; zip sha256
   `{cfg["assembly"]["base"]["zip_sha256"]}`.
 - Trained: LoRA adapters (rank {a.get("lora_r")}, alpha {2 * int(a.get("lora_r", 16))}) on the
-  attention (q, k, v, o) and feed-forward matrices of the top {a.get("lora_layers")} encoder
+  attention (q, k, v, o) and feed-forward matrices of the top {a.get("lora_layers")} (of 12) encoder
   layers, those layers' LayerNorms, and a new 3-way head (entail / neutral / contradict) on the
   `<s>` token; every other weight is the public base's.
-- Shipped: `delta.npz` (the adapters, LayerNorms and head, fp32), `graph.onnx` (the ONNX graph
+- Shipped: `delta.npz` (the adapters, LayerNorms and head, fp16 as `export_accurate.py` stores
+  them by default; its parity check refuses a probability moved by more than 0.02), `graph.onnx` (the ONNX graph
   of the whole model with its weights left out, opset 17) and `config.json` (the recipe: every
   sha256, which initializer takes which weight, and probe logits). `python -m
   affidavit.verify.accurate` (or the first use with `verify.tier = accurate | cascade`) joins the
@@ -138,22 +147,22 @@ def main() -> None:
 
 `training/build_data.py` with {json.dumps(stats["args"])}: the fast model's sources (HaluEval,
 SummaC subsets, WiCE, Citation-Integrity, VitaminC sample, verification_extra; no evaluation-only
-data: no BingCheck, AggreFact or ANLI), plus `--roles` (new: role swaps and misattributed names
-from the same evidence, not entailed, each with its entailed original, `synthesize_roles`) and
-`--compressions`. {stats["train"]["total"]} training pairs, {stats["dev"]["total"]} dev pairs
+data: no BingCheck, AggreFact or ANLI), plus the generated pairs its arguments name
+(`--roles`: role swaps and misattributed names, `--attributes`: wrong attributes,
+`--compressions`: shortened evidence sentences; each not-entailed pair with its entailed
+original). {stats["train"]["total"]} training pairs, {stats["dev"]["total"]} dev pairs
 (group-disjoint); held-out rows of `training/splits.json` never trained on.
 
 ## Training
 
-On the 2-core CPU (no GPU was lent), length-bucketed batches of {a.get("batch_size")} with
-dynamic padding at most {a.get("max_len")} tokens, AdamW lr {a.get("lr")} (linear warm-up, then
-linear decay to zero at the wall-clock budget of {a.get("time_budget_min")} minutes), resumable
-(`--resume`): the run had two sittings (stopped after its 21-minute checkpoint and resumed with
-the budget cut from 110 to 85 minutes). {run.get("seen")} pairs seen in all, one pass over
-{run.get("seen", 0) / max(1, stats["train"]["total"]):.0%} of the training pairs.
+{args.training_note or CPU_NOTE}
+Length-bucketed batches of {a.get("batch_size")} with dynamic padding at most {a.get("max_len")}
+tokens, AdamW lr {a.get("lr")} (linear warm-up, then linear decay to zero at the end of the
+budget). {run.get("seen")} pairs seen in all: {run.get("seen", 0) / max(1, stats["train"]["total"]):.0%} of one pass
+over the training pairs.
 
-Learning curve on dev (300 seeded dev rows; the last row is the shipped fast model on the very
-same rows):
+Learning curve on dev ({a.get("dev_eval_rows")} seeded dev rows; a last row, where present, is
+the shipped fast model on the very same rows):
 
 {table(curve)}
 

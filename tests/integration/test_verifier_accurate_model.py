@@ -6,6 +6,7 @@ Skipped when the ``accurate`` extra is not installed (``pip install "affidavit[a
 from __future__ import annotations
 
 import importlib.metadata
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,12 @@ from affidavit.verify.cascade import ClaimCascade, chunks_from_texts, claim_from
 from affidavit.verify.crossencoder import OnnxCrossEncoder
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+APOLLO = json.loads((ROOT / "sample_corpus" / "docs" / "space.jsonl").read_text().splitlines()[0])[
+    "text"
+]
+FOR_AGAINST = "For Against is a United States post-punk/dream pop band from Lincoln, Nebraska."
 
 
 def _installed() -> bool:
@@ -85,9 +92,46 @@ def test_the_cascade_tier_runs_on_the_real_models(assembled: Path) -> None:
             "time for the 1889 World's Fair.",
             True,
         ),
+        (
+            "The Forth Bridge opened on 4 March 1890.",
+            "The Forth Bridge is a railway bridge across the Firth of Forth in Scotland. It was "
+            "opened on 4 March 1890.",
+            True,
+        ),
+        # swapped roles (sample corpus) and a wrong attribute, with its true counterpart
+        ("Buzz Aldrin became the first person to step onto the lunar surface.", APOLLO, False),
+        ("Michael Collins walked on the Moon with Armstrong.", APOLLO, False),
+        ("For Against is an American heavy metal band.", FOR_AGAINST, False),
+        ("Kansas is a coastal state.", "Kansas is a landlocked state in the Midwest.", False),
     ],
 )
 def test_the_accurate_tier_on_issue_24s_cases(
+    assembled: Path, claim: str, evidence: str, supported: bool
+) -> None:
+    settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
+    v = ClaimCascade(settings, PolicySettings()).verify(
+        claim_from_text(claim), chunks_from_texts([evidence])
+    )
+    assert (v.label == "supported") is supported, v.reason
+
+
+@needs_accurate
+@pytest.mark.xfail(strict=True, reason="known misses of release 2 (docs/limitations.md)")
+@pytest.mark.parametrize(
+    ("claim", "evidence", "supported"),
+    [
+        # every word is in the evidence, bound to another prize: model p_entail 0.99
+        (
+            "Marie Curie won the 1911 Nobel Prize in Physics.",
+            "Marie Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri "
+            "Becquerel, and she won the 1911 Nobel Prize in Chemistry alone.",
+            False,
+        ),
+        # "United States" for "American", one of two genres: model p_entail 0.40
+        ("For Against is an American dream pop band.", FOR_AGAINST, True),
+    ],
+)
+def test_the_accurate_tiers_known_misses(
     assembled: Path, claim: str, evidence: str, supported: bool
 ) -> None:
     settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
