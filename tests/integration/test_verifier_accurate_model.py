@@ -36,6 +36,14 @@ def _installed() -> bool:
 needs_accurate = pytest.mark.skipif(not _installed(), reason='pip install "affidavit[accurate]"')
 
 
+def _assert_accurate_tier(assembled: Path, claim: str, evidence: str, supported: bool) -> None:
+    settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
+    v = ClaimCascade(settings, PolicySettings()).verify(
+        claim_from_text(claim), chunks_from_texts([evidence])
+    )
+    assert (v.label == "supported") is supported, v.reason
+
+
 @pytest.fixture(scope="session")
 def assembled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return accurate.ensure_accurate_model(tmp_path_factory.mktemp("model-cache"))
@@ -108,11 +116,7 @@ def test_the_cascade_tier_runs_on_the_real_models(assembled: Path) -> None:
 def test_the_accurate_tier_on_issue_24s_cases(
     assembled: Path, claim: str, evidence: str, supported: bool
 ) -> None:
-    settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
-    v = ClaimCascade(settings, PolicySettings()).verify(
-        claim_from_text(claim), chunks_from_texts([evidence])
-    )
-    assert (v.label == "supported") is supported, v.reason
+    _assert_accurate_tier(assembled, claim, evidence, supported)
 
 
 @needs_accurate
@@ -134,8 +138,4 @@ def test_the_accurate_tier_on_issue_24s_cases(
 def test_the_accurate_tiers_known_misses(
     assembled: Path, claim: str, evidence: str, supported: bool
 ) -> None:
-    settings = VerifySettings(tier="accurate", accurate_model_path=assembled, threads=2)
-    v = ClaimCascade(settings, PolicySettings()).verify(
-        claim_from_text(claim), chunks_from_texts([evidence])
-    )
-    assert (v.label == "supported") is supported, v.reason
+    _assert_accurate_tier(assembled, claim, evidence, supported)
