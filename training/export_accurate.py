@@ -94,6 +94,11 @@ def is_shipped(name: str, top: list[int]) -> bool:
     )
 
 
+def is_lora(name: str) -> bool:
+    """Whether a parameter of the LoRA model is an adapter matrix (A or B)."""
+    return ".lora_A.default." in name or ".lora_B.default." in name
+
+
 def dev_pairs(path: Path, n: int) -> list[tuple[str, str]]:
     import random
 
@@ -244,6 +249,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT_DIR)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--fp32", action="store_true", help="ship the delta in fp32 (default fp16)")
+    ap.add_argument(
+        "--lora-int8",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="store the LoRA matrices as int8 with a float32 scale per row (the rest fp16); "
+        "the model is rounded to those values before the parity check and the probe logits",
+    )
     ap.add_argument("--dev", type=Path, default=HERE / "data_mp" / "dev.jsonl")
     ap.add_argument("--parity-pairs", type=int, default=150)
     ap.add_argument("--train-max-len", type=int, default=128)
@@ -256,7 +268,13 @@ def main() -> None:
 
     import torch
 
-    from affidavit.verify.accurate import assemble, merge_delta, read_safetensors
+    from affidavit.verify.accurate import (
+        SCALE_PREFIX,
+        assemble,
+        merge_delta,
+        quantize_rows,
+        read_safetensors,
+    )
 
     torch.set_num_threads(2)
     trained = load_trained(args.ckpt, args.base)
@@ -273,14 +291,20 @@ def main() -> None:
         top = list(trained.peft_config["default"].layers_to_transform or [])
         with torch.no_grad():
             for name, p in trained.named_parameters():
-                if is_shipped(name, top):
+                if not is_shipped(name, top):
+                    continue
+                if args.lora_int8 and is_lora(name):
+                    q, sc = quantize_rows(p.detach().cpu().numpy())
+                    p.copy_(torch.from_numpy(q.astype(np.float32) * sc))
+                else:
                     p.copy_(p.half().float())
         after = probabilities(trained, tok, pairs)
         diff = float(np.abs(before - after).max())
-        parity = {"pairs": len(pairs), "max_abs_prob_diff_fp16_vs_fp32": diff}
+        kind = "int8_lora_fp16_rest" if args.lora_int8 else "fp16"
+        parity = {"pairs": len(pairs), f"max_abs_prob_diff_{kind}_vs_fp32": diff}
         print(json.dumps(parity))
         if diff > PARITY_TOL:
-            raise SystemExit(f"fp16 moves a dev pair by {diff:.4f} > {PARITY_TOL}: use --fp32")
+            raise SystemExit(f"{kind} moves a dev pair by {diff:.4f} > {PARITY_TOL}: use --fp32")
     delta, scale = delta_of(trained)
     members = {}
     with zipfile.ZipFile(args.zip) as zf:
@@ -307,7 +331,14 @@ def main() -> None:
         graph, mapping = strip_weights(full, merged)
     (args.out / "graph.onnx").write_bytes(graph)
     dtype = np.float32 if args.fp32 else np.float16
-    np.savez_compressed(args.out / "delta.npz", **{k: v.astype(dtype) for k, v in delta.items()})
+    stored: dict[str, np.ndarray] = {}
+    for k, v in delta.items():
+        if args.lora_int8 and not args.fp32 and k.startswith(("lora_A/", "lora_B/")):
+            # the model was rounded to exactly these values above: q * s reproduces it
+            stored[k], stored[SCALE_PREFIX + k] = quantize_rows(v)
+        else:
+            stored[k] = v.astype(dtype)
+    np.savez_compressed(args.out / "delta.npz", **stored)
     model_cfg = {
         "name": "affidavit-verifier-mpnet",
         "model": "affidavit claim verifier, accurate stage (all-mpnet-base-v2 cross-encoder, LoRA)",

@@ -23,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from common import LABELS  # noqa: E402
 
@@ -49,8 +48,9 @@ def main() -> None:
         label2id={k: i for i, k in enumerate(LABELS)},
     )
     model = tv.add_lora(model, args)
-    with np.load(SHIPPED / "delta.npz") as npz:
-        delta = {k: torch.from_numpy(npz[k].copy()) for k in npz.files}
+    from affidavit.verify.accurate import read_delta
+
+    delta = {k: torch.from_numpy(v.copy()) for k, v in read_delta(SHIPPED / "delta.npz").items()}
     params = dict(model.named_parameters())
     loaded = 0
     for key, value in delta.items():

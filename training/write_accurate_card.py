@@ -132,8 +132,10 @@ def main() -> None:
   attention (q, k, v, o) and feed-forward matrices of the top {a.get("lora_layers")} (of 12) encoder
   layers, those layers' LayerNorms, and a new 3-way head (entail / neutral / contradict) on the
   `<s>` token; every other weight is the public base's.
-- Shipped: `delta.npz` (the adapters, LayerNorms and head, fp16 as `export_accurate.py` stores
-  them by default; its parity check refuses a probability moved by more than 0.02), `graph.onnx` (the ONNX graph
+- Shipped: `delta.npz` (the LoRA matrices as int8 with one float32 scale per row, the
+  LayerNorms and head in fp16, as `export_accurate.py` stores them by default; the model is
+  rounded to exactly those values before its probe logits are recorded, and the export refuses a
+  dev pair's probability moved by more than 0.02 from the fp32 checkpoint), `graph.onnx` (the ONNX graph
   of the whole model with its weights left out, opset 17) and `config.json` (the recipe: every
   sha256, which initializer takes which weight, and probe logits). `python -m
   affidavit.verify.accurate` (or the first use with `verify.tier = accurate | cascade`) joins the

@@ -117,6 +117,43 @@ def read_safetensors(data: bytes) -> dict[str, np.ndarray]:
     return out
 
 
+SCALE_PREFIX = "scale/"
+
+
+def quantize_rows(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``t`` as int8 with one float32 scale per row (symmetric, absmax / 127): ``q * s``
+    (float32) is the value shipped, and what the export rounds the model to before it records
+    the probe logits."""
+    t32 = np.asarray(t, dtype=np.float32)
+    s = (np.abs(t32).max(axis=1, keepdims=True) / np.float32(127.0)).astype(np.float32)
+    s[s == 0] = np.float32(1.0)
+    q = np.clip(np.rint(t32 / s), -127, 127).astype(np.int8)
+    return q, s
+
+
+def read_delta(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a ``delta.npz``: an int8 tensor with a ``scale/<key>`` companion is
+    returned as ``q * s`` in float32 (the LoRA matrices of release 4 on); others as stored.
+
+    Raises:
+        ModelError: an int8 tensor has no scale.
+    """
+    with np.load(path) as npz:
+        raw = {k: npz[k] for k in npz.files}
+    out: dict[str, np.ndarray] = {}
+    for key, arr in raw.items():
+        if key.startswith(SCALE_PREFIX):
+            continue
+        if arr.dtype == np.int8:
+            s = raw.get(SCALE_PREFIX + key)
+            if s is None:
+                raise ModelError(f"int8 tensor {key} has no scale", source=str(path))
+            out[key] = arr.astype(np.float32) * s.astype(np.float32)
+        else:
+            out[key] = arr
+    return out
+
+
 def merge_delta(
     base: Mapping[str, np.ndarray], delta: Mapping[str, np.ndarray], scale: float
 ) -> dict[str, np.ndarray]:
@@ -278,8 +315,7 @@ def assemble(
         recipe["base"].get("prefix", "") + k: v
         for k, v in read_safetensors(base_members[weights_file]).items()
     }
-    with np.load(src / "delta.npz") as npz:
-        delta = {k: npz[k] for k in npz.files}
+    delta = read_delta(src / "delta.npz")
     merged = merge_delta(base, delta, float(recipe["lora_scale"]))
     model = fill_graph((src / "graph.onnx").read_bytes(), merged, recipe["initializers"])
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -343,19 +379,27 @@ def ensure_accurate_model(
 
     Raises:
         MissingDependencyError: the part packages are not installed (``affidavit[accurate]``).
-        ModelError: the shipped files or the base fail their checks.
+        ModelError: the shipped files or the base fail their checks, or the cache cannot be
+            written.
     """
     src = src or shipped_dir()
     target = cache_dir / FOLDER
     recipe_sha = _recipe_sha(src)
     if _stamp_ok(target, recipe_sha):
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with exclusive(cache_dir / f".{FOLDER}.lock"):
-        if _stamp_ok(target, recipe_sha):
-            return target
-        log.info("assembling the accurate verifier into %s", target)
-        return assemble(target, src=src, parts=parts)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive(cache_dir / f".{FOLDER}.lock"):
+            if _stamp_ok(target, recipe_sha):
+                return target
+            log.info("assembling the accurate verifier into %s", target)
+            return assemble(target, src=src, parts=parts)
+    except OSError as exc:
+        raise ModelError(
+            f"cannot write the model cache: {exc.strerror or exc} (set $AFFIDAVIT_MODEL_CACHE "
+            "to a writable folder)",
+            source=str(cache_dir),
+        ) from exc
 
 
 def default_cache() -> Path:

@@ -288,3 +288,44 @@ def test_the_model_cache_variable_is_not_a_setting(
     monkeypatch.delenv("AFFIDAVIT_MODEL_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert accurate.default_cache() == tmp_path / "xdg" / "affidavit" / "models"
+
+
+def test_an_int8_delta_reads_back_as_its_scaled_values(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.normal(0, 0.02, (4, 6)).astype(np.float32)
+    a[2] = 0.0  # an all-zero row keeps a usable scale
+    q, s = accurate.quantize_rows(a)
+    assert q.dtype == np.int8 and s.shape == (4, 1) and np.abs(q).max() == 127
+    head = np.ones((2, 2), np.float16)
+    np.savez(
+        tmp_path / "delta.npz",
+        **{"lora_A/x": q, "scale/lora_A/x": s, "full/y": head},
+    )
+    got = accurate.read_delta(tmp_path / "delta.npz")
+    assert set(got) == {"lora_A/x", "full/y"}
+    assert got["lora_A/x"].dtype == np.float32
+    assert np.array_equal(got["lora_A/x"], q.astype(np.float32) * s)
+    assert np.abs(got["lora_A/x"] - a).max() <= s.max() / 2 + 1e-9
+    assert not got["lora_A/x"][2].any()
+    assert np.array_equal(got["full/y"], head)
+
+
+def test_an_int8_tensor_without_its_scale_is_refused(tmp_path: Path) -> None:
+    np.savez(tmp_path / "delta.npz", **{"lora_A/x": np.ones((2, 2), np.int8)})
+    with pytest.raises(ModelError, match="no scale"):
+        accurate.read_delta(tmp_path / "delta.npz")
+
+
+def test_an_unwritable_cache_is_a_clear_error(
+    fx: Fixture, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ModelError, match="cannot write the model cache"):
+        accurate.ensure_accurate_model(blocker / "cache", src=fx.src, parts=fx.parts)
+    # the command line says so in one line and exits 2, without a traceback
+    with pytest.raises(SystemExit) as exc:
+        accurate.main(["--cache", str(blocker / "cache")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write the model cache") and "Traceback" not in err
