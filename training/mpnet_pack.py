@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,11 @@ TOKENIZER_FILES = (
 def pack(base: Path, out: Path, part_mib: float, check: bool) -> None:
     from safetensors.numpy import load_file, save_file
 
+    # the same per-row int8 rounding the accurate stage's shipped delta uses (pack runs here,
+    # where the package is importable; unpack, on the GPU machine, needs torch alone)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+    from affidavit.verify.accurate import quantize_rows
+
     w = load_file(str(base / "model.safetensors"))
     out.mkdir(parents=True, exist_ok=True)
     for f in TOKENIZER_FILES:
@@ -47,10 +53,8 @@ def pack(base: Path, out: Path, part_mib: float, check: bool) -> None:
     for name in sorted(w):
         t = w[name].astype(np.float32)
         if t.ndim == 2 and t.size >= 500_000:  # the layer matrices and word embeddings
-            scale = np.abs(t).max(axis=1, keepdims=True) / 127.0
-            scale[scale == 0] = 1.0
-            q = np.clip(np.rint(t / scale), -127, 127).astype(np.int8)
-            items = {f"{name}::q": q, f"{name}::s": scale.astype(np.float32)}
+            q, scale = quantize_rows(t)
+            items = {f"{name}::q": q, f"{name}::s": scale}
             if check:
                 d = q.astype(np.float32) * scale - t
                 errs[name] = float(np.sqrt((d**2).mean()) / (np.sqrt((t**2).mean()) + 1e-12))
