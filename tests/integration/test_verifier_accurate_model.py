@@ -111,6 +111,14 @@ def test_the_cascade_tier_runs_on_the_real_models(assembled: Path) -> None:
         ("Michael Collins walked on the Moon with Armstrong.", APOLLO, False),
         ("For Against is an American heavy metal band.", FOR_AGAINST, False),
         ("Kansas is a coastal state.", "Kansas is a landlocked state in the Midwest.", False),
+        # every word is in the evidence, the year bound to another prize: the model's p_entail
+        # is 0.99; the year check withholds it (`affidavit.verify.lexical.year_bound_elsewhere`)
+        (
+            "Marie Curie won the 1911 Nobel Prize in Physics.",
+            "Marie Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri "
+            "Becquerel, and she won the 1911 Nobel Prize in Chemistry alone.",
+            False,
+        ),
     ],
 )
 def test_the_accurate_tier_on_issue_24s_cases(
@@ -124,13 +132,6 @@ def test_the_accurate_tier_on_issue_24s_cases(
 @pytest.mark.parametrize(
     ("claim", "evidence", "supported"),
     [
-        # every word is in the evidence, bound to another prize: model p_entail 0.99
-        (
-            "Marie Curie won the 1911 Nobel Prize in Physics.",
-            "Marie Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri "
-            "Becquerel, and she won the 1911 Nobel Prize in Chemistry alone.",
-            False,
-        ),
         # "United States" for "American", one of two genres: model p_entail 0.40
         ("For Against is an American dream pop band.", FOR_AGAINST, True),
     ],

@@ -76,6 +76,7 @@ from affidavit.verify.lexical import (
     support_about_someone_else,
     verbatim_support,
     words_restated,
+    year_bound_elsewhere,
 )
 from affidavit.verify.lifespan import lifespan_support
 
@@ -427,7 +428,9 @@ class ClaimCascade:
     def _other_date(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
         """Withhold a supported claim whose dated word the evidence binds to another date only
         (`affidavit.verify.lexical.date_bound_elsewhere`: "In 1887, the Eiffel Tower was
-        completed." against "... and was completed in March 1889.")."""
+        completed." against "... and was completed in March 1889."), or whose year-qualified
+        name the evidence gives other years only (`affidavit.verify.lexical.year_bound_elsewhere`:
+        "the 1911 Nobel Prize in Physics" against "the 1903 Nobel Prize in Physics")."""
         if v.label != "supported":
             return v
         evidence = "\n".join(c.text for c in chunks)
@@ -435,6 +438,9 @@ class ClaimCascade:
             found = date_bound_elsewhere(sent.text, evidence)
             if found is not None:
                 return _withheld(v, f"the evidence says '{found[:80]}', another date")
+            found = year_bound_elsewhere(sent.text, evidence)
+            if found is not None:
+                return _withheld(v, f"the evidence says '{found[:80]}', another year")
         return v
 
     def _verbatim(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict | None:

@@ -740,6 +740,50 @@ def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
     return other
 
 
+# a year that qualifies a name ("the 1911 Nobel Prize in Chemistry", "the 2014 World Cup"): not
+# after a preposition, where it would date the clause ("In 1898 Curie announced ...")
+_YEAR_NAME = re.compile(
+    r"(?<![\w,.])(?<!\b[Ii]n )(?<!\b[Oo]n )(?<!\b[Bb]y )(?<!\bof )(?<!\bto )(?<!since )"
+    r"(?<!until )(?<!from )(?<!during )(?<!before )(?<!after )"
+    r"(?P<y>1[5-9]\d\d|20\d\d)\s+"
+    r"(?P<n>[A-Z][\w'-]*(?:\s+(?:of|in|for|de|la|le|the)?\s*[A-Z][\w'-]*)*)"
+)
+
+
+def year_bound_elsewhere(claim: str, evidence: str) -> str | None:
+    """The evidence's words that put another year on a name the claim qualifies with a year.
+
+    ``evidence`` is all the claim's evidence at once. The claim names something with a year in
+    front of it ("the 1911 Nobel Prize in Physics"); when the evidence writes that same name
+    only after other years ("the 1903 Nobel Prize in Physics"), never after the claim's, the
+    claim has joined a year and a name the evidence keeps apart. Every word of such a claim can
+    be in its evidence, and the model then reads it as support.
+
+    Examples:
+        >>> ev = ("She shared the 1903 Nobel Prize in Physics and won the 1911 Nobel Prize in "
+        ...       "Chemistry alone.")
+        >>> year_bound_elsewhere("Marie Curie won the 1911 Nobel Prize in Physics.", ev)
+        '1903 Nobel Prize in Physics'
+        >>> year_bound_elsewhere("Marie Curie won the 1911 Nobel Prize in Chemistry.", ev) is None
+        True
+        >>> year_bound_elsewhere("In 1903 Curie won a prize.", "In 1911 Curie won.") is None
+        True
+    """
+    for m in _YEAR_NAME.finditer(claim):
+        name = m.group("n")
+        if len(name) < 4:
+            continue
+        pattern = re.compile(
+            r"(?<![\w,.])(?P<y>1[5-9]\d\d|20\d\d)\s+"
+            + r"\s+".join(re.escape(w) for w in name.split())
+            + r"(?![\w'-])"
+        )
+        years = [e.group("y") for e in pattern.finditer(evidence)]
+        if years and m.group("y") not in years:
+            return f"{years[0]} {name}"
+    return None
+
+
 # ----------------------------------------------------------------------------- verbatim support
 # words that, before the restated words in the evidence sentence (or after them), put the
 # statement under a negation, a doubt, a report or a condition: the evidence then does not

@@ -18,6 +18,7 @@ from affidavit.verify.lexical import (
     split_time_adverbial,
     subject_named_elsewhere,
     words_restated,
+    year_bound_elsewhere,
 )
 
 # the sample corpus's Marie Curie document (sample_corpus/docs/marie_curie.docx), as chunked
@@ -224,3 +225,42 @@ def test_the_sentence_naming_the_subject_may_come_after() -> None:
     assert v.label == "supported", v.reason
     pierre = claim_from_text("Pierre Curie discovered polonium and radium in 1898.")
     assert _cascade().verify(pierre, chunks_from_texts([refined])).label != "supported"
+
+
+NOBEL = (
+    "Marie Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel, "
+    "and she won the 1911 Nobel Prize in Chemistry alone."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # every word is in the evidence, the year bound to the other prize
+        ("Marie Curie won the 1911 Nobel Prize in Physics.", "1903 Nobel Prize in Physics"),
+        ("Marie Curie won the 1903 Nobel Prize in Chemistry.", "1911 Nobel Prize in Chemistry"),
+        ("Marie Curie won the 1911 Nobel Prize in Chemistry alone.", None),
+        ("Marie Curie shared the 1903 Nobel Prize in Physics.", None),
+        # a name the evidence never qualifies with a year: nothing to compare
+        ("Marie Curie won the 1911 Solvay Medal.", None),
+        # a year after a preposition dates the clause, it does not qualify the name
+        ("In 1911 Marie Curie won the prize.", None),
+    ],
+)
+def test_year_bound_elsewhere(text: str, expected: str | None) -> None:
+    assert year_bound_elsewhere(text, NOBEL) == expected
+
+
+def test_a_year_joined_to_the_wrong_name_is_withheld_whatever_the_model_says() -> None:
+    # the accurate stage scored "... the 1911 Nobel Prize in Physics." p_entail 0.99
+    cascade = _cascade(lambda c, e: (0.99, 0.005, 0.005))
+    chunks = chunks_from_texts([NOBEL])
+    wrong = cascade.verify(
+        claim_from_text("Marie Curie won the 1911 Nobel Prize in Physics."), chunks
+    )
+    assert wrong.label == "unsupported"
+    assert "1903 Nobel Prize in Physics" in wrong.reason
+    right = cascade.verify(
+        claim_from_text("Marie Curie won the 1911 Nobel Prize in Chemistry alone."), chunks
+    )
+    assert right.label == "supported", right.reason
