@@ -299,7 +299,7 @@ def main() -> None:
             per_source[s] = {
                 "n": int(m.sum()),
                 "combiner_cv": round(
-                    weighted_bacc(y[m], (oof[m] >= tau).astype(int), np.ones(m.sum())), 4
+                    weighted_bacc(y[m], (oof[m] >= dev_tau).astype(int), np.ones(m.sum())), 4
                 ),
                 "pe_whole@best": round(
                     weighted_bacc(

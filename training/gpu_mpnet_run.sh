@@ -20,6 +20,8 @@ OUT=${OUT:-/tmp/out}
 BUDGET_MIN=${BUDGET_MIN:-6.5}
 EPOCHS=${EPOCHS:-3}
 LORA_LAYERS=${LORA_LAYERS:-12}
+# 256 with data built by build_data.py --max-len 256 (longer evidence windows; see the model card)
+MAX_LEN=${MAX_LEN:-128}
 mkdir -p "$OUT"
 python3 -c "import torch, peft, transformers; print(torch.__version__, peft.__version__, transformers.__version__, torch.cuda.get_device_name(0))"
 mkdir -p /tmp/mp /tmp/data
@@ -32,7 +34,7 @@ for n in ("train", "dev"):
         shutil.copyfileobj(src, dst)
 PY
 python3 training/train_verifier.py --device cuda --amp bf16 --base /tmp/mpnet_base \
-  --lora-r 16 --lora-layers "$LORA_LAYERS" --data-dir /tmp/data --out /tmp/ck --max-len 128 \
+  --lora-r 16 --lora-layers "$LORA_LAYERS" --data-dir /tmp/data --out /tmp/ck --max-len "$MAX_LEN" \
   --batch-size 32 --lr 3e-4 --warmup-frac 0.05 --time-budget-min "$BUDGET_MIN" \
   --max-epochs "$EPOCHS" --ckpt-every-min 2 --dev-eval-rows 1500 --seed 21 2>&1 | tee "$OUT/train.log"
 cp /tmp/ck/final/adapter/adapter_model.safetensors /tmp/ck/final/adapter/adapter_config.json \
