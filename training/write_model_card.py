@@ -269,7 +269,15 @@ def release_card(cfg: dict, stats: dict, run: dict, previous_card: str) -> str:
         "reorder run (no product of experts) was stopped at 20 min: the target pairs had not moved. "
         "`verify.date_order_average` (both orders scored and averaged) cuts the flips to 0.8% with these weights and "
         "changed no held-out or `ask` decision, but stays off by default: the model also reads a *fronted* date as "
-        "support whatever its value, and the average verified 'The Eiffel Tower was completed in 1887.'.\n"
+        "support whatever its value, and the average verified 'The Eiffel Tower was completed in 1887.'."
+        " (6) Longer evidence windows (2026-12-04): release 6's checkpoint trained 50 more minutes (two threa"
+        "ds, 64k pairs) on release 6's data rebuilt with 256-token windows (`build_data.py ... --max-len 256 "
+        "--out training/data256`; the model had seen 128), exported with train_max_len 256 and its combiner r"
+        "efitted (dev 82.0 against 81.3 re-computed for these weights). Held out (`benchmarks/results/verifie"
+        "r_ablation_w256_candidate.json`): mean 66.2 (these weights 68.6), four kinds 68.9 (71.5); lower on 8"
+        " of 11 sets, AUROC lower on FactCC (0.648 against 0.863), WiCE and XSumFaith. Release 6 itself score"
+        "d at 256-token windows loses too (dev XSumFaith AUROC 0.82 -> 0.56): not shipped."
+        "\n"
     )
     w(
         "Release 6.1 keeps release 6's weights (same `verifier_top.onnx`) and changes how they are used: "
