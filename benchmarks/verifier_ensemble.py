@@ -15,6 +15,10 @@ any threshold tuned here:
 Balanced accuracy per set and the means (the binary sets, and the four kinds), AUROC of each
 score and of their sum. The per-row verdicts are kept in ``--rows`` (a rerun reuses them).
 
+A diagnostic, not a result: ``oracle_*`` is each score's balanced accuracy at the threshold
+chosen on the set itself (its best one), the ceiling that calibrating per kind of evidence could
+reach; the gap to the dev-tuned decisions is what a single operating point costs.
+
 Usage (project root; an assembled accurate folder, e.g. from ``python -m
 affidavit.verify.accurate install``):
     python benchmarks/verifier_ensemble.py --accurate-dir DIR --limit 40 \
@@ -68,6 +72,12 @@ def bacc(y: np.ndarray, pred: np.ndarray) -> float:
     if y.all() or not y.any():
         return float("nan")
     return float(0.5 * (pred[y].mean() + (~pred[~y]).mean()))
+
+
+def oracle_bacc(y: np.ndarray, s: np.ndarray) -> float:
+    """Balanced accuracy at the best threshold for these very rows (a ceiling, not a result)."""
+    vals = [bacc(y, s >= t) for t in np.unique(s)]
+    return max(vals) if vals and not np.isnan(vals).all() else float("nan")
 
 
 def auroc(y: np.ndarray, s: np.ndarray) -> float:
@@ -127,6 +137,11 @@ def main() -> None:
         pa = np.array([r["pa"] for r in rows[name]])
         row |= {"auroc_fast": auroc(y, pf), "auroc_accurate": auroc(y, pa)}
         row["auroc_sum"] = auroc(y, pf + pa)
+        row |= {
+            "oracle_fast": oracle_bacc(y, pf),
+            "oracle_accurate": oracle_bacc(y, pa),
+            "oracle_sum": oracle_bacc(y, pf + pa),
+        }
         table[name] = {k: round(v, 4) for k, v in row.items()}
         print(f"{name:24s} " + "  ".join(f"{k}={v:.3f}" for k, v in table[name].items()))
     cols = list(next(iter(table.values())))
