@@ -740,13 +740,15 @@ def date_bound_elsewhere(claim: str, evidence: str) -> str | None:
     return other
 
 
+# a year in front of a name, in the claim and in the evidence alike
+_YEAR_BEFORE = r"(?P<y>1[5-9]\d\d|20\d\d)\s+"
 # a year that qualifies a name ("the 1911 Nobel Prize in Chemistry", "the 2014 World Cup"): not
 # after a preposition, where it would date the clause ("In 1898 Curie announced ...")
 _YEAR_NAME = re.compile(
     r"(?<![\w,.])(?<!\b[Ii]n )(?<!\b[Oo]n )(?<!\b[Bb]y )(?<!\bof )(?<!\bto )(?<!since )"
     r"(?<!until )(?<!from )(?<!during )(?<!before )(?<!after )"
-    r"(?P<y>1[5-9]\d\d|20\d\d)\s+"
-    r"(?P<n>[A-Z][\w'-]*(?:\s+(?:of|in|for|de|la|le|the)?\s*[A-Z][\w'-]*)*)"
+    + _YEAR_BEFORE
+    + r"(?P<n>[A-Z][\w'-]*(?:\s+(?:of|in|for|de|la|le|the)?\s*[A-Z][\w'-]*)*)"
 )
 
 
@@ -774,7 +776,8 @@ def year_bound_elsewhere(claim: str, evidence: str) -> str | None:
         if len(name) < 4:
             continue
         pattern = re.compile(
-            r"(?<![\w,.])(?P<y>1[5-9]\d\d|20\d\d)\s+"
+            r"(?<![\w,.])"
+            + _YEAR_BEFORE
             + r"\s+".join(re.escape(w) for w in name.split())
             + r"(?![\w'-])"
         )
