@@ -73,6 +73,7 @@ from affidavit.verify.lexical import (
     split_time_adverbial,
     subject_focus,
     subject_named_elsewhere,
+    substituted_name,
     support_about_someone_else,
     verbatim_support,
     words_restated,
@@ -353,7 +354,10 @@ class ClaimCascade:
     def _roles(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
         """Withhold a supported claim whose predicate the evidence gives, word for word, to
         someone else (`affidavit.verify.lexical.role_mismatch`: "Buzz Aldrin became the
-        first person to step onto the lunar surface." against a passage saying Armstrong did)."""
+        first person to step onto the lunar surface." against a passage saying Armstrong did),
+        or that copies an evidence sentence but puts a name the evidence never mentions in place
+        of some of its words (`affidavit.verify.lexical.substituted_name`: "... a 2007 Crucible
+        drama film ..." against "... a 2007 American drama film ...")."""
         if v.label != "supported" or any(st.stage == "verbatim" for st in v.stages):
             return v
         v = self._each_member(claim, chunks, v)
@@ -367,6 +371,14 @@ class ClaimCascade:
                     who, pred = found
                     return _withheld(
                         v, f"the evidence says {who} {pred[:80]}, not the claim's subject"
+                    )
+                swapped = substituted_name(sent.text, chunk.text)
+                if swapped is not None:
+                    said, instead = swapped
+                    return _withheld(
+                        v,
+                        f"the evidence says {instead[:60]} where the claim says {said[:60]}, "
+                        "in the same sentence word for word",
                     )
         v = self._other_date(claim, chunks, v)
         if v.label != "supported":

@@ -10,6 +10,7 @@ Examples:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -1472,3 +1473,101 @@ def distributive_claims(claim: str, evidence: str) -> list[str] | None:
         head = name[:1].upper() + name[1:]
         out.append(f"{head} {verb1} {pred1}.")
     return out
+
+
+# a claim that copies an evidence sentence but for a few words: at least this many words match
+MIN_COPIED_WORDS = 5
+# ... and they are at least this share of the claim's words
+MIN_COPIED_SHARE = 0.6
+# the words replaced on either side (a name, not a clause)
+MAX_REPLACED_WORDS = 4
+
+
+def _squashed(tokens: Sequence[str]) -> str:
+    return re.sub(r"[^a-z0-9]", "", "".join(tokens).lower())
+
+
+def substituted_name(claim: str, evidence: str) -> tuple[str, str] | None:
+    """``(claim_words, evidence_words)`` when the claim copies an evidence sentence word for word
+    except for a few words, and puts in their place a name the evidence never mentions; None
+    otherwise.
+
+    "There Will Be Blood is a 2007 Crucible drama film written and directed by Paul Thomas
+    Anderson." against "There Will Be Blood is a 2007 American drama film written and directed
+    by Paul Thomas Anderson." is ``("Crucible", "American")``: the sentence says something
+    else at the very place the claim changed, so the claim states a wrong attribute, however
+    close it is word for word (the model scored it 0.87). The replaced words are at most four
+    on each side, bounded by copied words on both sides (at least two after them, or the end of
+    both sentences; at least two before them, or the start of the claim), and the claim's other
+    words are all the sentence's, in order. The claim's new words must hold a capitalised word
+    (not opening the claim, not a function word) that appears nowhere in the evidence, and the
+    words it replaced must name something too (not "They" or "The group", which the claim may
+    resolve to a name); an
+    abbreviation whose letters are the initials of the words it replaced ("US" for "United
+    States") does not count. A finding never supports anything: the verifier uses it only to
+    withhold.
+    """
+    claim_tokens = WORD_RE.findall(fold_text(claim))
+    if len(claim_tokens) < MIN_COPIED_WORDS + 1:
+        return None
+    claim_low = [w.lower() for w in claim_tokens]
+    ev_all = {w.lower() for w in WORD_RE.findall(evidence)}
+    # the claim's capitalised words the evidence never mentions (the claim's first word may be
+    # an ordinary word written with a capital)
+    new_names = {
+        k
+        for k, w in enumerate(claim_tokens)
+        if k > 0
+        and w[:1].isupper()
+        and claim_low[k] not in ev_all
+        and claim_low[k] not in STOPWORDS
+        and claim_low[k] not in _NOT_NAMES
+    }
+    if not new_names:
+        return None
+    for a, b in sentence_spans(evidence):
+        sent_tokens = WORD_RE.findall(fold_text(evidence[a:b]))
+        sent_low = [w.lower() for w in sent_tokens]
+        if not set(claim_low) & set(sent_low):
+            continue
+        ops = difflib.SequenceMatcher(None, claim_low, sent_low, autojunk=False).get_opcodes()
+        copied = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+        if copied < MIN_COPIED_WORDS or copied < MIN_COPIED_SHARE * len(claim_low):
+            continue
+        # every claim word outside one replaced run comes from the sentence (the claim may
+        # leave out some of the sentence's words: "insert" here, read from the claim's side)
+        changed = [op for op in ops if op[0] in ("replace", "delete")]
+        if len(changed) != 1 or changed[0][0] != "replace":
+            continue
+        k = ops.index(changed[0])
+        _, i1, i2, j1, j2 = changed[0]
+        if i2 - i1 > MAX_REPLACED_WORDS or j2 - j1 > MAX_REPLACED_WORDS:
+            continue
+        before = ops[k - 1] if k > 0 else None
+        after = ops[k + 1] if k + 1 < len(ops) else None
+        starts = i1 == 0 or (
+            before is not None and before[0] == "equal" and before[2] - before[1] >= 2
+        )
+        ends = (i2 == len(claim_low) and j2 == len(sent_low)) or (
+            after is not None and after[0] == "equal" and after[2] - after[1] >= 2
+        )
+        if not (starts and ends):
+            continue
+        replaced = sent_tokens[j1:j2]
+        if _squashed(claim_tokens[i1:i2]) == _squashed(replaced):
+            continue  # the same words spaced otherwise ("Villa'sFA", "Brazilian 's")
+        if not any(
+            w[:1].isupper() and w.lower() not in _NOT_NAMES | STOPWORDS | _OPENERS for w in replaced
+        ):
+            # the sentence refers to it without a name ("They are identified by ..."): the
+            # claim may name what the pronoun stands for
+            continue
+        initials = "".join(w[0].lower() for w in replaced)
+        names = [
+            claim_tokens[i]
+            for i in range(i1, i2)
+            if i in new_names and not (claim_tokens[i].isupper() and claim_low[i] == initials)
+        ]
+        if names:
+            return " ".join(claim_tokens[i1:i2]), " ".join(replaced)
+    return None
