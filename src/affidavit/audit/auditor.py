@@ -247,7 +247,19 @@ class Auditor:
                     "(not claims)",
                 )
             )
-        claims = self.extractor.extract(audited) if audited.strip() else []
+        claims, cut = self._claims(audited) if audited.strip() else ([], None)
+        unchecked = len(claims) if cut is not None else -1  # the index of the claim below
+        if cut is not None:
+            # sentences the claim limit kept from becoming claims were never checked: they
+            # count as one unsupported claim (fail closed), as text past max_response_chars does
+            claims.append(
+                Claim(
+                    id=f"c{len(claims) + 1}",
+                    text=text[cut[0] : cut[1]][:200],
+                    start=cut[0],
+                    end=cut[1],
+                )
+            )
         if len(text) > limit:
             claims.append(
                 Claim(
@@ -265,8 +277,10 @@ class Auditor:
                 )
             )
 
-        fresh = {c.id: assess_freshness(c, s, self.today) for c in usable}
-        for f in fresh.values():
+        # one per usable chunk, by position: chunk ids are the caller's and may repeat, and a
+        # stale chunk must not borrow the date of a fresh one that shares its id
+        fresh = [assess_freshness(c, s, self.today) for c in usable]
+        for f in fresh:
             if f.note.startswith("unparseable"):
                 issues.append(
                     PolicyIssue(kind="unparseable_date", message=f.note, chunk_id=f.chunk_id)
@@ -277,7 +291,12 @@ class Auditor:
                 )
 
         index = self._index(usable)
-        audits = [self._audit_claim(c, index, fresh) for c in claims]
+        audits = [
+            _unchecked(c, "past the claim limit (claims.max_claims): not checked")
+            if i == unchecked
+            else self._audit_claim(c, index, fresh)
+            for i, c in enumerate(claims)
+        ]
         if len(text) > limit and audits:
             last = audits[-1]
             audits[-1] = last.model_copy(
@@ -308,7 +327,7 @@ class Auditor:
                     "with their evidence",
                 )
             )
-        stale_src = [f for f in fresh.values() if f.status == "stale"]
+        stale_src = [f for f in fresh if f.status == "stale"]
         if stale_src:
             issues.append(
                 PolicyIssue(kind="stale_sources", message=f"{len(stale_src)} stale source(s)")
@@ -334,7 +353,7 @@ class Auditor:
             provenance={a.text: a.source_url for a in audits if a.supported},
             violations=violations,
             blocked_sources=tuple(blocked),
-            freshness=tuple(fresh.values()),
+            freshness=tuple(fresh),
             policy_issues=tuple(issues),
             passed=passed,
             trust_passed=trust,
@@ -358,6 +377,18 @@ class Auditor:
             )
         return report
 
+    def _claims(self, text: str) -> tuple[list[Claim], tuple[int, int] | None]:
+        """The claims of ``text``, and the span of the sentences the extractor's claim limit
+        stopped (from the first to the last), or None. Another extractor, which reports no
+        skipped sentences, gives its claims only."""
+        from affidavit.claims import LLMClaimCompiler, RuleBasedExtractor
+
+        if not isinstance(self.extractor, RuleBasedExtractor | LLMClaimCompiler):
+            return list(self.extractor.extract(text)), None
+        extraction = self.extractor.run(text)
+        stopped = [k for k in extraction.skipped if k.reason == "limit"]
+        return list(extraction.claims), (stopped[0].start, stopped[-1].end) if stopped else None
+
     def _index(self, chunks: list[Chunk]) -> EvidenceIndex:
         """The evidence index for a chunk set; the last few are kept (chunk sets often repeat)."""
         key = tuple((c.id, c.url or "", c.text) for c in chunks)
@@ -374,7 +405,7 @@ class Auditor:
         return index
 
     def _audit_claim(
-        self, claim: Claim, index: EvidenceIndex, fresh: Mapping[str, SourceFreshness]
+        self, claim: Claim, index: EvidenceIndex, fresh: Sequence[SourceFreshness]
     ) -> ClaimAudit:
         s = self.settings
         matches = index.match(claim.text, top_k=TOP_K)
@@ -434,16 +465,15 @@ class Auditor:
             reason = f"the verifier says {verdict.label}: {verdict.reason}"
         else:
             reason = f"supported by {chunk.url or chunk.id}"
-        f = fresh.get(chunk.id)
+        f = fresh[chosen.chunk_index]  # fresh is aligned with index.chunks (both: usable)
         freshness: FreshnessVerdict = "unsupported"
         if supported:
             # fail closed: a source whose age cannot be established counts as stale, and so
-            # does a claim that any stale source the verifier quoted helps support
-            used = [chunk.id] + [e.chunk_id for e in (verdict.evidence if verdict else ())]
-            stale = any(
-                (g := fresh.get(cid)) is not None and g.status in ("stale", "unknown")
-                for cid in dict.fromkeys(used)
-            )
+            # does a claim that any stale source the verifier quoted helps support (evidence
+            # names its chunk by id: of several chunks with that id, any stale one counts)
+            old = {g.chunk_id for g in fresh if g.status in ("stale", "unknown")}
+            quoted = [e.chunk_id for e in (verdict.evidence if verdict else ())]
+            stale = f.status in ("stale", "unknown") or any(cid in old for cid in quoted)
             freshness = "supported_stale" if stale else "supported_fresh"
         return ClaimAudit(
             **base,
@@ -462,10 +492,23 @@ class Auditor:
             checks=tuple(x for x in results if x.status != "not_applicable"),
             failed_checks=tuple(failed),
             freshness=freshness,
-            source_date=f.source_date if f else None,
+            source_date=f.source_date,
             reason=reason,
             verdict=verdict,
         )
+
+
+def _unchecked(claim: Claim, reason: str) -> ClaimAudit:
+    """An unsupported audit for text that was not checked."""
+    return ClaimAudit(
+        id=claim.id,
+        text=claim.text,
+        start=claim.start,
+        end=claim.end,
+        supported=False,
+        confidence=0.0,
+        reason=reason,
+    )
 
 
 def violates(a: ClaimAudit, s: AuditSettings) -> bool:

@@ -157,6 +157,11 @@ class RuleBasedExtractor:
             parts = self._parts(answer, seg, cleaned, prev_subject, prev_sentence)
             made = 0
             for text, start, end, origin in parts:
+                if len(claims) >= s.max_claims:
+                    # the limit cut this sentence short: recorded, so that no reader takes the
+                    # sentence as checked whole by its first claims (the audit fails it closed)
+                    skip(seg, "limit")
+                    break
                 key = _NORM.sub(" ", text.lower()).strip()
                 if s.deduplicate and key in seen:
                     continue
@@ -176,8 +181,6 @@ class RuleBasedExtractor:
                     )
                 )
                 made += 1
-                if len(claims) >= s.max_claims:
-                    break
             if made == 0:
                 skip(seg, "duplicate")
             # the next sentence's pronouns refer to this one's subject, or to nothing clear

@@ -29,7 +29,8 @@ SkipReason = Literal[
 
 
 class SkippedSentence(Frozen):
-    """A sentence of the answer that produced no claim, and why."""
+    """A sentence of the answer that produced no claim, and why (``limit``: the claim limit
+    stopped it, possibly after its first claims, so it was not checked whole)."""
 
     sentence_index: int = Field(description="Index of the sentence among the answer's segments.")
     start: int = Field(description="Start offset of the sentence in the answer.")

@@ -84,7 +84,7 @@ from affidavit.integrations._common import (
     settings_to_dict,
     shown_answer,
 )
-from affidavit.policy.sources import apply_allowlist, assess_freshness
+from affidavit.policy.sources import assess_freshness, check_source
 
 logger = logging.getLogger(__name__)
 
@@ -381,12 +381,14 @@ class SourcePolicyPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         s = self._audit
         chunks = node_chunks(nodes)
-        kept, blocked = apply_allowlist(chunks, s)
-        dropped: list[BlockedSource | dict[str, Any]] = list(blocked)
-        ok = {c.id for c in kept}
+        dropped: list[BlockedSource | dict[str, Any]] = []
         out = []
         for node, chunk in zip(nodes, chunks, strict=True):
-            if chunk.id not in ok:
+            # decided node by node: chunk ids come from metadata and may repeat, so a blocked
+            # node with an allowed node's id must not pass on that id
+            blocked = check_source(chunk, s)
+            if blocked is not None:
+                dropped.append(blocked)
                 continue
             if s.max_age_days is not None:
                 f = assess_freshness(chunk, s, self.today)

@@ -311,3 +311,58 @@ def test_reauditing_a_guarded_answer_does_not_audit_the_marker() -> None:
     # only affidavit's own marker is skipped: other bracketed text is still audited
     forged = affidavit.audit("q", chunks, "[withheld: it opened in 1925].", {"mode": "guardrail"})
     assert not forged.trust_passed and forged.claims
+
+
+def test_a_stale_source_sharing_its_id_with_a_fresh_one_stays_stale() -> None:
+    """Freshness was looked up by chunk id: two chunks with one id (caller-given ids, a
+    framework copying metadata) kept only the last one's date, so a claim resting on a 2001
+    source read "supported_fresh" (dated 2024) and passed ``stale_action = fail``."""
+    chunks = [
+        {
+            "id": "c1",
+            "text": "The Forth Bridge opened on 4 March 1890.",
+            "url": "https://a.org/old",
+            "metadata": {"published_at": "2001-01-01"},
+        },
+        {
+            "id": "c1",
+            "text": "Cats sleep for most of the day.",
+            "url": "https://a.org/new",
+            "metadata": {"published_at": "2024-05-01"},
+        },
+    ]
+    auditor = Auditor({"max_age_days": 365, "stale_action": "fail"}, today=date(2024, 6, 1))
+    r = auditor.audit("q", chunks, "The Forth Bridge opened on 4 March 1890.")
+    claim = r.claims[0]
+    assert claim.source_url == "https://a.org/old"
+    assert claim.freshness == "supported_stale" and claim.source_date == "2001-01-01"
+    assert not r.trust_passed
+    # every chunk's freshness is reported, not one per id
+    assert sorted(f.status for f in r.freshness) == ["fresh", "stale"]
+
+
+def test_text_past_the_claim_limit_is_not_passed_unchecked() -> None:
+    """Sentences the extractor did not turn into claims because of ``claims.max_claims`` were
+    never audited, yet the answer passed trust and guardrail showed them as written (a false
+    third sentence, or the second half of a sentence cut at the limit)."""
+    chunks = [
+        {
+            "text": "The Forth Bridge opened on 4 March 1890. It was designed by John Fowler.",
+            "url": "https://a.org/f",
+        }
+    ]
+    cfg = {"audit": {"mode": "guardrail"}, "claims": {"max_claims": 2}}
+    answer = (
+        "The Forth Bridge opened on 4 March 1890. The bridge was designed by John Fowler. "
+        "The Forth Bridge was painted blue by Napoleon in 1700."
+    )
+    r = affidavit.audit("q", chunks, answer, cfg)
+    assert not r.trust_passed
+    assert "Napoleon" not in r.guarded_response
+    assert r.guarded_response.startswith("The Forth Bridge opened on 4 March 1890.")
+    # a sentence cut at the limit: its second claim was dropped, the sentence shown whole
+    cut = "The Forth Bridge opened on 4 March 1890 and was painted blue by Napoleon in 1700."
+    r = affidavit.audit("q", chunks, cut, {**cfg, "claims": {"max_claims": 1}})
+    assert not r.trust_passed and "Napoleon" not in r.guarded_response
+    # under the limit nothing changes
+    assert affidavit.audit("q", chunks, answer.rsplit(" The", 1)[0], cfg).trust_passed

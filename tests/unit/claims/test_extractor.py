@@ -211,3 +211,15 @@ def test_she_after_a_passive_sentence_that_names_a_person_is_not_the_subject() -
     # a full name as the subject is still the antecedent, whoever else the sentence names
     claims = extract_claims("Marie Curie worked with Pierre Curie. She won two Nobel Prizes.")
     assert claims[1].text == "Marie Curie won two Nobel Prizes."
+
+
+def test_a_sentence_cut_by_the_claim_limit_is_recorded() -> None:
+    """The limit stopped a sentence after its first claim and nothing said so: a reader took
+    the sentence as checked whole (the audit passed its unchecked second half)."""
+    answer = "The Forth Bridge opened on 4 March 1890 and was painted blue by Napoleon in 1700."
+    assert len(RuleBasedExtractor().run(answer).claims) == 2
+    cut = RuleBasedExtractor(ClaimsSettings(max_claims=1)).run(answer)
+    assert [c.text for c in cut.claims] == ["The Forth Bridge opened on 4 March 1890."]
+    assert [(s.reason, s.start, s.end) for s in cut.skipped] == [("limit", 0, len(answer))]
+    # a sentence whose claims fit the limit exactly is not cut
+    assert RuleBasedExtractor(ClaimsSettings(max_claims=2)).run(answer).skipped == ()

@@ -126,6 +126,19 @@ def test_postprocessor_drops_blocked_and_stale_sources() -> None:
         SourcePolicyPostprocessor(settings={"stale_action": "explode"})
 
 
+def test_a_blocked_node_sharing_a_kept_nodes_chunk_id_is_still_dropped() -> None:
+    """The postprocessor kept every node whose chunk id was among the allowed chunks' ids: a
+    node from a blocked domain (or a stale one) that carried an allowed node's ``chunk_id`` in
+    its metadata passed the policy."""
+    nodes = [
+        node("allowed", url="https://en.wikipedia.org/a", chunk_id="c1"),
+        node("blocked", url="https://spam.example.net/d", chunk_id="c1"),
+    ]
+    pp = SourcePolicyPostprocessor(settings={"allowlist": ["wikipedia.org"]})
+    assert [n.node.get_content() for n in pp.postprocess_nodes(nodes)] == ["allowed"]
+    assert [b.reason for b in pp.last_dropped] == ["not_allowlisted"]
+
+
 @pytest.mark.parametrize("form", ["Settings", "AuditSettings", "dict"])
 def test_the_source_policy_round_trips_through_json(form: str) -> None:
     """Issue 25.3 for LlamaIndex, whose components serialise too (``to_json``/``from_json``):
