@@ -112,7 +112,8 @@ def assert_clean_exit(r: Result, allowed: set[int] = EXIT_CODES) -> None:
 def assert_terminal_safe(text: str) -> None:
     """Nothing in the output can drive the terminal."""
     bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F]
-    bad += [c for c in text if c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+    bidi = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    bad += [c for c in text if c in bidi]
     assert not bad, f"control characters reach the terminal: {bad[:5]!r}"
     text.encode("utf-8")  # no lone surrogate either
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from affidavit.cli.common import fail_usage
+from affidavit.core.text import safe_terminal
 
 if TYPE_CHECKING:
     from affidavit.core.batch import BatchReport, JobKind
@@ -98,5 +99,5 @@ def run_with_progress(
         except (InputError, MissingDependencyError) as exc:
             raise fail_usage(exc.message) from None
         except AffidavitError as exc:
-            typer.echo(f"error: {exc.message}", err=True)
+            typer.echo(f"error: {safe_terminal(exc.message)}", err=True)
             raise typer.Exit(1) from None

@@ -24,17 +24,17 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# C0 controls except newline and tab, DEL, C1 controls, and the Unicode bidi/format overrides
-# that reorder what a reader sees (Trojan Source).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The Unicode bidi controls, which reorder what a reader sees (Trojan Source): the marks ALM,
+# LRM and RLM, the embeddings and overrides LRE..RLO and the isolates LRI..PDI.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 controls except newline and tab, DEL, C1 controls, and the bidi controls.
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+_CONTROL_ALL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 # Inside JSON strings only (structural characters are ASCII): what json.dumps(ensure_ascii=False)
 # leaves raw but must not reach a terminal or a line-oriented reader: DEL, C1 controls (NEL
 # included), the line / paragraph separators U+2028 / U+2029 (str.splitlines breaks a JSONL line
 # there), bidi overrides and lone surrogates.
-_JSON_UNSAFE = re.compile(
-    "[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f\u2028\u2029{_BIDI}\ud800-\udfff]")
 
 
 def escape_json_text(text: str) -> str:

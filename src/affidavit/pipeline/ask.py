@@ -11,7 +11,8 @@ Stages, each injected through a Protocol so tests run on fakes and users swap pa
 4. **generate** (`Generator`): streamed; each piece goes to
    ``on_token`` as it arrives (time to first token recorded).
 5. **citations**: markers naming no provided passage are removed (recorded).
-6. **claims** (`ClaimExtractor`).
+6. **claims** (`ClaimExtractor`): a sentence the claim limit (``claims.max_claims``) cut
+   short or never reached gets a stand-in claim that is never verified (fail closed).
 7. **verify** (`ClaimVerifier`): every claim against every context
    passage; a verifier that raises counts as a failed check (fail closed: unverified).
 8. **policy**: fail-closed decisions, then a sentence's citations are pointed at the passage the
@@ -67,6 +68,7 @@ from affidavit.core.answer import (
     VerificationTrace,
     WebResultTrace,
 )
+from affidavit.core.claims import ClaimExtraction, SkippedSentence
 from affidavit.core.correction import CorrectionResult, RefinedContext
 from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
 from affidavit.core.policy import ClaimDecision
@@ -103,6 +105,8 @@ log = logging.getLogger(__name__)
 TokenCallback = Callable[[str], None]
 EventCallback = Callable[[PipelineEvent], None]
 
+_NOT_CHECKED_PAST_LIMIT = "past the claim limit (claims.max_claims): not checked"
+
 
 @runtime_checkable
 class Corrector(Protocol):
@@ -137,7 +141,7 @@ class CertificateWriter(Protocol):
         ...
 
 
-def _unverifiable(claim: Claim, error: str) -> Verdict:
+def _unverifiable(claim: Claim, error: str, reason: str | None = None) -> Verdict:
     # fail closed: a verifier that could not run leaves the claim unverified, never supported
     return Verdict(
         claim_id=claim.id,
@@ -147,8 +151,50 @@ def _unverifiable(claim: Claim, error: str) -> Verdict:
         p_contradict=0.0,
         complete=False,
         errors=(error,),
-        reason=f"the verifier failed: {error}",
+        reason=reason or f"the verifier failed: {error}",
     )
+
+
+def _limit_claims(
+    answer: str, stopped: Sequence[SkippedSentence], claims: Sequence[Claim]
+) -> list[Claim]:
+    """One stand-in claim per sentence the claim limit stopped, spanning the whole sentence.
+
+    The sentence was not checked whole (or at all): the stand-in is never verified, so the
+    renderer withholds the sentence in strict mode and marks it unverified in the others, and no
+    fragment claim checks it behind the limit's back.
+    """
+    from affidavit.claims.rules import parse_citations
+
+    ids = {c.id for c in claims}
+    out: list[Claim] = []
+    n = len(claims)
+    for s in stopped:
+        n += 1
+        while f"c{n}" in ids:
+            n += 1
+        out.append(
+            Claim(
+                id=f"c{n}",
+                text=answer[s.start : s.end],
+                start=s.start,
+                end=s.end,
+                sentence_index=s.sentence_index,
+                sentence=s.text,
+                citations=parse_citations(s.text),
+            )
+        )
+    return out
+
+
+def _limit_note(unchecked: frozenset[str]) -> list[str]:
+    """The trace's note on the shown draft's sentences the claim limit stopped (if any)."""
+    if not unchecked:
+        return []
+    return [
+        f"claims: {len(unchecked)} sentence(s) past the claim limit (claims.max_claims) "
+        "not checked, so not verified"
+    ]
 
 
 class _Clock:
@@ -195,6 +241,7 @@ class _Run:
     draft: str = ""
     insufficient: bool = False
     claims: list[Claim] = field(default_factory=list)
+    unchecked: frozenset[str] = frozenset()  # claim ids standing in for text past the limit
     verdicts: list[Verdict] = field(default_factory=list)
     vtrace: list[VerificationTrace] = field(default_factory=list)
     decisions: list[ClaimDecision] = field(default_factory=list)
@@ -430,11 +477,29 @@ class AskPipeline:
         run.draft = run.cleaned.text
         run.insufficient = is_insufficient(run.draft)
         with run.clock.stage("claims"):
-            claims = self.extractor.extract(run.draft)
+            claims, stopped = self._extract(run.draft)
+            # fail closed: a sentence the claim limit cut short or never reached is not verified
+            held = _limit_claims(run.draft, stopped, claims)
+            run.unchecked = frozenset(c.id for c in held)
+            claims = [*claims, *held]
             if not run.insufficient:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
                 claims = [*claims, *fragment_claims(run.question, run.draft, claims)]
         run.claims = list(claims)
+
+    def _extract(self, draft: str) -> tuple[list[Claim], list[SkippedSentence]]:
+        """The draft's claims, and the sentences the extractor's claim limit stopped.
+
+        An extractor with ``run`` (the shipped ones) reports what it skipped; another gives its
+        claims only.
+        """
+        run = getattr(self.extractor, "run", None)
+        if callable(run):
+            extraction = run(draft)
+            if isinstance(extraction, ClaimExtraction):
+                stopped = [s for s in extraction.skipped if s.reason == "limit"]
+                return list(extraction.claims), stopped
+        return list(self.extractor.extract(draft)), []
 
     def _verify_step(self, run: _Run) -> None:
         """Every claim against every passage; each claim's event goes out as it is decided."""
@@ -445,7 +510,12 @@ class AskPipeline:
         with run.clock.stage("verify"):
             for claim in run.claims:
                 t0 = time.perf_counter()
-                verdict = self._verify_one(claim, run.context)
+                if claim.id in run.unchecked:
+                    verdict = _unverifiable(
+                        claim, _NOT_CHECKED_PAST_LIMIT, reason=_NOT_CHECKED_PAST_LIMIT
+                    )
+                else:
+                    verdict = self._verify_one(claim, run.context)
                 alt = answer_form(run.question, claim.text) if self.answer_forms else None
                 if alt is not None and verdict.label == "unsupported" and verdict.complete:
                     # a restatement of the question: checked as the question and its answer
@@ -658,7 +728,7 @@ class AskPipeline:
                 corrections=run.corrected.corrections,
                 verification=run.vtrace,
                 timings=run.clock.timings,
-                skipped=run.skipped,
+                skipped=[*run.skipped, *_limit_note(run.unchecked)],
                 quote_retry=run.quote_retry,
             ),
             certificate_path=certificate_path,

@@ -16,7 +16,7 @@ from affidavit.batch import jobs
 from affidavit.batch.runner import run_batch
 from affidavit.batch.shards import plan
 from affidavit.cli.main import app
-from affidavit.core.errors import InputError
+from affidavit.core.errors import InputError, ModelError
 from affidavit.core.settings import load_settings
 from affidavit.verify.fakes import build_tiny_model
 
@@ -147,6 +147,25 @@ def test_ray_engine_without_ray_names_the_extra(
     res = runner.invoke(app, ["check", str(src), "-o", str(tmp_path / "o"), "--engine", "ray"])
     assert res.exit_code == 2
     assert 'pip install "affidavit[ray]"' in res.output
+
+
+def test_a_batch_error_is_printed_escaped(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an error message can carry untrusted text (a file name, a worker's output): it must not
+    # drive the terminal
+    from affidavit.batch import runner as batch_runner
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise ModelError("worker lost \x1b[31mPASSED\x1b[0m \u202eevil")
+
+    monkeypatch.setattr(batch_runner, "run_batch", fail)
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(2))
+    res = runner.invoke(app, ["check", str(src), "-o", str(tmp_path / "o"), "--engine", "local"])
+    assert res.exit_code == 1
+    assert "error: worker lost \\x1b[31mPASSED\\x1b[0m \\u202eevil" in res.output
+    assert "\x1b" not in res.output and "\u202e" not in res.output
 
 
 def test_without_engine_ray_is_never_imported(model: Path, tmp_path: Path) -> None:

@@ -614,3 +614,62 @@ def test_quote_retry_not_asked_when_a_claim_verified_or_the_model_abstained_or_s
     pipe, llm = _pipe(["Berlin is the capital of France [1].", "unused"], settings=off)
     assert pipe.ask("What is the capital of France?", mode="strict").trace.quote_retry is None
     assert len(llm.calls) == 1
+
+
+# -------------------------------------------------- claims.max_claims: what the limit stopped
+LIMITED = (
+    "Paris is the capital of France and Berlin is the capital of Italy [1]. "
+    "The Eiffel Tower is 330 metres tall [2]."
+)
+
+
+def _limited_pipe(max_claims: int = 1) -> tuple[AskPipeline, WordVerifier]:
+    settings = load_settings(overrides={"claims": {"max_claims": max_claims}})
+    verifier = WordVerifier()
+    pipe = AskPipeline(
+        retriever=ListRetriever([PARIS, TOWER]),
+        generator=FakeGenerator([LIMITED]),
+        extractor=RuleBasedExtractor(settings.claims),
+        verifier=verifier,
+        settings=settings,
+    )
+    return pipe, verifier
+
+
+def test_strict_withholds_sentences_the_claim_limit_cut_short_or_never_reached() -> None:
+    # the limit stops after "Paris is the capital of France" (verified): the rest of that sentence
+    # ("Berlin is the capital of Italy", false) and the next sentence were never checked
+    pipe, verifier = _limited_pipe(max_claims=1)
+    events: list[object] = []
+    result = pipe.ask("The Eiffel Tower?", mode="strict", on_event=events.append)
+    assert "Berlin" not in result.answer
+    assert "Paris" not in result.answer
+    # a short sentence past the limit is not checked by the back door of a fragment claim either
+    assert "Eiffel" not in result.answer
+    assert [text for text, _ in verifier.seen] == ["Paris is the capital of France."]
+    assert result.decisions["c1"] == "verified"
+    unchecked = [o for o in result.claims if o.claim.id != "c1"]
+    assert [o.claim.start for o in unchecked] == [0, LIMITED.index("The Eiffel")]
+    assert all(o.decision == "unverified" for o in unchecked)
+    assert all("claim limit" in (o.verdict.errors[0]) for o in unchecked)
+    assert "Withheld 2 of 2 sentences" in result.note
+    assert any("claim limit" in note for note in result.trace.skipped_stages)
+    # the stream's claim events say the same as the result
+    streamed = {e.outcome.claim.id: e.outcome.decision for e in events if e.kind == "claim"}  # type: ignore[attr-defined]
+    assert streamed == result.decisions
+
+
+def test_other_modes_mark_sentences_past_the_claim_limit_unverified() -> None:
+    pipe, _ = _limited_pipe(max_claims=1)
+    result = pipe.ask("The Eiffel Tower?", mode="mixed")
+    assert "[verified]" not in result.answer
+    assert result.answer.count("[unverified]") == 2
+    # the cut sentence keeps the model's citation: only part of it was checked
+    assert "Italy [1]." in result.answer
+
+
+def test_a_claim_limit_that_stops_nothing_changes_nothing() -> None:
+    pipe, _ = _limited_pipe(max_claims=3)
+    result = pipe.ask("The Eiffel Tower?", mode="strict")
+    assert result.decisions == {"c1": "verified", "c2": "unverified", "c3": "verified"}
+    assert "The Eiffel Tower is 330 metres tall [2]." in result.answer
