@@ -528,7 +528,11 @@ class CorrectSettings(Section):
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search key.")
     searxng_url: str | None = Field(default=None, description="SearXNG base URL.")
     fallback_store: Path | None = Field(default=None, description="Offline fallback store.")
-    web_allowlist: list[str] = Field(default_factory=list, description="Allowed web domains.")
+    web_allowlist: list[str] | None = Field(
+        default=None,
+        description="Allowed web domains (suffix match). Not set: any public host (the SSRF "
+        "guard still applies); set but empty: none (a guard never opens by itself).",
+    )
     allow_private_addresses: bool = Field(
         default=False, description="Let the fetcher reach private/loopback addresses (SSRF guard)."
     )

@@ -294,6 +294,22 @@ def test_allowlist_blocks_results_and_refused_fetch_is_recorded() -> None:
     assert used == {"https://docs.good.org/broken", "https://good.org/ok"}
 
 
+def test_an_empty_web_allowlist_blocks_every_web_result() -> None:
+    # set but empty narrows to nothing (a guard never opens by itself); unset allows any host
+    results = [_web_result(f"https://w.example/{i}", i, content=PAGE) for i in range(1, 3)]
+    blocked = CorrectiveRetrieval(
+        _ev(0, 0, 0), web=FakeWeb(results), settings=CorrectSettings(web_allowlist=[])
+    ).run("q", [LOW])
+    assert blocked.trace.web is not None
+    assert all(x.blocked == "not in the domain allowlist" for x in blocked.trace.web.results)
+    assert not any((c.chunk.url or "").startswith("https://w.example") for c in blocked.context)
+    opened = CorrectiveRetrieval(
+        _ev(0, 0, 0), web=FakeWeb(results), settings=CorrectSettings()
+    ).run("q", [LOW])
+    assert opened.trace.web is not None
+    assert not any(x.blocked for x in opened.trace.web.results)
+
+
 def test_top_k_web_results_caps_pages_used() -> None:
     results = [_web_result(f"https://w.example/{i}", i, content=PAGE) for i in range(1, 7)]
     settings = CorrectSettings(top_k_web_results=2)

@@ -93,7 +93,21 @@ def test_allowlist_suffix_match() -> None:
     assert not domain_allowed("https://evil-wikipedia.org/", allow)
     assert not domain_allowed("https://wikipedia.org.evil.com/", allow)
     assert not domain_allowed("not a url", allow)
-    assert domain_allowed("https://anything.example/", [])
+    # no allowlist set: any well-formed URL (the SSRF guard still applies)
+    assert domain_allowed("https://anything.example/", None)
+
+
+def test_an_empty_allowlist_allows_nothing() -> None:
+    # a guard never opens by itself: an allowlist set but empty (or only blank entries)
+    # narrows to nothing, unlike one not set at all
+    assert not domain_allowed("https://anything.example/", [])
+    assert not domain_allowed("https://anything.example/", ["", "  "])
+    guard = UrlGuard(allowlist=[], resolver=_resolver({"good.org": ["93.184.216.34"]}))
+    with pytest.raises(WebSearchError, match="not in the allowlist"):
+        guard.check("https://good.org/")
+    assert UrlGuard(resolver=_resolver({"good.org": ["93.184.216.34"]})).check(
+        "https://good.org/"
+    ) == ["93.184.216.34"]
 
 
 def test_guard_applies_allowlist() -> None:

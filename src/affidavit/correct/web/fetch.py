@@ -49,7 +49,8 @@ class SafeFetcher:
     """A `Fetcher` with an SSRF guard, a domain allowlist, timeouts and a size cap.
 
     Args:
-        allowlist: allowed domains (suffix match); empty allows any public host.
+        allowlist: allowed domains (suffix match); None allows any public host, an empty
+            list none.
         allow_private_addresses: allow private/loopback/link-local targets (tests, intranets).
         timeout_s: per-request timeout.
         max_bytes: larger bodies are cut at this size.
@@ -62,7 +63,7 @@ class SafeFetcher:
     def __init__(
         self,
         *,
-        allowlist: Sequence[str] = (),
+        allowlist: Sequence[str] | None = None,
         allow_private_addresses: bool = False,
         timeout_s: float = 10.0,
         max_bytes: int = 2_000_000,

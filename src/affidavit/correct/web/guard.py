@@ -34,15 +34,16 @@ def url_host(url: str) -> str | None:
     return host.lower().rstrip(".") if host else None
 
 
-def domain_allowed(url: str, allowlist: Sequence[str]) -> bool:
+def domain_allowed(url: str, allowlist: Sequence[str] | None) -> bool:
     """True when the URL's host is an allowlisted domain or a subdomain of one.
 
-    An empty allowlist allows every well-formed URL.
+    ``None`` (no allowlist set) allows every well-formed URL. An allowlist that is set but
+    empty, or holds only blank entries, allows none: a guard never opens by itself.
     """
     host = url_host(url)
     if host is None:
         return False
-    if not allowlist:
+    if allowlist is None:
         return True
     for d in allowlist:
         d = d.lower().strip().lstrip(".").rstrip(".")
@@ -92,11 +93,11 @@ class UrlGuard:
     def __init__(
         self,
         *,
-        allowlist: Sequence[str] = (),
+        allowlist: Sequence[str] | None = None,
         allow_private_addresses: bool = False,
         resolver: Resolver = system_resolver,
     ) -> None:
-        self.allowlist = list(allowlist)
+        self.allowlist = None if allowlist is None else list(allowlist)
         self.allow_private_addresses = allow_private_addresses
         self.resolver = resolver
 
