@@ -2,8 +2,10 @@
 
 An audit decides support lexically plus typed checks; only the entailment verifier gives an
 entailment probability. So, failing closed, a claim of an audit certificate can be VERIFIED only
-when the verifier ran on it (``audit.use_verifier``); a claim whose typed check failed is
-BLOCKED; every other claim is UNVERIFIED with the audit's reason recorded.
+when the verifier ran on it (``audit.use_verifier``) and the audit's freshness policy does not
+reject it (a claim only a stale source supports, under ``audit.stale_action = "fail"``, is not
+verified); a claim whose typed check failed is BLOCKED; every other claim is UNVERIFIED with the
+audit's reason recorded.
 
 Examples:
     >>> from affidavit.core.settings import load_settings
@@ -31,8 +33,18 @@ def report_claims(report: AuditReport) -> list[Claim]:
     return [Claim(id=c.id, text=c.text, start=c.start, end=c.end) for c in report.claims]
 
 
-def _verdict(c: ClaimAudit, verifier_used: bool = False) -> Verdict:
+def _verdict(c: ClaimAudit, verifier_used: bool = False, stale_fails: bool = False) -> Verdict:
     if c.verdict is not None and not c.failed_checks:
+        if stale_fails and c.verdict.label == "supported" and c.freshness == "supported_stale":
+            # the audit rejects what only a stale source supports (audit.stale_action = fail):
+            # a certificate of that audit does not record it as verified
+            return c.verdict.model_copy(
+                update={
+                    "label": "unsupported",
+                    "reason": "supported only by a stale source, and audit.stale_action is "
+                    f"fail: not verified (the verifier said: {c.verdict.reason})",
+                }
+            )
         return c.verdict
     evidence = (c.evidence,) if c.evidence is not None else ()
     lexical = StageScore(
@@ -75,7 +87,9 @@ def _verdict(c: ClaimAudit, verifier_used: bool = False) -> Verdict:
     )
 
 
-def report_verdicts(report: AuditReport, verifier_used: bool = False) -> list[Verdict]:
+def report_verdicts(
+    report: AuditReport, verifier_used: bool = False, stale_fails: bool = False
+) -> list[Verdict]:
     """One conservative Verdict per audited claim (see the module docstring).
 
     Args:
@@ -83,8 +97,10 @@ def report_verdicts(report: AuditReport, verifier_used: bool = False) -> list[Ve
         verifier_used: the audit ran with the entailment verifier (``audit.use_verifier``): a
             claim the lexical audit rejected is then a complete "unsupported", not "unverified
             because the verifier never ran".
+        stale_fails: the audit ran with ``audit.stale_action = "fail"``: a claim that only a
+            stale (or undated) source supports is "unsupported", as the audit counts it.
     """
-    return [_verdict(c, verifier_used) for c in report.claims]
+    return [_verdict(c, verifier_used, stale_fails) for c in report.claims]
 
 
 def certify_report(
@@ -111,7 +127,11 @@ def certify_report(
         report.query,
         report.response,
         report_claims(report),
-        report_verdicts(report, verifier_used=settings.audit.use_verifier),
+        report_verdicts(
+            report,
+            verifier_used=settings.audit.use_verifier,
+            stale_fails=settings.audit.stale_action == "fail",
+        ),
         settings,
         models=models or [],
         path=path,

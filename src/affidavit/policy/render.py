@@ -133,7 +133,8 @@ def decide(
 ) -> tuple[Decision, str]:
     """Decide how one claim may be shown; deterministic and fail-closed.
 
-    VERIFIED iff ``p_entail >= tau_entail`` and ``p_contradict < tau_contradict`` and at least one
+    VERIFIED iff the verifier labelled the claim supported, ``p_entail >= tau_entail`` and
+    ``p_contradict < tau_contradict`` and at least one
     evidence span supports it, the verdict is complete (every step ran, evidence checked whole),
     no step reported an error and no typed check failed (but see ``premise``). BLOCKED when the
     claim is contradicted (label contradicted, or ``p_contradict >= tau_contradict`` with a
@@ -212,6 +213,9 @@ def decide(
         problems.append(f"the evidence {_where(partial[0])} was not checked whole")
     if not evidence:
         problems.append("no evidence span supports it")
+    if verdict.label != "supported" and verdict.p_entail >= tau_e:
+        # the verifier withheld it: a score left high does not verify it on its own
+        problems.append(f"the verifier labelled it {verdict.label}")
     if verdict.p_entail < tau_e:
         problems.append(f"p_entail {verdict.p_entail:.2f} is below the threshold {tau_e:.2f}")
     if verdict.p_contradict >= tau_c:

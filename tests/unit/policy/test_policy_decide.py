@@ -33,6 +33,17 @@ def test_supported_with_evidence_is_verified() -> None:
     assert "doc 3" in reason and "0.90 >= 0.50" in reason
 
 
+def test_a_verdict_labelled_unsupported_is_never_verified_whatever_its_score() -> None:
+    # a verifier that withholds a claim but leaves its score high (a custom verifier, or a
+    # policy layer that relabels, like an audit certificate under stale_action = fail) must not
+    # have the claim verified on the score alone
+    decision, reason = decide(
+        verdict(label="unsupported", p_entail=0.95, p_neutral=0.04, p_contradict=0.01), POLICY
+    )
+    assert decision == "unverified"
+    assert "labelled it unsupported" in reason
+
+
 def test_threshold_is_inclusive_for_entail() -> None:
     assert decide(verdict(p_entail=0.5, p_neutral=0.45), POLICY)[0] == "verified"
     assert decide(verdict(p_entail=0.4999, p_neutral=0.45), POLICY)[0] == "unverified"
