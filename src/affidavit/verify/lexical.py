@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from affidavit.verify.numbers import find_dates
+from affidavit.verify.numbers import MONTHS, find_dates
 
 WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
@@ -1170,6 +1170,9 @@ def _name_words(name: str, text: str | frozenset[str]) -> set[str]:
 
 
 _PARENS = re.compile(r"\s*\([^()]*\)")
+_WHEN_NAMES = frozenset(MONTHS) | frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
 
 
 def subject_focus(claim: str, evidence: str) -> str | None:
@@ -1205,7 +1208,9 @@ def subject_focus(claim: str, evidence: str) -> str | None:
     partners: set[str] = set()
     for run in re.finditer(_NAME, m.group("pred")):
         partners |= _name_words(run.group(0), both)
-    partners -= subject
+    # a day or a month is when, not who: "... said on Wednesday ..." has no partner there (a
+    # sentence about another bank "on Wednesday" was taken away from a Bank of Japan claim)
+    partners -= subject | _WHEN_NAMES
     if not subject or not partners:
         return None
     spans = sentence_spans(evidence)

@@ -148,6 +148,23 @@ def test_subject_focus_drops_a_full_named_other_given_the_claims_partner() -> No
     assert curie is not None and "Einstein" not in curie and "Ulm" not in curie
 
 
+def test_a_day_or_a_month_in_the_claim_is_no_partner() -> None:
+    # SummEdits dev rows: six faithful paraphrases of the Bank of Japan sentence were withheld,
+    # because the sentence about New Zealand's central bank "on Wednesday" was taken away as a
+    # sentence about the claim's partner "Wednesday"
+    evidence = (
+        "New Zealand's central bank raised interest rates by 50 basis points on Wednesday. "
+        "The Bank of Japan said on Wednesday it would conduct emergency bond buying."
+    )
+    claim = "The Bank of Japan declared on Wednesday it would perform emergency bond buying."
+    assert subject_focus(claim, evidence) is None
+    assert subject_focus(claim.replace("Wednesday", "5 January"), evidence) is None
+    # a named partner still takes its sentences away
+    with_partner = "The Bank of Japan bought bonds on Wednesday with New Zealand."
+    focused = subject_focus(with_partner, evidence)
+    assert focused is not None and "New Zealand" not in focused
+
+
 def test_subject_focus_reads_a_full_name_followed_by_an_apposition() -> None:
     # HaluEval qa, a hallucinated answer ask showed verified (p 0.85): Sutter founded the fort;
     # his sentence opens "John Augustus Sutter (...), born Johann August Suter, was ..."
