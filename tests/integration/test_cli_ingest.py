@@ -157,3 +157,11 @@ def test_prune_via_cli(env: Path, tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["ingest", str(env), "--store", st, "--prune", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["counts"]["pruned"] == 1
+
+
+def test_reversed_dates_are_one_plain_error_line(env: Path) -> None:
+    # pydantic's whole report reached stderr: its line breaks escaped as "\x0a", the input
+    # echoed and a documentation link, where one reason was due
+    r = CliRunner().invoke(app, ["search", "x", "--since", "2021-01-01", "--until", "2020-01-01"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == "error: bad filter: date_from 2021-01-01 is after date_to 2020-01-01"

@@ -311,7 +311,10 @@ def search(
             date_from=date.fromisoformat(since) if since else None,
             date_to=date.fromisoformat(until) if until else None,
         )
-    except (ValueError, ValidationError) as exc:
+    except ValidationError as exc:  # the reason alone, not pydantic's multi-line report
+        reasons = (e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False))
+        raise fail_usage(f"bad filter: {'; '.join(reasons)}") from None
+    except ValueError as exc:  # a date that is not YYYY-MM-DD
         raise fail_usage(f"bad filter: {exc}") from None
     batch = _read_queries(queries) if queries is not None else [(None, query or "")]
     from affidavit.core.text import has_lone_surrogate

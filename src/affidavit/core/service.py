@@ -14,14 +14,15 @@ Examples:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from affidavit.core.answer import AskResult, ClaimOutcome
 from affidavit.core.certificate import Certificate
 from affidavit.core.correction import ChunkGrade, Classification
 from affidavit.core.retrieval import FileOutcome, IngestReport
+from affidavit.core.text import require_unicode
 from affidavit.core.types import Chunk, DisplayMode, Frozen, Hit
 
 ApiScope = Literal["read", "write"]
@@ -67,6 +68,13 @@ class AuditInput(Frozen):
     query: str | None = Field(default="", description="The question (may be empty).")
     chunks: list[Chunk] = Field(description="The chunks the answer was generated from.")
     response: str = Field(description="The answer to audit.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_only(cls, data: Any) -> Any:
+        # a "\ud800" escape: refused here (422) as `affidavit audit` refuses it (exit 2), not
+        # met later as an answer that cannot be encoded (500)
+        return require_unicode(data)
 
 
 class SearchResponse(Frozen):

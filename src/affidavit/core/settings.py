@@ -50,10 +50,27 @@ CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm
 Granularity = Literal["passage", "document", "chunk"]
 
 
+def _no_nul_in_paths(value: Any) -> Any:
+    """``value`` unchanged; ValueError for a path (or list of paths) holding a NUL character,
+    which TOML can spell ("\\u0000") and no file system accepts (``embedded null byte``)."""
+    if any(isinstance(p, Path) and "\x00" in str(p) for p in _as_list(value)):
+        raise ValueError("a path cannot hold a NUL character (\\u0000)")
+    return value
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 class Section(BaseModel):
     """Base of a settings section: unknown keys are errors, values are checked on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*")
+    @classmethod
+    def _paths_without_nul(cls, value: Any) -> Any:
+        return _no_nul_in_paths(value)
 
 
 class AuditSettings(Section):
@@ -849,6 +866,12 @@ class Settings(BaseSettings):
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     correct: CorrectSettings = Field(default_factory=CorrectSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    @field_validator("home")
+    @classmethod
+    def _home_without_nul(cls, value: Path | None) -> Path | None:
+        _no_nul_in_paths(value)
+        return value
 
     @classmethod
     def settings_customise_sources(

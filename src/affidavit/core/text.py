@@ -101,6 +101,23 @@ def find_lone_surrogate(value: Any, where: str = "") -> str | None:
     return None
 
 
+def require_unicode(value: Any) -> Any:
+    """``value`` unchanged, or ValueError naming where it holds a lone surrogate (a validator for
+    request bodies: legal JSON, but it can be neither encoded, hashed nor sent back).
+
+    Examples:
+        >>> require_unicode({"response": "ok"})
+        {'response': 'ok'}
+    """
+    bad = find_lone_surrogate(value)
+    if bad is not None:
+        raise ValueError(
+            f"{bad} holds a lone surrogate (an invalid \\uD800-\\uDFFF escape); "
+            "not valid Unicode text"
+        )
+    return value
+
+
 def escape_surrogates(text: str) -> str:
     """Replace lone surrogates by ``\\udcff``-style escapes (printable, UTF-8 encodable)."""
     if not has_lone_surrogate(text):

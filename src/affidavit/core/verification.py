@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from affidavit.core.text import require_unicode
 from affidavit.core.types import Frozen, Label
 
 
@@ -23,6 +24,12 @@ class CheckInput(Frozen):
     id: str | int = Field(description="Caller's id, echoed on the output line.")
     claim: str = Field(min_length=1, description="The claim to verify.")
     evidence: list[str] = Field(description="Evidence passages; each becomes one chunk.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_only(cls, data: Any) -> Any:
+        # a "\ud800" escape reached the verifier's tokenizer (TypeError) through POST /v1/check
+        return require_unicode(data)
 
 
 class CheckOutput(Frozen):

@@ -241,9 +241,12 @@ class SentenceChunker:
     def chunk(self, doc: Document) -> list[Chunk]:
         """Chunk a document; chunk ``i`` has ``doc.text[c.start:c.end] == c.text``."""
         text = doc.text
-        pages = doc.metadata.get("pages")  # [[start, end, page_no], ...] for PDFs
-        page_starts = [p[0] for p in pages] if pages else []
-        base_meta = {k: v for k, v in doc.metadata.items() if k != "pages"}
+        pages = page_map(doc.metadata.get("pages"))  # [[start, end, page_no], ...] for PDFs
+        page_starts = [p[0] for p in pages]
+        # any other "pages" (a JSONL record's own "pages": 12) is the record's data: kept
+        base_meta = {k: v for k, v in doc.metadata.items() if k != "pages" or not pages}
+        url = doc.metadata.get("url")  # a record's own non-string "url" is its data, not a URL
+        url = url if isinstance(url, str) and url else doc.source
         chunks: list[Chunk] = []
         for index, group in enumerate(self.spans(text)):
             start, end = group[0][0], group[-1][1]
@@ -261,7 +264,7 @@ class SentenceChunker:
                 Chunk(
                     id=chunk_id(doc.id, start, end, chunk_text),
                     text=chunk_text,
-                    url=doc.metadata.get("url") or doc.source,
+                    url=url,
                     metadata=meta,
                     doc_id=doc.id,
                     title=doc.title,
@@ -275,6 +278,25 @@ class SentenceChunker:
 def chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
     """Stable chunk id from its document, position and text."""
     return "chunk-" + sha256_text(f"{doc_id}\x00{start}\x00{end}\x00{text}")[:20]
+
+
+def page_map(value: Any) -> list[list[int]]:
+    """The PDF loader's page map, ``[[start, end, page_no], ...]`` in order, or [] when
+    ``value`` is anything else.
+
+    Examples:
+        >>> page_map([[0, 19, 1], [21, 40, 2]])
+        [[0, 19, 1], [21, 40, 2]]
+        >>> page_map("123-145")  # a JSONL record's bibliographic field, not a page map
+        []
+    """
+    if not isinstance(value, list) or not all(
+        isinstance(p, list | tuple) and len(p) == 3 and all(type(x) is int for x in p)
+        for p in value
+    ):
+        return []
+    starts = [p[0] for p in value]
+    return [list(p) for p in value] if starts == sorted(starts) else []
 
 
 def _page_at(pages: Sequence[Sequence[int]], starts: list[int], offset: int) -> int:

@@ -38,6 +38,18 @@ _JSONL_EXT = {".jsonl", ".ndjson"}
 _HTML_EXT = {".html", ".htm", ".xhtml"}
 
 
+# What zipfile raises for a container it cannot read: besides BadZipFile, NotImplementedError
+# for an unknown "version needed to extract", UnicodeDecodeError (a ValueError) for a name
+# flagged UTF-8 that is not, EOFError for a truncated member.
+ZIP_ERRORS: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    EOFError,
+)
+
+
 class UnsupportedType(Exception):
     """Raised by `detect` with the reason the file cannot be read."""
 
@@ -54,7 +66,7 @@ def detect(path: Path, head: bytes) -> Kind:
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())
-        except (zipfile.BadZipFile, OSError) as exc:
+        except ZIP_ERRORS as exc:
             raise UnsupportedType(f"corrupt zip container: {exc}") from exc
         if "word/document.xml" in names:
             return "docx"

@@ -23,6 +23,7 @@ from affidavit.core.limits import loads_json
 from affidavit.core.retrieval import content_doc_id
 from affidavit.core.text import jsonl_lines
 from affidavit.core.types import Document
+from affidavit.ingest.detect import ZIP_ERRORS
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +302,7 @@ def check_zip_bomb(
                         f"to {size / 1e6:.0f} MB",
                         source=source,
                     )
-    except zipfile.BadZipFile as exc:
+    except ZIP_ERRORS as exc:  # not only BadZipFile: see ZIP_ERRORS
         raise IngestError(f"corrupt DOCX (bad zip container): {exc}", source=source) from exc
 
 

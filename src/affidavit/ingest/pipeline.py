@@ -406,8 +406,9 @@ class Ingestor:
             raise  # a full disk refuses every later document too: the run stops (issue 26.8)
         except AffidavitError as exc:
             return exc.message
-        except (UnicodeError, TypeError, ValueError) as exc:
-            # a tokenizer or driver rejecting a string: that batch failed, the run goes on
+        except (UnicodeError, TypeError, ValueError, OverflowError) as exc:
+            # a tokenizer or driver rejecting a value (a string, an integer past SQLite's 64
+            # bits in a record's metadata): that batch failed, the run goes on
             return f"cannot embed or store: {exc}"
         return None
 

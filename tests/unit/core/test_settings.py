@@ -139,3 +139,21 @@ def test_keep_whole_threshold_can_be_switched_off_from_the_environment(
     monkeypatch.setenv("AFFIDAVIT_CORRECT__KEEP_WHOLE_THRESHOLD", "sometimes")
     with pytest.raises(ConfigError, match="keep_whole_threshold"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        '[store]\npath = "store\\u0000x"\n',
+        '[certify]\nkey_path = "\\u0000"\n',
+        '[certify]\ntrusted_keys = ["ok.pem", "bad\\u0000.pem"]\n',
+        'home = "\\u0000home"\n',
+    ],
+)
+def test_a_path_with_a_nul_character_is_a_config_error(tmp_path: Path, toml: str) -> None:
+    # TOML can spell "\u0000", no file system path can hold it: `affidavit ingest` ended in
+    # "internal error: ValueError: embedded null byte" (exit 3) instead of exit 2
+    cfg = tmp_path / "affidavit.toml"
+    cfg.write_text(toml)
+    with pytest.raises(ConfigError, match="NUL"):
+        load_settings(cfg)

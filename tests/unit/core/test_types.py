@@ -25,3 +25,17 @@ def test_round_trip_json() -> None:
     assert Verdict.model_validate_json(v.model_dump_json()) == v
     c = Claim(id="c1", text="t", start=0, end=1, citations=(1, 2))
     assert Claim.model_validate_json(c.model_dump_json()) == c
+
+
+def test_http_inputs_refuse_a_lone_surrogate_with_its_location() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from affidavit.core.service import AuditInput
+    from affidavit.core.verification import CheckInput
+
+    with pytest.raises(ValidationError, match=r"chunks\[0\]\.text holds a lone surrogate"):
+        AuditInput.model_validate({"chunks": [{"text": "a \ud800"}], "response": "ok"})
+    with pytest.raises(ValidationError, match=r"evidence\[1\] holds a lone surrogate"):
+        CheckInput.model_validate({"id": 1, "claim": "ok", "evidence": ["ok", "\udc80"]})
+    assert AuditInput.model_validate({"chunks": [], "response": "caf\u00e9"}).response == "café"

@@ -105,6 +105,18 @@ def test_pdf_page_mapping() -> None:
     assert "pages" not in chunks[0].metadata
 
 
+@pytest.mark.parametrize("pages", [12, "123-145", [[0, 5, "iv"]], [[0]], {"a": 1}])
+def test_a_pages_field_that_is_no_page_map_is_kept_as_data(pages: object) -> None:
+    # a JSONL record's own metadata (a bibliographic "pages": 12) is not the PDF loader's page
+    # map: it crashed the chunker (TypeError, IndexError, ValueError) and with it the whole
+    # ingest (exit 3)
+    text = "Page one text here.\n\nPage two text here."
+    doc = Document(id="j", source="r.jsonl#L1", text=text, metadata={"pages": pages})
+    chunks = SentenceChunker(chunk_size=25, overlap=0).chunk(doc)
+    assert [c.text for c in chunks] == ["Page one text here.", "Page two text here."]
+    assert all(c.metadata["pages"] == pages and "page" not in c.metadata for c in chunks)
+
+
 def test_chunk_ids_are_stable_and_unique() -> None:
     text = "Same sentence. Same sentence. Same sentence."
     a = SentenceChunker(chunk_size=20, overlap=0).chunk(_doc(text))

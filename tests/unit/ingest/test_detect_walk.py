@@ -103,3 +103,35 @@ def test_walk_skips_store_folder(tmp_path: Path) -> None:
     (tmp_path / "store" / "x.txt").write_text("x")
     (tmp_path / "y.txt").write_text("y")
     assert [f.path.name for f in walk([tmp_path], skip=[tmp_path / "store"])] == ["y.txt"]
+
+
+def _docx_zip() -> bytearray:
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", "<w/>")
+        z.writestr("\u00e9t\u00e9.xml", "x")  # a non-ASCII name: stored with the UTF-8 flag
+    return bytearray(buf.getvalue())
+
+
+def _corrupt_version(raw: bytearray) -> bytes:
+    at = raw.index(b"PK\x01\x02") + 6  # the central directory's "version needed to extract"
+    raw[at : at + 2] = b"\xff\x00"
+    return bytes(raw)
+
+
+def _corrupt_utf8_name(raw: bytearray) -> bytes:
+    raw[raw.index("\u00e9".encode(), raw.index(b"PK\x01\x02"))] = 0xFF
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_version, _corrupt_utf8_name])
+def test_a_corrupt_zip_directory_is_unsupported_not_a_crash(
+    tmp_path: Path, corrupt: object
+) -> None:
+    # zipfile raises NotImplementedError (version 25.5) or UnicodeDecodeError (a name flagged
+    # UTF-8 that is not) for these, not BadZipFile: once an internal error that ended the run
+    assert callable(corrupt)
+    with pytest.raises(UnsupportedType, match="corrupt zip"):
+        _detect(tmp_path, "x.docx", corrupt(_docx_zip()))

@@ -134,3 +134,17 @@ def test_the_run_goes_on_past_a_refused_pdf(tmp_path: Path, page_tree_pdf: PdfBu
     assert time.perf_counter() - t0 < 5
     assert out["good.txt"][0] == "added"
     assert out["tree.pdf"][0] == "failed" and "pages" in (out["tree.pdf"][1] or "")
+
+
+def test_a_docx_with_an_unreadable_zip_directory_fails_only_that_file(tmp_path: Path) -> None:
+    raw = bytearray(_docx_with(b"<w:document/>"))
+    at = raw.index(b"PK\x01\x02") + 6  # "version needed to extract" 25.5: NotImplementedError
+    raw[at : at + 2] = b"\xff\x00"
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "odd.docx").write_bytes(bytes(raw))
+    (folder / "good.txt").write_text("The good file is about lighthouses and their keepers.")
+    out = _run(folder, tmp_path)
+    assert out["good.txt"][0] == "added"
+    status, reason = out["odd.docx"]
+    assert status == "failed" and "zip" in (reason or "")

@@ -337,3 +337,47 @@ def test_prune_keeps_a_folder_whose_entries_cannot_be_read_and_the_run_goes_on(
     [failed] = [o for o in report.failed if "c.txt" in o.source]
     assert "Permission denied" in failed.reason
     assert store.search_lexical("Radium", 1) and store.search_lexical("Polonium", 1)
+
+
+def test_a_jsonl_record_with_its_own_pages_field_is_ingested(tmp_path: Path) -> None:
+    # "pages" is the PDF loader's page map in a document's metadata; a record's bibliographic
+    # "pages" took the whole run down with an internal error, losing the other files' outcomes
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    records = [
+        {"id": "r1", "text": "Paris is the capital of France.", "metadata": {"pages": 12}},
+        {"id": "r2", "text": "Rome is the capital of Italy.", "metadata": {"pages": "123-145"}},
+    ]
+    (docs / "refs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (docs / "a.txt").write_text("The Eiffel Tower is in Paris.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    try:
+        report = Ingestor(store, FakeEmbedder()).ingest([docs])
+        assert report.counts()["added"] == 3 and not report.failed
+        assert store.get_document("r2").metadata["pages"] == "123-145"  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "meta", [{"url": 5}, {"url": ["https://a.org", "https://b.org"]}, {"domain": 10**30}]
+)
+def test_a_record_metadata_value_the_store_cannot_take_fails_only_that_record(
+    tmp_path: Path, meta: dict[str, object]
+) -> None:
+    # a non-string "url" in a record's metadata raised pydantic's ValidationError in the chunker,
+    # a domain past SQLite's integers OverflowError in the store: either ended the whole run
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    record = {"id": "r1", "text": "Paris is the capital of France.", "metadata": meta}
+    (docs / "refs.jsonl").write_text(json.dumps(record) + "\n")
+    (docs / "a.txt").write_text("The Eiffel Tower is in Paris.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")
+    try:
+        report = Ingestor(store, FakeEmbedder()).ingest([docs])
+        by = {o.doc_id or o.source: o for o in report.outcomes}
+        assert [o.status for o in report.outcomes if o.source.endswith("a.txt")] == ["added"]
+        assert by["r1"].status == "added" or (by["r1"].status == "failed" and by["r1"].reason)
+        assert store.check() == []
+    finally:
+        store.close()

@@ -112,3 +112,12 @@ def test_real_docx_passes(tmp_path: Path) -> None:
     d.save(str(path))
     [doc] = load_docx(path, path.read_bytes())
     assert "Eiffel" in doc.text
+
+
+def test_a_zip_directory_zipfile_cannot_read_is_an_ingest_error(tmp_path: Path) -> None:
+    # "version needed to extract" 25.5: zipfile raises NotImplementedError, not BadZipFile
+    out = bytearray(_zip([("word/document.xml", 1, b"a")], mib=1))
+    at = out.index(b"PK\x01\x02") + 6
+    out[at : at + 2] = b"\xff\x00"
+    with pytest.raises(IngestError, match="corrupt DOCX"):
+        check_zip_bomb(tmp_path / "x.docx", raw=bytes(out))

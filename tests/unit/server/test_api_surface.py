@@ -108,3 +108,34 @@ def test_a_full_queue_says_what_is_full_and_what_to_do() -> None:
     assert "all 2 verify slot(s) and 3 waiting place(s) are taken" in msg
     assert "serve.verify_queue" in msg and "Retry-After" in msg
     q.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/audit", b'{"chunks": [], "response": "Paris \\ud800 is nice."}'),
+        ("/v1/audit", b'{"query": "\\udc80", "chunks": [], "response": "Paris is nice."}'),
+        (
+            "/v1/audit",
+            b'{"chunks": [{"text": "a \\ud800 b"}], "response": "Paris is nice."}',
+        ),
+        ("/v1/check", b'{"id": 1, "claim": "Paris is nice.", "evidence": ["\\ud800"]}'),
+        ("/v1/check", b'[{"id": "\\ud800", "claim": "Paris is nice.", "evidence": ["x"]}]'),
+    ],
+)
+def test_a_lone_surrogate_in_a_body_is_refused_not_a_crash(
+    tmp_path: Path, path: str, body: bytes
+) -> None:
+    # legal JSON, not Unicode text: the audit report could not be encoded (500,
+    # PydanticSerializationError) and the verifier's tokenizer raised TypeError (500); the
+    # CLI refuses the same input with exit 2 (docs/cli-exit-codes.md)
+    from affidavit.server.services import Services
+
+    settings = Settings(home=tmp_path / "home", store=StoreSettings(path=tmp_path / "store"))
+    services = Services(settings)
+    services.ready = True  # the audit needs no model; the check fails before reaching one
+    client = TestClient(create_app(settings, services=services), raise_server_exceptions=False)
+    r = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "invalid"
+    assert "lone surrogate" in r.json()["message"]
