@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -549,8 +550,31 @@ def violating_spans(
             while at >= 0:
                 spans.add((at, at + len(a.text)))
                 at = response.find(a.text, at + 1)
+            spans.update(_repeats(response, a.text))
     n = len(response)
     return sorted((max(a, 0), min(b, n)) for a, b in spans if b > 0 and a < n and b > a)
+
+
+# the extractor deduplicates claims on their words alone (case, punctuation, citation markers
+# and markdown dropped), so a repeat it dropped is found the same way, not as exact text
+_WORDS = re.compile(r"[^\W_]+")
+_CITATION = r"\[\d+(?:\s*[,;\-\u2013]\s*\d+)*\]"
+_BETWEEN = rf"(?:[\W_]|{_CITATION})+"
+
+
+def _repeats(response: str, claim_text: str) -> list[tuple[int, int]]:
+    """Spans of ``response`` that say ``claim_text``'s words in order (whatever lies between
+    them: punctuation, markdown, citation markers), with the citation markers that follow."""
+    words = _WORDS.findall(claim_text)
+    if not words:
+        return []
+    pattern = re.compile(
+        r"(?<![^\W_])"
+        + _BETWEEN.join(re.escape(w) for w in words)
+        + rf"(?![^\W_])(?:\s*{_CITATION})*",
+        re.IGNORECASE,
+    )
+    return [m.span() for m in pattern.finditer(response)]
 
 
 def withhold_violations(

@@ -584,7 +584,10 @@ class AskPipeline:
             )
             run.answer = run.rendered.text
             if run.insufficient and not run.claims:
-                run.answer = run.draft.strip() or INSUFFICIENT_ANSWER
+                # the model abstained and nothing was checked: strict mode shows the abstention
+                # only, never the rest of the draft ("Napoleon [1]. I don't have enough ...")
+                draft = run.draft.strip()
+                run.answer = draft if run.display != "strict" and draft else INSUFFICIENT_ANSWER
 
     def _requote_step(self, run: _Run) -> None:
         """Strict mode, nothing verified: ask once more for the passages' own sentences.

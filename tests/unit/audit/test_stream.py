@@ -78,3 +78,23 @@ def test_a_sentence_said_twice_is_withheld_twice() -> None:
     assert report.guarded_response == f"{WITHHELD_MARKER} {WITHHELD_MARKER}"
     guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
     assert "1925" not in "".join(_stream(guard, twice, 3))
+
+
+@pytest.mark.parametrize(
+    "twice",
+    [
+        f"{BAD[:-1]} [1]. {BAD[:-1]} [2].",  # the repeat cites another passage
+        f"{BAD} {BAD[:-1]}!",  # or ends differently
+        f"{BAD}\n\n- **{BAD[:-1]}**",  # or is a list item in bold
+    ],
+)
+def test_a_sentence_repeated_with_other_citations_or_punctuation_is_withheld_twice(
+    twice: str,
+) -> None:
+    """The extractor keeps one claim for both (its text normalised: citations, markdown and
+    punctuation dropped); guardrail withheld only the exact repeat and showed these."""
+    report = Auditor({"mode": "guardrail"}).audit("q", CHUNKS, twice)
+    assert report.guarded_response is not None
+    assert "1925" not in report.guarded_response
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
+    assert "1925" not in "".join(_stream(guard, twice, 3))

@@ -174,6 +174,21 @@ def test_model_saying_insufficient_is_shown_as_such() -> None:
     assert result.answer == "I don't have enough information to answer this question."
 
 
+def test_strict_shows_only_the_abstention_when_no_claim_of_the_draft_was_checked() -> None:
+    # the model abstained, yet wrote more: "Napoleon [1]." states an answer no claim checked
+    # (too short for a claim, and an abstaining draft gets no fragment claim)
+    for raw in (
+        "Napoleon [1]. I don't have enough information about the rest.",
+        "I don't have enough information to answer this question. Maybe it was Napoleon?",
+    ):
+        pipe, _ = _pipe(raw)
+        result = pipe.ask("Who signed the treaty?", mode="strict")
+        assert result.insufficient and result.claims == ()
+        assert "Napoleon" not in result.answer
+        assert result.answer == "I don't have enough information to answer this question."
+        assert result.draft == raw  # the trace keeps what the model wrote
+
+
 def test_verifier_error_fails_closed() -> None:
     pipe, _ = _pipe("Paris is the capital of France [1].", verifier=WordVerifier(fail_on="Paris"))
     result = pipe.ask("What is the capital of France?")
