@@ -565,7 +565,8 @@ class AuditCallbackHandler(BaseCallbackHandler):
     inside it, the answer from its output. Reports are appended to `reports` (and passed
     to ``on_report`` when given). The handler never changes what the chain returns; in enforce
     mode it raises ``EnforcementError`` from the callback, which LangChain propagates
-    (``raise_error``).
+    (``raise_error``), and ``InputError`` when it cannot find the run's answer (in the other
+    modes that is only recorded in `errors`).
 
     Examples:
         >>> handler = AuditCallbackHandler()
@@ -695,6 +696,8 @@ class AuditCallbackHandler(BaseCallbackHandler):
         except InputError as exc:
             with self._lock:
                 self.errors.append(exc.message)
+            if self.raise_error:
+                raise  # enforce fails closed: an answer it cannot find is not passed unaudited
             return
         from affidavit.core.errors import EnforcementError
 

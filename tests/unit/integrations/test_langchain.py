@@ -128,6 +128,24 @@ def test_callback_handler_in_enforce_mode_raises(sample_store: Path) -> None:
     assert handler.reports and not handler.reports[0].trust_passed
 
 
+def test_callback_handler_in_enforce_mode_raises_when_it_finds_no_answer() -> None:
+    # a chain whose output the handler cannot read was passed unaudited in enforce mode (the
+    # error only recorded): enforce fails closed
+    from langchain_core.runnables import RunnableLambda
+
+    chain = RunnableLambda(lambda q: {"result": "The Forth Bridge opened in 1925."})
+    enforcing = AuditCallbackHandler({"mode": "enforce"})
+    with pytest.raises(InputError, match="answer"):
+        chain.invoke(QUESTION, config={"callbacks": [enforcing]})
+    assert enforcing.errors and not enforcing.reports
+    # audit mode records the error and leaves the chain alone
+    auditing = AuditCallbackHandler()
+    assert chain.invoke(QUESTION, config={"callbacks": [auditing]}) == {
+        "result": "The Forth Bridge opened in 1925."
+    }
+    assert auditing.errors and not auditing.reports
+
+
 def test_missing_answer_is_an_input_error() -> None:
     with pytest.raises(InputError, match="answer"):
         AuditRunnable().invoke({"question": "q", "context": []})
