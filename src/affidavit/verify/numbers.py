@@ -342,8 +342,12 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # not a separate number
     (re.compile(r"\b(1\d{3}|20\d{2})[-–](\d{2})\b(?![-–./]\d)"), "season"),
     (re.compile(r"\b(1\d{3}|20\d{2})s\b"), "decade"),
+    # a decade written short ("the '90s"): the 1930s-1990s for '30s-'90s; '00s-'20s name no
+    # century for sure (the 1920s or the 2020s) and are read as no date; never the number 90
+    (re.compile(r"(?<![\w'’])['’](\d0)s\b"), "decade2"),
     (re.compile(r"(?<![\d$€£.,])\b(1[0-9]{3}|20[0-9]{2})\b(?![.,]\d)(?!\s*(?:%|percent))"), "y"),
 ]
+_SHORT_DECADE = re.compile(r"['’]\d0s\b")
 _SCALE_AFTER = re.compile(r"\s?(?:thousand|million|billion|trillion|bn|mn)\b", re.IGNORECASE)
 _DATE_HINT = re.compile(
     r"\d|January|February|March|April|May|June|July|August|September|October|November|December"
@@ -445,6 +449,11 @@ def find_dates(text: str) -> list[DateMention]:
                         continue  # "1996-12" is not a season
                 elif kind == "decade":
                     y, decade = int(g[0]), True
+                elif kind == "decade2":
+                    if int(g[0]) < 30:
+                        taken.append((m.start(), m.end()))  # not a number either
+                        continue
+                    y, decade = 1900 + int(g[0]), True
                 else:
                     y = int(g[0])
             except ValueError:
@@ -567,6 +576,9 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         if a > 0 and (
             text[a - 1].isalpha() or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
         ):
+            continue
+        # a decade written short ("the '20s", "the '90s") counts nothing
+        if a > 0 and text[a - 1] in "'’" and _SHORT_DECADE.match(text, a - 1):
             continue
         # a list marker "(1) an immune response, (2) ..." counts nothing (citation markers
         # are `taken` above)

@@ -776,3 +776,19 @@ def test_a_rank_written_out_is_a_number() -> None:
     # "one" elsewhere is still no count to check
     assert [q.raw for q in find_quantities("He is one of the best, ranked number one.")] == ["one"]
     assert find_quantities("No one came; one of them left.") == []
+
+
+def test_a_decade_written_short_is_a_decade_not_a_number() -> None:
+    # a faithful dev claim ("In a Champions League match in the '90s, Lee Sharpe ...") was
+    # withheld: "the number 90 does not appear in the evidence"
+    claim = "In the '90s, Lee Sharpe backheeled a pass."
+    assert [q.value for q in find_quantities(claim)] == []
+    [decade] = find_dates(claim)
+    assert decade.decade and decade.year == 1990
+    by = {r.check: r for r in run_checks(claim, "In 1994 Lee Sharpe backheeled a pass.")}
+    assert by["number"].status == "not_applicable" and by["date"].status == "pass"
+    # a decade the evidence does not support is still not verified
+    by = {r.check: r for r in run_checks(claim, "In 1984 Lee Sharpe backheeled a pass.")}
+    assert by["date"].status == "fail"
+    # '00s-'20s name no century for sure: neither a date nor the number 20
+    assert find_dates("the Roaring ’20s") == [] and find_quantities("the Roaring ’20s") == []
