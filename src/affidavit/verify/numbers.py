@@ -347,6 +347,8 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w'’])['’](\d0)s\b"), "decade2"),
     (re.compile(r"(?<![\d$€£.,])\b(1[0-9]{3}|20[0-9]{2})\b(?![.,]\d)(?!\s*(?:%|percent))"), "y"),
 ]
+# the word ending right before a "-" or "#", when it holds a letter ("VH3", "ASO")
+_LETTERED_TOKEN = re.compile(r"(?<![\w.])(?=\w*[A-Za-z])\w+$")
 _SHORT_DECADE = re.compile(r"['’]\d0s\b")
 _SCALE_AFTER = re.compile(r"\s?(?:thousand|million|billion|trillion|bn|mn)\b", re.IGNORECASE)
 _DATE_HINT = re.compile(
@@ -572,9 +574,12 @@ def find_quantities(text: str, dates: list[DateMention] | None = None) -> list[Q
         if not free(a, b):
             continue
         num_s = m.group("num").replace("·", ".")
-        # a digit glued to letters ("COVID-19", "B2B", "F16") is a name, not a quantity
+        # a digit glued to letters ("COVID-19", "B2B", "F16") is a name, not a quantity, and so
+        # is one joined by "-" or "#" to a word holding letters ("VH3-53", "ASO#26")
         if a > 0 and (
-            text[a - 1].isalpha() or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
+            text[a - 1].isalpha()
+            or (text[a - 1] == "-" and a > 1 and text[a - 2].isalpha())
+            or (text[a - 1] in "-#" and _LETTERED_TOKEN.search(text, 0, a - 1) is not None)
         ):
             continue
         # a decade written short ("the '20s", "the '90s") counts nothing

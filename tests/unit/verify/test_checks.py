@@ -792,3 +792,16 @@ def test_a_decade_written_short_is_a_decade_not_a_number() -> None:
     assert by["date"].status == "fail"
     # '00s-'20s name no century for sure: neither a date nor the number 20
     assert find_dates("the Roaring ’20s") == [] and find_quantities("the Roaring ’20s") == []
+
+
+@pytest.mark.parametrize(
+    "text", ["these VH3-53 antibodies", "the effect of ASO#26 in mice", "an Airbus A320-200"]
+)
+def test_a_number_joined_to_a_lettered_word_is_part_of_a_name(text: str) -> None:
+    # citation-integrity dev claims were withheld for "the number 53 / 26 does not appear"
+    assert find_quantities(text) == []
+
+
+@pytest.mark.parametrize(("text", "values"), [("ages 3-5", [3, 5]), ("item #5", [5])])
+def test_ranges_and_ranks_stay_numbers(text: str, values: list[int]) -> None:
+    assert [q.value for q in find_quantities(text)] == values
