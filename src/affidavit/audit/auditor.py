@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from affidavit.audit.matcher import EvidenceIndex, Match
-from affidavit.claims.base import ClaimExtractor
+from affidavit.claims.base import ClaimExtractor, claims_and_limit_stops
 from affidavit.core.errors import ConfigError, EnforcementError, InputError
 from affidavit.core.report import (
     WITHHELD_MARKER,
@@ -248,7 +248,11 @@ class Auditor:
                     "(not claims)",
                 )
             )
-        claims, cut = self._claims(audited) if audited.strip() else ([], None)
+        claims, stopped = (
+            claims_and_limit_stops(self.extractor, audited) if audited.strip() else ([], [])
+        )
+        # the span of the sentences the claim limit stopped, from the first to the last
+        cut = (stopped[0].start, stopped[-1].end) if stopped else None
         unchecked = len(claims) if cut is not None else -1  # the index of the claim below
         if cut is not None:
             # sentences the claim limit kept from becoming claims were never checked: they
@@ -377,18 +381,6 @@ class Auditor:
                 report=report,
             )
         return report
-
-    def _claims(self, text: str) -> tuple[list[Claim], tuple[int, int] | None]:
-        """The claims of ``text``, and the span of the sentences the extractor's claim limit
-        stopped (from the first to the last), or None. Another extractor, which reports no
-        skipped sentences, gives its claims only."""
-        from affidavit.claims import LLMClaimCompiler, RuleBasedExtractor
-
-        if not isinstance(self.extractor, RuleBasedExtractor | LLMClaimCompiler):
-            return list(self.extractor.extract(text)), None
-        extraction = self.extractor.run(text)
-        stopped = [k for k in extraction.skipped if k.reason == "limit"]
-        return list(extraction.claims), (stopped[0].start, stopped[-1].end) if stopped else None
 
     def _index(self, chunks: list[Chunk]) -> EvidenceIndex:
         """The evidence index for a chunk set; the last few are kept (chunk sets often repeat)."""

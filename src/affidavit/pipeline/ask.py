@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from affidavit.claims.base import ClaimExtractor
+from affidavit.claims.base import ClaimExtractor, claims_and_limit_stops
 from affidavit.core.answer import (
     AskResult,
     ClaimOutcome,
@@ -68,7 +68,7 @@ from affidavit.core.answer import (
     VerificationTrace,
     WebResultTrace,
 )
-from affidavit.core.claims import ClaimExtraction, SkippedSentence
+from affidavit.core.claims import SkippedSentence
 from affidavit.core.correction import CorrectionResult, RefinedContext
 from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
 from affidavit.core.policy import ClaimDecision
@@ -88,6 +88,7 @@ from affidavit.pipeline.citations import (
     correct_citations,
     evidence_passages,
     fragment_claims,
+    fresh_claim_ids,
     list_citations,
 )
 from affidavit.pipeline.prompt import (
@@ -166,16 +167,12 @@ def _limit_claims(
     """
     from affidavit.claims.rules import parse_citations
 
-    ids = {c.id for c in claims}
+    fresh = fresh_claim_ids(claims)
     out: list[Claim] = []
-    n = len(claims)
     for s in stopped:
-        n += 1
-        while f"c{n}" in ids:
-            n += 1
         out.append(
             Claim(
-                id=f"c{n}",
+                id=next(fresh),
                 text=answer[s.start : s.end],
                 start=s.start,
                 end=s.end,
@@ -477,7 +474,7 @@ class AskPipeline:
         run.draft = run.cleaned.text
         run.insufficient = is_insufficient(run.draft)
         with run.clock.stage("claims"):
-            claims, stopped = self._extract(run.draft)
+            claims, stopped = claims_and_limit_stops(self.extractor, run.draft)
             # fail closed: a sentence the claim limit cut short or never reached is not verified
             held = _limit_claims(run.draft, stopped, claims)
             run.unchecked = frozenset(c.id for c in held)
@@ -486,20 +483,6 @@ class AskPipeline:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
                 claims = [*claims, *fragment_claims(run.question, run.draft, claims)]
         run.claims = list(claims)
-
-    def _extract(self, draft: str) -> tuple[list[Claim], list[SkippedSentence]]:
-        """The draft's claims, and the sentences the extractor's claim limit stopped.
-
-        An extractor with ``run`` (the shipped ones) reports what it skipped; another gives its
-        claims only.
-        """
-        run = getattr(self.extractor, "run", None)
-        if callable(run):
-            extraction = run(draft)
-            if isinstance(extraction, ClaimExtraction):
-                stopped = [s for s in extraction.skipped if s.reason == "limit"]
-                return list(extraction.claims), stopped
-        return list(self.extractor.extract(draft)), []
 
     def _verify_step(self, run: _Run) -> None:
         """Every claim against every passage; each claim's event goes out as it is decided."""

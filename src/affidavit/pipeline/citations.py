@@ -18,7 +18,7 @@ Examples:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from affidavit.core.answer import Citation, CitationCorrection, RemovedCitation
@@ -299,6 +299,16 @@ MAX_FRAGMENT_WORDS = 12
 MAX_PLAIN_FRAGMENT_WORDS = 4
 
 
+def fresh_claim_ids(claims: Sequence[Claim]) -> Iterator[str]:
+    """Claim ids ``c<n>`` after the last of ``claims``, skipping any already taken."""
+    ids = {c.id for c in claims}
+    n = len(claims)
+    while True:
+        n += 1
+        if f"c{n}" not in ids:
+            yield f"c{n}"
+
+
 def fragment_claims(
     question: str, answer: str, claims: Sequence[Claim], *, max_words: int = MAX_FRAGMENT_WORDS
 ) -> list[Claim]:
@@ -328,8 +338,7 @@ def fragment_claims(
     yes_no_question = first is not None and first.group(0).lower() in _YES_NO_OPENERS
     taken = [(c.start, c.end) for c in claims]
     out: list[Claim] = []
-    ids = {c.id for c in claims}
-    n = len(claims)
+    fresh = fresh_claim_ids(claims)
     for i, (s, e) in enumerate(split_sentences(answer)):
         if any(a < e and s < b for a, b in taken):
             continue
@@ -348,12 +357,9 @@ def fragment_claims(
         plain = len(words) <= MAX_PLAIN_FRAGMENT_WORDS and not set(lower) <= _FILLER_WORDS
         if not (named or yes_no or plain or any(ch.isdigit() for ch in body)):
             continue
-        n += 1
-        while f"c{n}" in ids:
-            n += 1
         out.append(
             Claim(
-                id=f"c{n}",
+                id=next(fresh),
                 text=f"{question.strip()} {body}",
                 start=s,
                 end=e,
