@@ -981,7 +981,13 @@ async def _event_stream(state: _State, body: AskRequest, ticket: Any) -> AsyncIt
     # strict mode shows only the guarded answer, on every channel (the page, the terminal and
     # this stream alike): the draft's pieces are not sent as it is written, since a sentence
     # among them may be withheld; the guarded answer goes out as one token event once decided
-    strict = (body.mode or state.settings.policy.display) == "strict"
+    # the mode is the pipeline's (services built from other settings than the app's may default
+    # to strict where the app does not); strict when either says so, so a draft never streams
+    # where its answer will be guarded
+    strict = "strict" in (
+        state.services.display_mode(body),
+        body.mode or state.settings.policy.display,
+    )
 
     def on_token(piece: str) -> None:  # called in the worker thread
         if strict:

@@ -33,7 +33,7 @@ from affidavit.core.service import (
     SearchResponse,
 )
 from affidavit.core.settings import Settings
-from affidavit.core.types import EnforcementMode
+from affidavit.core.types import DisplayMode, EnforcementMode
 from affidavit.core.verification import CheckInput, CheckOutput
 
 if TYPE_CHECKING:
@@ -177,6 +177,18 @@ class Services:
         )
 
     # -- the endpoints' work -------------------------------------------------------------------
+
+    def display_mode(self, request: AskRequest) -> DisplayMode:
+        """The display mode ``ask`` will render ``request`` in: the request's own mode, else the
+        default of the pipeline that answers it (its settings may differ from the app's when an
+        embedder passes services built from other settings)."""
+        if request.mode is not None:
+            return request.mode
+        pipe = self.pipe if request.correct else self.plain
+        settings = getattr(pipe, "settings", None)
+        policy = getattr(settings, "policy", None)
+        display = getattr(policy, "display", None)
+        return display if display in ("strict", "mixed", "debug") else self.settings.policy.display
 
     def ask(
         self,
