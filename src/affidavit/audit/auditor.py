@@ -530,9 +530,13 @@ def violating_spans(
 
     A violating claim's own span, and every other exact occurrence of its text: the extractor
     keeps one claim for a sentence said twice, and the repeat must not slip through the guard.
+    The claim's text may be the extractor's rewrite ("Einstein died in 1955." for "He died in
+    1955."), so a repeat of the sentence as written is withheld too, unless a claim that passed
+    was audited on that repeat itself.
     Spans are clipped to the response (a claim audited on a longer text may lie outside it).
     """
     spans: set[tuple[int, int]] = set()
+    passed = [(a.start, a.end) for a in audits if not violates(a, settings)]
     for a in audits:
         if not violates(a, settings):
             continue
@@ -543,6 +547,14 @@ def violating_spans(
                 spans.add((at, at + len(a.text)))
                 at = response.find(a.text, at + 1)
             spans.update(_repeats(response, a.text))
+        written = response[max(a.start, 0) : max(a.end, 0)]
+        if written.strip() and written != a.text:
+            end = written.rstrip()[-1:]
+            for x, y in _repeats(response, written):
+                if any(x < q and p < y for p, q in passed):
+                    continue
+                # the sentence's own closing stop goes with it, as it does at the claim's span
+                spans.add((x, y + 1) if end in ".!?" and response[y : y + 1] == end else (x, y))
     n = len(response)
     return sorted((max(a, 0), min(b, n)) for a, b in spans if b > 0 and a < n and b > a)
 
@@ -574,7 +586,12 @@ def withhold_violations(
 ) -> str:
     """The answer with the text of every violating claim withheld (merged spans): what
     guardrail mode shows (also per sentence, by `StreamGuard`)."""
-    bad = violating_spans(response, audits, settings)
+    return withhold_spans(response, violating_spans(response, audits, settings))
+
+
+def withhold_spans(response: str, bad: Sequence[tuple[int, int]]) -> str:
+    """``response`` with each of the sorted ``(start, end)`` spans ``bad`` (overlapping ones
+    merged) replaced by the withheld marker."""
     if not bad:
         return response
     merged: list[list[int]] = []

@@ -40,7 +40,7 @@ from affidavit.audit.auditor import (
     ChunkLike,
     to_chunks,
     violating_spans,
-    withhold_violations,
+    withhold_spans,
 )
 from affidavit.core.errors import EnforcementError, InputError
 from affidavit.core.report import AuditReport
@@ -134,12 +134,14 @@ class StreamGuard:
         s = self.auditor.settings
         start = self._upto
         piece = prefix[start:]
-        # every claim, shifted to the piece: a sentence said twice has one claim, before it
-        shifted = [
-            a.model_copy(update={"start": a.start - start, "end": a.end - start})
-            for a in report.claims
+        # the spans of the whole prefix, clipped to the piece: a sentence said twice has one
+        # claim, before the piece, and its repeat in the piece is found from that claim (its text
+        # and the sentence as written at its span)
+        bad = [
+            (max(a, start) - start, b - start)
+            for a, b in violating_spans(prefix, report.claims, s)
+            if b > start
         ]
-        bad = violating_spans(piece, shifted, s)
         if s.mode == "enforce" and bad:
             self.decision_ms.append((time.perf_counter() - t0) * 1000.0)
             a, b = bad[0]
@@ -148,7 +150,7 @@ class StreamGuard:
                 report=report,
             )
         if s.mode == "guardrail" and bad:
-            piece = withhold_violations(piece, shifted, s)
+            piece = withhold_spans(piece, bad)
         self._upto = end
         self.decision_ms.append((time.perf_counter() - t0) * 1000.0)
         return piece

@@ -98,3 +98,40 @@ def test_a_sentence_repeated_with_other_citations_or_punctuation_is_withheld_twi
     assert "1925" not in report.guarded_response
     guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
     assert "1925" not in "".join(_stream(guard, twice, 3))
+
+
+EINSTEIN = [{"text": "Albert Einstein was born in Ulm in 1879.", "url": "https://example.org/e"}]
+
+
+def test_a_sentence_the_extractor_rewrote_is_withheld_where_it_is_said_again() -> None:
+    """The claim's text is the extractor's rewrite ("Albert Einstein died in 1955." for "He died
+    in 1955."): guardrail looked for the rewrite, found only the first occurrence's span, and
+    showed the sentence said again."""
+    answer = "Albert Einstein was born in Ulm in 1879. He died in 1955. He died in 1955."
+    report = Auditor({"mode": "guardrail"}).audit("q", EINSTEIN, answer)
+    assert [c.text for c in report.claims][1] != "He died in 1955."  # rewritten
+    assert report.guarded_response is not None
+    assert "1955" not in report.guarded_response
+    assert report.guarded_response.startswith("Albert Einstein was born in Ulm in 1879.")
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", EINSTEIN)
+    assert "1955" not in "".join(_stream(guard, answer, 3))
+
+
+def test_a_rewritten_sentence_said_again_of_someone_else_keeps_its_own_verdict() -> None:
+    # the same words, rewritten for another person and passing: audited on its own, shown
+    chunks = [
+        *EINSTEIN,
+        {"text": "Niels Bohr was born in Copenhagen. He died in 1955.", "url": "https://b.org"},
+    ]
+    answer = (
+        "Albert Einstein was born in Ulm in 1879. He died in 1955. "
+        "Niels Bohr was born in Copenhagen. He died in 1955."
+    )
+    report = Auditor({"mode": "guardrail"}).audit("q", chunks, answer)
+    assert [c.supported for c in report.claims] == [True, False, True, True], report.claims
+    assert report.guarded_response == (
+        f"Albert Einstein was born in Ulm in 1879. {WITHHELD_MARKER} "
+        "Niels Bohr was born in Copenhagen. He died in 1955."
+    )
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", chunks)
+    assert "".join(_stream(guard, answer, 3)) == report.guarded_response
