@@ -404,3 +404,36 @@ def test_ingest_into_a_store_with_a_damaged_page_stops_with_exit_2_and_what_to_d
     assert r.exit_code == 2, r.output
     lines = [line for line in r.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "damaged" in r.output and "store rebuild" in r.output, r.output
+
+
+def test_an_emptied_database_is_no_new_store(store: Path) -> None:
+    """A 0-byte store.sqlite (a failed copy or restore) under an index written at generation 1:
+    ingest made new tables there and filled an empty store as if nothing had been lost, `store
+    rebuild` reported "0 chunks of 0 documents" with exit 0, and search said only "no such
+    table: chunks". Each now stops with exit 2 and says the documents are lost and what to do."""
+    docs = store.parent / "docs"
+    (store / "store.sqlite").write_bytes(b"")
+    for p in store.glob("store.sqlite-*"):
+        p.unlink()
+    for args in (
+        ["search", "bridges", "--store", str(store)],
+        ["store", "check", "--store", str(store)],
+        ["store", "rebuild", "--store", str(store)],
+        ["ingest", str(docs), "--store", str(store)],
+    ):
+        r = run(args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "Traceback" not in r.output
+        assert "backup" in r.output and "ingest the documents again" in r.output, (args, r.output)
+    assert (store / "store.sqlite").stat().st_size == 0  # nothing made over it
+
+
+def test_a_database_file_never_written_is_a_new_store(tmp_path: Path, store: Path) -> None:
+    # an ingest stopped before its first write leaves a 0-byte file and no index: not a loss
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "store.sqlite").write_bytes(b"")
+    r = run(["search", "bridges", "--store", str(fresh)])
+    assert r.exit_code == 2 and "affidavit ingest" in r.output, r.output
+    r = run(["ingest", str(store.parent / "docs"), "--store", str(fresh)])
+    assert r.exit_code == 0, r.output

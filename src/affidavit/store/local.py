@@ -316,6 +316,7 @@ class LocalStore:
             if not read_only:
                 self.path.mkdir(parents=True, exist_ok=True)
             self._db = self._connect(db)
+            self._refuse_emptied(db)
             if not read_only:
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
@@ -339,6 +340,37 @@ class LocalStore:
             )
         self._index: _Index | None = None
         self._lock_fd: int | None = None
+
+    def _refuse_emptied(self, db: Path) -> None:
+        """A database without the store's tables is a new store only where nothing was ever
+        written: with an index generation on disk it was emptied or replaced (a 0-byte file
+        after a failed copy or restore), and making new tables there would hide that every
+        document was lost behind an empty store that ingest fills again."""
+        tables = {
+            str(name)
+            for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if {"meta", "documents", "chunks"} <= tables:
+            return
+        written = [
+            g
+            for g in (self.path / "index").glob("gen-*")
+            if g.name[4:].isdigit() and g.name != "gen-0"
+        ]
+        if written:
+            newest = max(int(g.name[4:]) for g in written)
+            raise sqlite3.DatabaseError(
+                f"the database holds no store tables ({db.stat().st_size} bytes), yet the store's "
+                f"index was written up to generation {newest}: the database was emptied or "
+                "replaced and its documents are lost; restore the store folder from a backup, or "
+                "move it aside and ingest the documents again"
+            )
+        if self.read_only:
+            raise StoreError(
+                f"no store at {self.path}: its database holds no store tables (run "
+                "`affidavit ingest` first)",
+                source=str(self.path),
+            )
 
     def _connect(self, db: Path) -> sqlite3.Connection:
         if not self.read_only:

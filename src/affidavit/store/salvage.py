@@ -653,7 +653,9 @@ def salvage(
             tables = _try(con, "SELECT name FROM sqlite_master WHERE type = 'table'")
             if tables is None or not {"documents", "chunks"} <= {t for (t,) in tables}:
                 raise StoreError(
-                    f"nothing can be read from {db}: its schema is unreadable or missing",
+                    f"nothing can be read from {db}: its schema is unreadable or missing; "
+                    "restore the store folder from a backup, or move it aside and ingest the "
+                    "documents again",
                     source=str(db),
                 )
             read = _read(con, db)
