@@ -388,11 +388,12 @@ def answer_form(question: str, claim: str) -> str | None:
     is the user's premise, as for a bare answer (`fragment_claims`); every word the claim adds
     is still checked. A claim restates the question when at least 60% of the question's
     content words are in it; a yes-no question, or a claim adding nothing or more than 12 words,
-    has no answer form.
+    has no answer form. The added runs are kept whole, with the words that link them to the
+    question ("is 743", "was founded by Austin Winkler").
 
     Examples:
         >>> answer_form("Who founded the band Hinder?", "The band Hinder was founded by Austin Winkler.")
-        'Who founded the band Hinder? Austin Winkler'
+        'Who founded the band Hinder? was founded by Austin Winkler'
         >>> answer_form("Who founded Hinder?", "Paris is in France.") is None
         True
     """  # noqa: E501
