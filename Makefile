@@ -33,6 +33,7 @@ typecheck:
 
 unit:
 	$(BIN)/pytest
+	$(BIN)/pytest --doctest-modules src/affidavit  # the docstrings' examples run too
 
 # what the docs targets run, installed on first use (a fresh clone has neither)
 $(BIN)/mkdocs $(BIN)/typer: $(BIN)/python

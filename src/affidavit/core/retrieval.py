@@ -112,7 +112,7 @@ def content_doc_id(text: str) -> str:
     content extracted from a copy, a renamed file or another upload has the same id.
 
     Examples:
-        >>> content_doc_id("330 m  tall\n") == content_doc_id("330 m tall")
+        >>> content_doc_id("330 m  tall\\n") == content_doc_id("330 m tall")
         True
         >>> content_doc_id("a")[:4]
         'doc-'

@@ -18,7 +18,8 @@ Examples:
     >>> from affidavit.core.settings import VerifySettings
     >>> scorer = load_cross_encoder(VerifySettings())  # doctest: +SKIP
     >>> scorer.score([("Paris is in France.", "Paris is the capital of France.")])[0].label
-    'supported'  # doctest: +SKIP
+    ... # doctest: +SKIP
+    'supported'
 """
 
 from __future__ import annotations

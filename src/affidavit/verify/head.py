@@ -13,6 +13,7 @@ too long for MiniLM is split into overlapping windows) are embedded; ``detail`` 
 Examples:
     >>> scorer = EmbedHeadScorer(threads=1)  # doctest: +SKIP
     >>> s = scorer.score([("Paris is in France.", "Paris is the capital of France.")])[0]
+    ... # doctest: +SKIP
     >>> s.p_entail > s.p_contradict  # doctest: +SKIP
     True
 """
