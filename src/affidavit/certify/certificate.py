@@ -273,7 +273,14 @@ def load_certificate(path: Path | str) -> Certificate:
     try:
         return Certificate.model_validate_json(json.dumps(tree), strict=True)
     except ValidationError as exc:
-        raise InputError(f"{path} is not a valid certificate: {exc}", source=str(path)) from exc
+        # the first problem, in one line: pydantic's own report spans lines and quotes the input
+        errors = exc.errors()
+        first = errors[0]
+        where = ".".join(str(x) for x in first["loc"]) or "certificate"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(
+            f"{path} is not a valid certificate: {where}: {first['msg']}{more}", source=str(path)
+        ) from exc
 
 
 def certify_answer(

@@ -75,15 +75,16 @@ def read_certificate_tree(path: Path | str) -> dict[str, Any]:
 
 
 def record_verdict(record: ClaimRecord) -> Verdict | None:
-    """The verdict a claim record holds (None when the claim had no verdict)."""
-    if record.label is None or record.p_entail is None:
+    """The verdict a claim record holds (None when the claim had no verdict, or its label,
+    p_entail or p_contradict is not recorded: a missing score is not a score of 0)."""
+    if record.label is None or record.p_entail is None or record.p_contradict is None:
         return None
     return Verdict(
         claim_id=record.claim.id,
         label=record.label,
         p_entail=record.p_entail,
         p_neutral=record.p_neutral if record.p_neutral is not None else 0.0,
-        p_contradict=record.p_contradict if record.p_contradict is not None else 0.0,
+        p_contradict=record.p_contradict,
         evidence=tuple(
             EvidenceSpan(
                 chunk_id=e.chunk_id,

@@ -823,11 +823,17 @@ def _routes(app: FastAPI, state: _State) -> None:
         response_model=CertificateVerification,
     )
     async def verify_certificate(
-        body: dict[str, Any], caller: str = Depends(reader)
+        body: dict[str, Any], request: Request, caller: str = Depends(reader)
     ) -> CertificateVerification:
+        from affidavit.certify.canonical import loads_strict
+
         services.require()
+        # read again as `certificate verify` reads a file: a duplicate key (which the parser
+        # above resolves to the last one, a client's maybe to the first) or a NaN could make
+        # the server check another certificate than the one a client shows (400)
+        tree = loads_strict(await request.body(), source="the body")
         return await state.verify.run(
-            lambda: services.verify_certificate(body), timeout=serve.request_timeout_s
+            lambda: services.verify_certificate(tree), timeout=serve.request_timeout_s
         )
 
     @app.get(

@@ -37,7 +37,7 @@ from affidavit.core.errors import ProofError, TransparencyLogError
 from affidavit.core.locks import exclusive
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogVerification, WitnessResult
 from affidavit.tlog.certificates import check_consistency
-from affidavit.tlog.merkle import HASH_SIZE, CompactRange, leaf_hash
+from affidavit.tlog.merkle import EMPTY_ROOT, HASH_SIZE, CompactRange, leaf_hash
 from affidavit.tlog.note import open_checkpoint, parse_checkpoint
 from affidavit.tlog.store import ENTRIES, FileLog
 
@@ -92,9 +92,17 @@ def _replay(
     nodes: dict[int, list[bytes]] = {}
     sizes = sorted({cp.tree_size: cp.root_hash for cp in checkpoints}.items())
     matched, last_good = 0, 0
+    if sizes and sizes[0][0] == 0:
+        # the empty tree (signed before any entry) is compared here: no append reaches size 0,
+        # and left waiting it would keep every later checkpoint from being compared at all
+        if sizes[0][1] != EMPTY_ROOT.hex():
+            return compact, nodes, 0, "the checkpoint of size 0 does not sign the empty tree"
+        matched = 1
     with (log.path / ENTRIES).open("rb") as fh:
         while compact.size < size:
             block = fh.read(min(_BLOCK, size - compact.size) * HASH_SIZE)
+            if not block:
+                break  # the entries shrank while being read: what is left is never compared
             for at in range(0, len(block), HASH_SIZE):
                 for level, _, value in compact.append(leaf_hash(block[at : at + HASH_SIZE])):
                     if level:
@@ -148,6 +156,10 @@ def verify_log(log: FileLog, keys: Iterable[Ed25519PublicKey]) -> LogVerificatio
         why = f"the log holds {held} entries but its latest checkpoint signs {size} (removed)"
         return LogVerification(valid=False, tree_size=size, reasons=(why,))
     compact, nodes, matched, why = _replay(log, size, checkpoints)
+    unmatched = len({cp.tree_size for cp in checkpoints}) - matched
+    if why is None and unmatched:
+        # fail closed: a signed checkpoint that was never compared is not one that agrees
+        why = f"{unmatched} signed checkpoint size(s) were never compared with the entries"
     if why is None:
         why = _stored_node_mismatch(log, nodes)
     return LogVerification(

@@ -228,6 +228,20 @@ def test_signer_that_records_an_unjustified_verified_is_caught(
     assert any("claim c3 is recorded verified" in r for r in result.reasons)
 
 
+def test_a_verified_claim_without_its_contradiction_score_is_caught(
+    unsigned: Certificate, key: Ed25519PrivateKey
+) -> None:
+    """A p_contradict that is not recorded is no score, not a score of 0: the claim's own scores
+    do not justify VERIFIED, so a signer that leaves it out is caught like any other."""
+    records = list(unsigned.claims)
+    assert records[0].decision == "verified"
+    records[0] = records[0].model_copy(update={"p_contradict": None})
+    cert = sign_certificate(unsigned.model_copy(update={"claims": tuple(records)}), key)
+    result = verify_certificate(cert, [key.public_key()])
+    assert result.signature_ok and result.trusted and not result.valid
+    assert any("claim c1 is recorded verified" in r for r in result.reasons)
+
+
 def test_schema_errors_are_reported(signed: Certificate, key: Ed25519PrivateKey) -> None:
     tree = tree_of(signed)
     tree["extra"] = 1
@@ -260,6 +274,25 @@ def test_duplicate_keys_are_refused(signed: Certificate, tmp_path: Path) -> None
     path.write_text(text[:-1] + ', "question": "other"}')
     with pytest.raises(InputError, match="duplicate key 'question'"):
         verify_certificate(path)
+
+
+def test_a_file_that_is_no_certificate_says_why_in_one_line(
+    signed: Certificate, tmp_path: Path
+) -> None:
+    """`certificate show`, `prove` and `verify --log` read with `load_certificate`: its error is
+    the field and what is wrong with it, not pydantic's report (lines, the input quoted)."""
+    tree = tree_of(signed)
+    tree["claims"][0]["p_entail"] = "\x1b[32mVERIFIED"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(tree))
+    with pytest.raises(InputError) as info:
+        load_certificate(path)
+    message = info.value.message
+    assert "\n" not in message and "\x1b" not in message and "errors.pydantic.dev" not in message
+    assert (
+        message
+        == f"{path} is not a valid certificate: claims.0.p_entail: Input should be a valid number"
+    )
 
 
 def test_unsigned_is_never_written(unsigned: Certificate, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from affidavit.certify.keys import generate_key
 from affidavit.cli.main import app
 from affidavit.core.settings import Settings
 from affidavit.tlog.certificates import certificate_entry, default_log_path, log_certificate
-from affidavit.tlog.merkle import MemoryTree, leaf_hash
+from affidavit.tlog.merkle import EMPTY_ROOT, MemoryTree, leaf_hash
 from affidavit.tlog.note import sign_checkpoint
 from affidavit.tlog.store import FileLog
 
@@ -180,6 +180,30 @@ def test_a_fork_in_the_history_is_caught_by_log_verify(
         fh.write(len(note).to_bytes(4, "big") + note)
     code, out = run("log", "verify")
     assert code == 1 and f"a second signed root for size {N} (a fork)" in out
+
+
+def test_a_signed_empty_tree_in_the_history_does_not_switch_the_comparisons_off(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    """A checkpoint of size 0 (the empty tree, which other log tools sign) first in the history:
+    every later checkpoint is still compared with the entries (it was none of them)."""
+    key, log, _ = issued
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    history = (log / "checkpoints").read_bytes()
+    empty = sign_checkpoint(origin, 0, EMPTY_ROOT, key).encode()
+    (log / "checkpoints").write_bytes(len(empty).to_bytes(4, "big") + empty + history)
+    code, out = run("log", "verify")
+    assert code == 0 and f"{N + 1} signed checkpoints agree" in out
+    entries = _entries(log)
+    entries[1] = bytes(32)
+    _rewrite(log, entries)  # without the key: the signed roots no longer match
+    code, out = run("log", "verify")
+    assert code == 1 and "checkpoint of size 2 does not match the entries: entry 1" in out
+    # a "size 0" checkpoint whose root is not the empty tree's is no empty tree
+    bogus = sign_checkpoint(origin, 0, bytes(32), key).encode()
+    (log / "checkpoints").write_bytes(len(bogus).to_bytes(4, "big") + bogus + history)
+    code, out = run("log", "verify")
+    assert code == 1 and "size 0" in out
 
 
 def test_a_rollback_is_caught_by_the_witness(
