@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from affidavit.cli.common import fail_usage
+from affidavit.cli.common import describe_os_error, fail_usage
 from affidavit.core.text import safe_terminal
 
 if TYPE_CHECKING:
@@ -98,6 +98,8 @@ def run_with_progress(
             return run_batch(kind, text, output, settings, progress=progress)
         except (InputError, MissingDependencyError) as exc:
             raise fail_usage(exc.message) from None
+        except OSError as exc:  # e.g. the output, its lock or its shards cannot be written
+            raise fail_usage(describe_os_error(exc)) from None
         except AffidavitError as exc:
             typer.echo(f"error: {safe_terminal(exc.message)}", err=True)
             raise typer.Exit(1) from None

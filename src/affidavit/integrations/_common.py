@@ -178,11 +178,19 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
 
 def chunk_from(text: str, metadata: Mapping[str, Any] | None, doc_id: str | None = None) -> Chunk:
     """A Chunk for a framework document: text, a source URL from the usual metadata keys, and
-    the rest of the metadata (dates for the freshness policy)."""
+    the rest of the metadata (dates for the freshness policy). Ids are kept as text (a
+    document's metadata may hold a numeric ``doc_id``)."""
     meta = {k: v for k, v in (metadata or {}).items() if _jsonable(v)}
     url = next((str(meta[k]) for k in URL_KEYS if meta.get(k)), None)
     cid = str(meta.get("chunk_id") or "")
-    return Chunk(text=text, url=url, metadata=meta, id=cid, doc_id=doc_id or meta.get("doc_id"))
+    did = doc_id if doc_id else meta.get("doc_id")
+    return Chunk(
+        text=text,
+        url=url,
+        metadata=meta,
+        id=cid,
+        doc_id=None if did is None or did == "" else str(did),
+    )
 
 
 def _jsonable(value: Any) -> bool:

@@ -153,11 +153,15 @@ def document_chunks(documents: Sequence[Any]) -> list[Chunk]:
         elif isinstance(d, Chunk):
             out.append(d)
         elif isinstance(d, Mapping) and isinstance(d.get("text"), str):
-            out.append(
-                chunk_from(d["text"], d.get("metadata"), None).model_copy(
-                    update={"url": d.get("url")} if d.get("url") else {}
+            url, meta = d.get("url"), d.get("metadata")
+            if url is not None and not isinstance(url, str):
+                raise InputError(f"context[{i}].url must be a string, not {type(url).__name__}")
+            if meta is not None and not isinstance(meta, Mapping):
+                raise InputError(
+                    f"context[{i}].metadata must be an object, not {type(meta).__name__}"
                 )
-            )
+            chunk = chunk_from(d["text"], meta, None)
+            out.append(chunk.model_copy(update={"url": url}) if url else chunk)
         elif isinstance(d, str):
             out.append(Chunk(text=d))
         else:
@@ -253,6 +257,29 @@ def _identity(d: Any) -> tuple[str, str] | None:
     if isinstance(d, Mapping):
         return str(d.get("text")), json.dumps(dict(d), sort_keys=True, default=str)
     return None  # not a context item: document_chunks names it
+
+
+def _taken_report(outputs: Any, auditor: Auditor) -> AuditReport | None:
+    """The report an `AuditRunnable` attached to ``outputs``, when it was made under
+    ``auditor``'s audit settings (the mode aside); None when there is none or it was made under
+    others (a looser allowlist, threshold or freshness policy): then it is audited again."""
+    if not (isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport)):
+        return None
+    report: AuditReport = outputs["report"]
+    own = auditor.settings.model_dump(mode="json")
+    return report if {**report.settings, "mode": None} == {**own, "mode": None} else None
+
+
+def _audited_answer(outputs: Any, answer_key: str) -> str:
+    """The answer an audit reads in a run's output: an `AuditRunnable`'s draft (its ``answer``
+    may be the guarded one), otherwise the answer as `answer_text` finds it."""
+    if (
+        isinstance(outputs, Mapping)
+        and isinstance(outputs.get("report"), AuditReport)
+        and isinstance(outputs.get("draft"), str)
+    ):
+        return str(outputs["draft"])
+    return answer_text(outputs, answer_key)
 
 
 class AuditRunnable(Runnable[Any, dict[str, Any]]):
@@ -562,11 +589,14 @@ class AuditCallbackHandler(BaseCallbackHandler):
     """Audits every top-level chain run and records the report.
 
     The question comes from the run's input, the documents from every retriever that ran
-    inside it, the answer from its output. Reports are appended to `reports` (and passed
-    to ``on_report`` when given). The handler never changes what the chain returns; in enforce
-    mode it raises ``EnforcementError`` from the callback, which LangChain propagates
-    (``raise_error``), and ``InputError`` when it cannot find the run's answer (in the other
-    modes that is only recorded in `errors`).
+    inside it, the answer from its output. A run is top-level when the handler saw no parent
+    of it start (a handler given to a nested chain audits that chain's runs). An
+    `AuditRunnable`'s output is taken with its report when that was made under the handler's
+    audit settings (the mode aside), and its draft audited again otherwise. Reports are
+    appended to `reports` (and passed to ``on_report`` when given). The handler never changes
+    what the chain returns; in enforce mode it raises ``EnforcementError`` from the callback,
+    which LangChain propagates (``raise_error``), and ``InputError`` when it cannot find the
+    run's answer (in the other modes that is only recorded in `errors`).
 
     Examples:
         >>> handler = AuditCallbackHandler()
@@ -614,12 +644,30 @@ class AuditCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Record the run tree and, for a top-level run, its question."""
+        """Record the run tree and, for a top-level run, its question.
+
+        A run is top-level for this handler when it has no parent, or a parent the handler
+        never saw start (the handler was given to a chain that runs inside another).
+        """
+        with self._lock:
+            if parent_run_id is not None and parent_run_id in self._parent:
+                self._parent[run_id] = parent_run_id
+                return
+            self._parent[run_id] = None
+            self._question[run_id] = question_text(inputs, self.question_key)
+            self._docs[run_id] = []
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the run tree (a chain or a retriever inside a tool belongs to its run)."""
         self._start(run_id, parent_run_id)
-        if parent_run_id is None:
-            with self._lock:
-                self._question[run_id] = question_text(inputs, self.question_key)
-                self._docs[run_id] = []
 
     def on_retriever_start(
         self,
@@ -679,28 +727,31 @@ class AuditCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """At the end of a top-level run: audit its answer against its documents."""
-        if parent_run_id is not None:
-            return
+        from affidavit.core.errors import EnforcementError
+
         with self._lock:
-            question = self._question.pop(run_id, "")
+            if run_id not in self._question:
+                return  # not a top-level run
+            question = self._question.pop(run_id)
             docs = self._docs.pop(run_id, [])
             self._forget(run_id)
-        if isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport):
-            self._record(outputs["report"])  # the run was an AuditRunnable: it audited already
+        done = _taken_report(outputs, self.auditor)
+        if done is not None:  # the run was an AuditRunnable with these settings: it audited
+            self._record(done)
+            if self.raise_error and not done.trust_passed:
+                raise EnforcementError("audit failed: the run's audit did not pass", report=done)
             return
         if isinstance(outputs, Mapping) and isinstance(outputs.get("context"), list):
             docs = _dedupe([*outputs["context"], *docs])
         question = question or question_text(outputs, self.question_key)
         try:
-            draft = answer_text(outputs, self.answer_key)
+            draft = _audited_answer(outputs, self.answer_key)
         except InputError as exc:
             with self._lock:
                 self.errors.append(exc.message)
             if self.raise_error:
                 raise  # enforce fails closed: an answer it cannot find is not passed unaudited
             return
-        from affidavit.core.errors import EnforcementError
-
         try:
             report = self.auditor.audit(question, document_chunks(docs), draft)
         except EnforcementError as exc:
@@ -712,8 +763,8 @@ class AuditCallbackHandler(BaseCallbackHandler):
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
     ) -> None:
         """Forget a failed top-level run."""
-        if parent_run_id is None:
-            with self._lock:
+        with self._lock:
+            if run_id in self._question:
                 self._question.pop(run_id, None)
                 self._docs.pop(run_id, None)
                 self._forget(run_id)
@@ -739,7 +790,9 @@ class AuditRunEvaluator(RunEvaluator):
     keys), the answer from the outputs (a string, a message or ``outputs[answer_key]``), the
     documents from ``outputs[context_key]`` or, when the run kept none, the reference outputs'
     ``context_key`` (Documents, chunk dicts, Chunks or strings). An output that already holds an
-    `AuditRunnable` report is scored by that report. It scores; it never enforces.
+    `AuditRunnable` report made under the evaluator's audit settings (the mode aside) is scored
+    by that report; one made under others has its draft audited again. It scores; it never
+    enforces.
 
     Args:
         settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
@@ -790,11 +843,11 @@ class AuditRunEvaluator(RunEvaluator):
         Raises:
             InputError: no answer in ``outputs``, or a malformed document.
         """
-        if isinstance(outputs, Mapping) and isinstance(outputs.get("report"), AuditReport):
-            done: AuditReport = outputs["report"]
+        done = _taken_report(outputs, self.auditor)
+        if done is not None:
             return done
         question = question_text(inputs, self.question_key) or question_text(outputs)
-        answer = answer_text(outputs, self.answer_key)
+        answer = _audited_answer(outputs, self.answer_key)
         docs: Any = outputs.get(self.context_key) if isinstance(outputs, Mapping) else None
         if not isinstance(docs, list) and reference_outputs is not None:
             docs = reference_outputs.get(self.context_key)

@@ -226,6 +226,17 @@ def test_audit_batch_needs_output(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--batch" in res.output
 
 
+def test_an_output_that_cannot_be_written_is_a_usage_error(tmp_path: Path) -> None:
+    """A batch run whose output cannot be written (its folder is a file) ended in exit 3,
+    "internal error ... this is a bug in affidavit", where the streaming form says why (exit 2)."""
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(AUDIT_LINE) + "\n")
+    out = src / "reports.jsonl"  # below a file
+    res = runner.invoke(app, ["audit", str(src), "--batch", "-o", str(out)])
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "error:" in res.output and str(src) in res.output
+
+
 def test_a_second_run_on_the_same_output_is_refused_while_one_holds_it(
     env: None, tmp_path: Path
 ) -> None:

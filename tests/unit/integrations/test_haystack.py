@@ -414,3 +414,11 @@ def test_the_evaluator_component_scores_a_dataset() -> None:
         ev.run(questions=[QUESTION], predicted_answers=[], contexts=[[FAITHFUL]])
     with pytest.raises(InputError, match="contexts"):
         ev.run(questions=[QUESTION], predicted_answers=[FAITHFUL])
+
+
+def test_a_document_with_a_numeric_doc_id_is_audited() -> None:
+    """A numeric ``doc_id`` in a document's meta raised pydantic's ValidationError."""
+    doc = Document(content=FAITHFUL, meta={"doc_id": 42, "url": "https://a.org/f"})
+    out = AffidavitAuditor(mode="guardrail").run(query=QUESTION, documents=[doc], answer=FAITHFUL)
+    assert out["trust_passed"] is True and out["answer"] == FAITHFUL
+    assert out["report"].claims[0].evidence.doc_id == "42"

@@ -359,3 +359,85 @@ def test_the_run_evaluator_scores_answers_as_langsmith_calls_it(sample_store: Pa
     assert (
         enforcing({}, {"answer": HALLUCINATED, "context": [FAITHFUL]})["results"][0]["score"] == 0
     )
+
+
+def _fixed_output(answer: str):
+    """A chain whose output carries its own documents (the Forth Bridge passage, its URL)."""
+    from langchain_core.runnables import RunnableLambda
+
+    context = [{"text": FAITHFUL, "url": "https://en.wikipedia.org/wiki/Forth_Bridge"}]
+    return RunnableLambda(lambda q: {"question": q, "context": context, "answer": answer})
+
+
+def test_an_audit_runnables_report_is_taken_only_under_the_same_settings() -> None:
+    """An AuditRunnable's report was taken as is: an enforcing handler let the run it failed
+    pass (recorded, not raised), and a handler or an evaluator with an allowlist took a report
+    made without one as passed."""
+    from affidavit.integrations.langchain import AuditRunEvaluator
+
+    enforcing = AuditCallbackHandler({"mode": "enforce"})
+    with pytest.raises(EnforcementError):
+        (_fixed_output(HALLUCINATED) | AuditRunnable()).invoke(
+            QUESTION, config={"callbacks": [enforcing]}
+        )
+    assert [r.trust_passed for r in enforcing.reports] == [False]
+    narrow = {"allowlist": ["example.org"]}
+    handler = AuditCallbackHandler(narrow)
+    out = (_fixed_output(FAITHFUL) | AuditRunnable()).invoke(
+        QUESTION, config={"callbacks": [handler]}
+    )
+    assert out["trust_passed"] is True  # no allowlist there
+    (report,) = handler.reports
+    assert report.trust_passed is False and report.blocked_sources
+    scored = AuditRunEvaluator(narrow)({"question": QUESTION}, out)
+    assert [r["score"] for r in scored["results"]] == [0, 0.0]
+    # the same settings (the mode aside): the report is taken as is
+    assert AuditRunEvaluator().report({"question": QUESTION}, out) is out["report"]
+
+
+def test_a_handler_given_to_a_nested_chain_audits_it() -> None:
+    """A handler attached to a chain that runs inside another (``with_config``) never saw a
+    run without a parent, so it audited nothing: in enforce mode the run passed unaudited."""
+    from langchain_core.runnables import RunnableLambda
+
+    enforcing = AuditCallbackHandler({"mode": "enforce"})
+    outer = RunnableLambda(lambda q: q) | _fixed_output(HALLUCINATED).with_config(
+        callbacks=[enforcing]
+    )
+    with pytest.raises(EnforcementError):
+        outer.invoke(QUESTION)
+    assert [r.trust_passed for r in enforcing.reports] == [False]
+
+
+def test_a_nested_handler_keeps_the_documents_of_its_own_run(sample_store: Path) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    handler = AuditCallbackHandler()
+    inner = rag_string(sample_store, [FAITHFUL]).with_config(callbacks=[handler])
+    assert (RunnableLambda(lambda q: q) | inner).invoke(QUESTION) == FAITHFUL
+    (report,) = handler.reports
+    assert report.trust_passed is True and report.n_chunks > 0
+
+
+def test_a_chunk_dict_of_the_wrong_shape_is_an_input_error() -> None:
+    """A chunk dict whose url is not a string or whose metadata is not an object raised
+    AttributeError ('int' object has no attribute 'strip') from the source policy."""
+    runnable = AuditRunnable()
+    for item, field in [
+        ({"text": FAITHFUL, "url": 5}, "url"),
+        ({"text": FAITHFUL, "url": {"href": "https://a.org"}}, "url"),
+        ({"text": FAITHFUL, "metadata": ["a"]}, "metadata"),
+    ]:
+        with pytest.raises(InputError, match=rf"context\[0\]\.{field}"):
+            runnable.invoke({"question": QUESTION, "context": [item], "answer": FAITHFUL})
+
+
+def test_a_document_with_a_numeric_doc_id_is_audited() -> None:
+    """A numeric ``doc_id`` in a document's metadata (a database key) raised pydantic's
+    ValidationError from the Chunk model instead of being audited."""
+    from langchain_core.documents import Document
+
+    doc = Document(page_content=FAITHFUL, metadata={"doc_id": 42, "url": "https://a.org/f"})
+    out = AuditRunnable().invoke({"question": QUESTION, "context": [doc], "answer": FAITHFUL})
+    assert out["trust_passed"] is True
+    assert out["report"].claims[0].evidence.doc_id == "42"

@@ -263,3 +263,14 @@ def test_the_retriever_exposes_granularity_and_filters(sample_store: Path) -> No
     assert r.retrieve("the Forth Bridge and the Eiffel Tower") == []
     with pytest.raises(ConfigError, match="valid: passage, document, chunk"):
         AffidavitRetriever(str(sample_store), granularity="page")  # type: ignore[arg-type]
+
+
+def test_a_node_with_a_numeric_doc_id_is_judged() -> None:
+    """A numeric ``doc_id`` in a node's metadata raised pydantic's ValidationError."""
+    nodes = [node(FAITHFUL, url="https://a.org/f", doc_id=42)]
+    pp = SourcePolicyPostprocessor(settings={"allowlist": ["a.org"]})
+    assert pp.postprocess_nodes(nodes) == nodes
+    r = Response(response=FAITHFUL, source_nodes=nodes)
+    result = AuditEvaluator().evaluate_response(query=QUESTION, response=r)
+    assert result.passing is True
+    assert result.report is not None and result.report.claims[0].evidence.doc_id == "42"
