@@ -234,3 +234,37 @@ class AskResult(Frozen):
     def timings(self) -> dict[str, float]:
         """Stage -> seconds."""
         return {t.stage: t.seconds for t in self.trace.timings}
+
+    def shown_only(self) -> AskResult:
+        """The result as strict mode lets any reader see it: what the policy withheld is gone
+        from every field, not only from ``answer``. A result in another mode comes back as is.
+
+        Kept: the answer, note, sources, citations (numbers only), the retrieval and
+        corrective trace, timings, and the verified claims with their verdicts and trace rows.
+        Gone: the draft and the raw model text (``draft`` becomes the answer), the claims that
+        were not verified, their verification rows and citation corrections, removed citation
+        markers and the quote-retry's other draft. For readers that pass everything on (an MCP
+        host hands the structured result to its model), where the HTTP and JSON results keep the
+        whole trace for an auditor.
+        """
+        if self.mode != "strict":
+            return self
+        keep = {c.claim.id for c in self.claims if c.decision == "verified"}
+        trace = self.trace.model_copy(
+            update={
+                "raw_answer": "",
+                "removed_citations": (),
+                "citation_corrections": tuple(
+                    x for x in self.trace.citation_corrections if x.claim_id in keep
+                ),
+                "verification": tuple(v for v in self.trace.verification if v.claim_id in keep),
+                "quote_retry": None,
+            }
+        )
+        return self.model_copy(
+            update={
+                "draft": self.answer,
+                "claims": tuple(c for c in self.claims if c.claim.id in keep),
+                "trace": trace,
+            }
+        )

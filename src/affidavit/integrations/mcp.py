@@ -409,6 +409,9 @@ def make_server(
         ),
     ) -> Annotated[CallToolResult, AskResult]:
         result: AskResult = await _run(tools.ask, question, mode)
+        # strict withholds everywhere: the host hands the structured result to its model, so
+        # the draft, the raw text and the unverified claims must not ride along in it
+        result = result.shown_only()
         return _result(result, _ask_summary(result))
 
     @server.tool(description="Search the user's documents; returns the top chunks as hits.")

@@ -213,3 +213,43 @@ def test_structured_results_come_with_a_short_text_summary(tmp_path: Path) -> No
     assert out.structured_content["trust_passed"] is True
     summary = out.content[0].text
     assert len(summary) < 2000 and "trust passed" in summary, summary
+
+
+@pytest.mark.parametrize("mode", [None, "strict", "mixed"])
+def test_strict_ask_sends_no_withheld_text_in_its_structured_result(
+    sample_store: Path, tmp_path: Path, mode: str | None
+) -> None:
+    """An MCP host hands the structured result to its model: in strict mode (the default) it
+    carried the draft, the raw text and the unverified claims the answer withheld."""
+    from affidavit.integrations._common import StoreSearch
+
+    settings = Settings(home=tmp_path / "home")
+    search = StoreSearch(settings, sample_store, "bm25")
+    false = "Napoleon painted the Forth Bridge blue"
+    pipe = AskPipeline(
+        retriever=search.retriever(),
+        generator=FakeGenerator([f"The Forth Bridge opened on 4 March 1890 [1]. {false} [1]."]),
+        extractor=RuleBasedExtractor(),
+        verifier=KeywordVerifier(),
+        settings=settings.model_copy(
+            update={"retrieve": settings.retrieve.model_copy(update={"mode": "bm25"})}
+        ),
+    )
+    server = make_server(
+        settings, store_path=sample_store, pipeline=pipe, verifier=KeywordVerifier()
+    )
+    args: dict[str, Any] = {"question": "When did the Forth Bridge open?"}
+    if mode is not None:
+        args["mode"] = mode
+    (ask,) = call(server, ("ask", args))
+    assert not ask.is_error, ask.content
+    got = ask.structured_content
+    assert got["mode"] == (mode or "strict")
+    assert "4 March 1890" in got["answer"]
+    if got["mode"] == "strict":
+        assert "Napoleon" not in json.dumps(got)
+        assert "Napoleon" not in ask.content[0].text
+        assert got["draft"] == got["answer"]
+        assert {c["decision"] for c in got["claims"]} == {"verified"}
+    else:  # mixed shows the unverified sentence, marked: the trace keeps it too
+        assert "Napoleon" in got["answer"] and "Napoleon" in got["draft"]
