@@ -214,8 +214,13 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
 
 
 def make_auditor(config: ConfigLike | Auditor) -> Auditor:
-    """An Auditor from settings-like config, or the one given."""
-    return config if isinstance(config, Auditor) else Auditor(config)
+    """An Auditor from settings-like config, or the one given. No config: the settings as the
+    CLI loads them (``affidavit.toml`` in the working directory, ``AFFIDAVIT_*`` variables), as
+    the Haystack and MCP integrations do: an allowlist or policy configured there holds for
+    every integration, never only for some."""
+    if isinstance(config, Auditor):
+        return config
+    return Auditor(load_settings() if config is None else config)
 
 
 def shown_answer(report: AuditReport, answer: str) -> str:

@@ -219,6 +219,9 @@ class _AuditBase:
         self.min_compliance = min_compliance
         base = settings or load_settings()
         self.settings = base
+        # the settings' `audit.use_verifier` holds for every component: an auditor never runs a
+        # looser check than the configured one
+        use_verifier = use_verifier or base.audit.use_verifier
         update: dict[str, Any] = {"mode": mode, "use_verifier": use_verifier}
         if allowlist is not None:
             update["allowlist"] = allowlist

@@ -301,7 +301,8 @@ class AuditRunnable(Runnable[Any, dict[str, Any]]):
 
     Args:
         chain: the chain to wrap (None: audit the input as described above).
-        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`; default:
+            loaded as the CLI does, from ``affidavit.toml`` and the environment).
         question_key: the input (or output) key holding the question.
         answer_key: the output key holding the answer.
         context_key: the output key holding the documents.
@@ -795,7 +796,8 @@ class AuditRunEvaluator(RunEvaluator):
     enforces.
 
     Args:
-        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`; default:
+            loaded as the CLI does, from ``affidavit.toml`` and the environment).
         question_key: the input key holding the question.
         answer_key: the output key holding the answer.
         context_key: the output (or reference output) key holding the documents.

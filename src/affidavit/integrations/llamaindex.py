@@ -180,7 +180,8 @@ class AuditEvaluator(BaseEvaluator):
     names every unsupported claim and why; ``report`` holds the whole report.
 
     Args:
-        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`).
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`; default:
+            loaded as the CLI does, from ``affidavit.toml`` and the environment).
 
     Examples:
         >>> from llama_index.core.base.response.schema import Response
@@ -245,8 +246,8 @@ class VerifiedQueryEngine(BaseQueryEngine):
 
     Args:
         query_engine: the engine to wrap.
-        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`);
-            ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
+        settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`; default:
+            loaded as the CLI does); ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
 
     Examples:
         >>> engine = VerifiedQueryEngine(  # doctest: +SKIP
@@ -337,7 +338,8 @@ class SourcePolicyPostprocessor(BaseNodePostprocessor):
     why, is kept in `last_dropped`.
 
     Attributes:
-        settings: audit settings (Settings, AuditSettings or a dict).
+        settings: audit settings (Settings, AuditSettings or a dict; default: loaded as the
+            CLI does, from ``affidavit.toml`` and the environment).
         today: the date ages are measured on (default: today, UTC).
     """
 
@@ -350,7 +352,12 @@ class SourcePolicyPostprocessor(BaseNodePostprocessor):
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the settings now: an invalid value fails at construction."""
-        self._audit, _ = resolve_settings(self.settings)
+        from affidavit.core.settings import load_settings
+
+        # no settings: as the CLI loads them (an allowlist in affidavit.toml holds here too)
+        self._audit, _ = resolve_settings(
+            self.settings if self.settings is not None else load_settings()
+        )
 
     @classmethod
     def class_name(cls) -> str:

@@ -422,3 +422,25 @@ def test_a_document_with_a_numeric_doc_id_is_audited() -> None:
     out = AffidavitAuditor(mode="guardrail").run(query=QUESTION, documents=[doc], answer=FAITHFUL)
     assert out["trust_passed"] is True and out["answer"] == FAITHFUL
     assert out["report"].claims[0].evidence.doc_id == "42"
+
+
+def test_the_settings_verifier_holds_for_every_audit_component(
+    monkeypatch: pytest.MonkeyPatch, sample_store: Path
+) -> None:
+    """`audit.use_verifier = true` in the settings (affidavit.toml or the environment): the
+    auditor, stream guard and evaluator components ran the lexical audit alone, a looser check
+    than the one configured."""
+    import affidavit.pipeline.check as check
+    from affidavit.core.settings import Settings
+    from affidavit.integrations.haystack import AffidavitEvaluator, AffidavitStreamGuard
+
+    monkeypatch.setattr(check, "default_verifier", lambda settings: KeywordVerifier())
+    settings = Settings(audit={"use_verifier": True})
+    for cls in (AffidavitAuditor, AffidavitStreamGuard, AffidavitEvaluator):
+        assert cls(settings=settings).audit_settings.use_verifier is True, cls.__name__
+    monkeypatch.setenv("AFFIDAVIT_AUDIT__USE_VERIFIER", "true")
+    assert AffidavitAuditor().audit_settings.use_verifier is True
+    monkeypatch.delenv("AFFIDAVIT_AUDIT__USE_VERIFIER")
+    assert AffidavitAuditor().audit_settings.use_verifier is False  # the lexical default
+    out = pipeline(sample_store, [FAITHFUL], AffidavitAuditor(settings=settings)).run(inputs())
+    assert out["audit"]["report"].claims[0].verdict is not None  # the verifier ran

@@ -274,3 +274,24 @@ def test_a_node_with_a_numeric_doc_id_is_judged() -> None:
     result = AuditEvaluator().evaluate_response(query=QUESTION, response=r)
     assert result.passing is True
     assert result.report is not None and result.report.claims[0].evidence.doc_id == "42"
+
+
+def test_without_settings_the_configured_allowlist_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An allowlist set in affidavit.toml (or AFFIDAVIT_AUDIT__ALLOWLIST) was ignored by the
+    LlamaIndex and LangChain components built without settings (they used the built-in
+    defaults: every domain allowed), where Haystack and MCP applied it."""
+    from affidavit.integrations.langchain import AuditRunnable
+    from affidavit.integrations.llamaindex import AuditEvaluator, SourcePolicyPostprocessor
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "affidavit.toml").write_text('[audit]\nallowlist = ["en.wikipedia.org"]\n')
+    assert SourcePolicyPostprocessor()._audit.allowlist == ["en.wikipedia.org"]
+    assert AuditRunnable().auditor.settings.allowlist == ["en.wikipedia.org"]
+    assert AuditEvaluator().auditor.settings.allowlist == ["en.wikipedia.org"]
+    (tmp_path / "affidavit.toml").unlink()
+    monkeypatch.setenv("AFFIDAVIT_AUDIT__ALLOWLIST", '["example.org"]')
+    assert SourcePolicyPostprocessor()._audit.allowlist == ["example.org"]
+    # settings given: they are the policy, whatever the environment says
+    assert SourcePolicyPostprocessor(settings={"mode": "audit"})._audit.allowlist is None
