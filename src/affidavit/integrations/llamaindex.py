@@ -247,7 +247,8 @@ class VerifiedQueryEngine(BaseQueryEngine):
     Args:
         query_engine: the engine to wrap.
         settings: audit settings (Settings, AuditSettings, a dict, or an `Auditor`; default:
-            loaded as the CLI does); ``mode`` guardrail withholds failing claims, enforce raises ``EnforcementError``.
+            loaded as the CLI does); ``mode`` guardrail withholds failing claims, enforce
+            raises ``EnforcementError``.
 
     Examples:
         >>> engine = VerifiedQueryEngine(  # doctest: +SKIP
