@@ -6,8 +6,11 @@ redirects and odd content; every request is recorded so tests can check what was
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
+import time
+import tracemalloc
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,6 +20,7 @@ import pytest
 
 from affidavit.core.errors import WebSearchError
 from affidavit.core.settings import CorrectSettings
+from affidavit.core.text import has_lone_surrogate
 from affidavit.core.types import Chunk
 from affidavit.correct import CorrectiveRetrieval
 from affidavit.correct.fakes import KeywordEvaluator
@@ -36,6 +40,11 @@ entrance to the 1889 World's Fair.</p>
 </article>
 <footer>Copyright 2024 Example Media. All rights reserved. Cookie settings.</footer>
 </body></html>"""
+
+
+# decompression bombs: a few kilobytes on the wire, 50 MB once inflated (stacked: inflated twice)
+BOMB = gzip.compress(b"a" * 50_000_000, 9)
+STACKED_BOMB = gzip.compress(BOMB, 9)
 
 
 class Recorder:
@@ -163,6 +172,39 @@ def _handler(rec: Recorder) -> type[BaseHTTPRequestHandler]:
                 self._send(200, self.headers.get("Host", "").encode(), "text/plain")
             elif path == "/huge":
                 self._send(200, b"x" * 300_000, "text/plain")
+            elif path == "/gzip-article":
+                body = gzip.compress(ARTICLE.encode())
+                self._send(200, body, "text/html", {"Content-Encoding": "gzip"})
+            elif path == "/gzip-bomb":
+                self._send(200, BOMB, "text/plain", {"Content-Encoding": "gzip"})
+            elif path == "/stacked-bomb":
+                self._send(200, STACKED_BOMB, "text/plain", {"Content-Encoding": "gzip, gzip"})
+            elif path == "/trickle":  # an endless body, one byte at a time, never idle long
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                try:
+                    for _ in range(60):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except OSError:
+                    pass
+            elif path == "/unicode-escape":  # a charset that decodes to a lone surrogate
+                body = b"The tower is 330 metres tall \\ud800."
+                self._send(200, body, "text/plain; charset=unicode_escape")
+            elif path == "/no-type-binary":  # an image served without a Content-Type
+                body = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 20
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif path == "/title-entities":
+                body = ARTICLE.replace(
+                    "<title>Eiffel Tower facts</title>",
+                    "<title>Eiffel Tower facts&#10;  [2] Official source&#13;</title>",
+                )
+                self._send(200, body.encode(), "text/html")
             else:
                 self._send(404, b"<html><body>not found</body></html>", "text/html")
 
@@ -264,6 +306,84 @@ def test_fetch_caps_body_size(server: tuple[str, Recorder]) -> None:
     base, _ = server
     page = SafeFetcher(allow_private_addresses=True, max_bytes=1000).fetch(base + "/huge")
     assert len(page.text) == 1000
+
+
+def test_fetch_decodes_gzip(server: tuple[str, Recorder]) -> None:
+    base, _ = server
+    page = SafeFetcher(allow_private_addresses=True).fetch(base + "/gzip-article")
+    assert "330 metres tall" in page.text
+
+
+@pytest.mark.parametrize("path", ["/gzip-bomb", "/stacked-bomb"])
+def test_fetch_never_inflates_past_the_size_cap(server: tuple[str, Recorder], path: str) -> None:
+    # max_bytes caps what is inflated, not only what is kept: a gzip bomb (or one gzip inside
+    # another) must not be decoded whole in memory before the cap is applied
+    base, _ = server
+    f = SafeFetcher(allow_private_addresses=True, max_bytes=1000)
+    tracemalloc.start()
+    try:
+        try:
+            page = f.fetch(base + path)
+        except WebSearchError as exc:
+            assert "content encoding" in exc.message
+        else:
+            assert len(page.text) <= 1000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000
+
+
+def test_fetch_total_time_is_capped(server: tuple[str, Recorder]) -> None:
+    # timeout_s bounds the whole response, not each read: a body that trickles in one byte at
+    # a time never trips a read timeout
+    base, _ = server
+    f = SafeFetcher(allow_private_addresses=True, timeout_s=0.5)
+    t0 = time.monotonic()
+    with pytest.raises(WebSearchError, match="took longer"):
+        f.fetch(base + "/trickle")
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_fetched_text_holds_no_lone_surrogate(server: tuple[str, Recorder]) -> None:
+    # a page's charset (unicode_escape, utf-7) can decode to a lone surrogate, which no JSON
+    # serialiser, hash or terminal can encode
+    base, _ = server
+    page = SafeFetcher(allow_private_addresses=True).fetch(base + "/unicode-escape")
+    assert "330 metres" in page.text
+    assert not has_lone_surrogate(page.text)
+    page.model_dump_json()
+
+
+def test_binary_body_without_content_type_is_refused(server: tuple[str, Recorder]) -> None:
+    # no Content-Type is read as HTML, but a binary body must not become "text" (mojibake)
+    base, _ = server
+    with pytest.raises(WebSearchError, match="content type"):
+        SafeFetcher(allow_private_addresses=True).fetch(base + "/no-type-binary")
+
+
+def test_fetched_title_is_one_line(server: tuple[str, Recorder]) -> None:
+    # character references must not smuggle a line break into the title (a fake source line)
+    base, _ = server
+    page = SafeFetcher(allow_private_addresses=True).fetch(base + "/title-entities")
+    assert page.title == "Eiffel Tower facts [2] Official source"
+
+
+def test_idn_host_is_fetched_by_its_ascii_name(server: tuple[str, Recorder]) -> None:
+    # a non-ASCII host is checked, resolved and sent (Host header, SNI) in its IDNA form,
+    # not left to crash the request with a UnicodeEncodeError
+    base, _ = server
+    port = base.rsplit(":", 1)[1]
+    asked: list[str] = []
+
+    def resolver(host: str, p: int) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+
+    f = SafeFetcher(allow_private_addresses=True, resolver=resolver, allowlist=["bücher.test"])
+    page = f.fetch(f"http://BÜCHER.test:{port}/echo-host")
+    assert page.text == f"xn--bcher-kva.test:{port}"
+    assert asked == ["xn--bcher-kva.test"]
 
 
 def test_loopback_refused_without_the_setting(server: tuple[str, Recorder]) -> None:

@@ -142,6 +142,18 @@ def safe_terminal(text: str, *, keep_newlines: bool = False) -> str:
     return pattern.sub(_escape_char, escape_surrogates(text))
 
 
+def strip_controls(text: str) -> str:
+    """``text`` kept as data (a web page made evidence) without what `safe_terminal` escapes:
+    ``\\r\\n`` and ``\\r`` read as ``\\n``; other control characters and the bidi controls are
+    removed, so that what a reader is shown is what was checked.
+
+    Examples:
+        >>> strip_controls("The tower\\r\\nis \\x1b[31m330\\u202e m.")
+        'The tower\\nis [31m330 m.'
+    """
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 _LINE_BREAKS = re.compile(r"[ \t]*(?:\r\n|[\r\n\t])[ \t\r\n]*")
 
 

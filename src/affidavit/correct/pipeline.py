@@ -53,6 +53,7 @@ from affidavit.core.correction import (
 )
 from affidavit.core.errors import AffidavitError, ConfigError, WebSearchError
 from affidavit.core.settings import CorrectSettings
+from affidavit.core.text import escape_surrogates, strip_controls
 from affidavit.core.types import Chunk, Hit
 from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
 from affidavit.correct.classify import classify
@@ -68,6 +69,26 @@ log = logging.getLogger(__name__)
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _printable(r: WebResult) -> WebResult:
+    """A web result fit for the trace and the evidence: lone surrogates escaped (JSON allows
+    ``"\\ud800"`` and a page's charset may decode to one; neither serialises nor hashes), control
+    and bidi characters removed from its text (what is shown must be what is checked) and the
+    title on one line (it is printed as one line of the sources)."""
+    update: dict[str, str] = {}
+    for name in ("url", "title", "snippet", "content"):
+        value = getattr(r, name)
+        if value is None:
+            continue
+        clean = escape_surrogates(value)
+        if name != "url":
+            clean = strip_controls(clean)
+        if name == "title":
+            clean = " ".join(clean.split())
+        if clean != value:
+            update[name] = clean
+    return r.model_copy(update=update) if update else r
 
 
 class CorrectiveRetrieval:
@@ -332,7 +353,7 @@ class CorrectiveRetrieval:
         t0 = time.perf_counter()
         results: list[WebResult] = []
         usable: list[tuple[WebResult, Chunk]] = []
-        for r in raw:
+        for r in map(_printable, raw):
             if len(usable) >= s.top_k_web_results:
                 results.append(r)
                 continue
@@ -342,7 +363,14 @@ class CorrectiveRetrieval:
             if r.content is None and self.fetcher is not None:
                 try:
                     page = self.fetcher.fetch(r.url)
-                    r = r.model_copy(update={"content": page.text, "title": r.title or page.title})
+                    if not domain_allowed(page.final_url, s.web_allowlist):
+                        # the allowlist holds for where the text came from, whatever the fetcher
+                        why = f"redirected to {page.final_url}, not in the domain allowlist"
+                        results.append(r.model_copy(update={"blocked": why}))
+                        continue
+                    r = _printable(
+                        r.model_copy(update={"content": page.text, "title": r.title or page.title})
+                    )
                 except WebSearchError as exc:
                     refused = exc.context.get("reason")
                     if refused is not None:

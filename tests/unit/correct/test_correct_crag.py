@@ -294,6 +294,94 @@ def test_allowlist_blocks_results_and_refused_fetch_is_recorded() -> None:
     assert used == {"https://docs.good.org/broken", "https://good.org/ok"}
 
 
+class RedirectingFetcher:
+    """A fetcher that follows redirects without knowing the CRAG allowlist."""
+
+    def __init__(self, final: dict[str, str]) -> None:
+        self.final = final
+
+    def fetch(self, url: str) -> FetchedPage:
+        return FetchedPage(url=url, final_url=self.final.get(url, url), status=200, text=PAGE)
+
+
+def test_a_fetch_redirected_outside_the_allowlist_is_blocked() -> None:
+    # the allowlist holds for the page the text came from, not only for the search result's URL
+    results = [
+        _web_result("https://good.org/go", 1),
+        _web_result("https://good.org/stay", 2),
+    ]
+    fetcher = RedirectingFetcher(
+        {
+            "https://good.org/go": "https://evil.example/landing",
+            "https://good.org/stay": "https://docs.good.org/stay",
+        }
+    )
+    settings = CorrectSettings(web_allowlist=["good.org"], top_k_web_results=3)
+    r = CorrectiveRetrieval(
+        _ev(0.0, 0.0, 0.0), web=FakeWeb(results), fetcher=fetcher, settings=settings
+    ).run("q", [LOW])
+    assert r.trace.web is not None
+    by_url = {x.url: x for x in r.trace.web.results}
+    went = by_url["https://good.org/go"]
+    assert went.blocked is not None and "evil.example" in went.blocked
+    assert not went.used and went.content is None
+    assert by_url["https://good.org/stay"].used
+    assert [c.chunk.url for c in r.context if c.origin == "web"] == ["https://good.org/stay"]
+
+
+def test_lone_surrogates_from_the_web_never_reach_the_evidence() -> None:
+    # JSON allows "\ud800" (a provider's title or text) and a fetched page may hold one: the
+    # result must still serialise (certificates, the API) and hash
+    bad = "Web page sentence about the answer \ud800. Web boilerplate."
+    results = [
+        WebResult(
+            url="https://w.example/\udcff",
+            title="T\ud800",
+            snippet="s\udfff",
+            content=bad,
+            provider="fakeweb",
+            rank=1,
+        ),
+        _web_result("https://w.example/fetched", 2),
+    ]
+    fetcher = FakeFetcher({"https://w.example/fetched": bad})
+    r = CorrectiveRetrieval(
+        KeywordEvaluator(), web=FakeWeb(results), fetcher=fetcher, settings=CorrectSettings()
+    ).run("Which web page sentence about the answer?", [LOW])
+    dumped = r.model_dump_json()
+    assert len([c for c in r.context if c.origin == "web"]) == 2
+    assert type(r).model_validate_json(dumped) == r
+
+
+def test_control_and_bidi_characters_from_the_web_never_reach_the_evidence() -> None:
+    # a page's escape sequences and bidi overrides would make what is shown (terminal, web UI)
+    # differ from what was checked; its title is shown as one line of the sources
+    page = "Web page sentence about the \x1b[2Janswer.\r\nIt is \u202e033\u202c metres\x00."
+    results = [
+        WebResult(
+            url="https://w.example/1",
+            title="Tower\u202e\n[2] Official\x07",
+            snippet="s",
+            content=page,
+            provider="fakeweb",
+            rank=1,
+        ),
+        _web_result("https://w.example/2", 2),
+    ]
+    fetcher = FakeFetcher({"https://w.example/2": page})
+    settings = CorrectSettings(keep_whole_threshold=0.0)
+    r = CorrectiveRetrieval(
+        KeywordEvaluator(), web=FakeWeb(results), fetcher=fetcher, settings=settings
+    ).run("Which web page sentence about the answer?", [LOW])
+    web = [c.chunk for c in r.context if c.origin == "web"]
+    assert len(web) == 2
+    for chunk in web:
+        assert chunk.text == "Web page sentence about the [2Janswer.\nIt is 033 metres."
+    assert web[0].title == "Tower [2] Official"
+    assert r.trace.web is not None
+    assert all("\u202e" not in (x.content or "") for x in r.trace.web.results)
+
+
 def test_an_empty_web_allowlist_blocks_every_web_result() -> None:
     # set but empty narrows to nothing (a guard never opens by itself); unset allows any host
     results = [_web_result(f"https://w.example/{i}", i, content=PAGE) for i in range(1, 3)]

@@ -31,6 +31,7 @@ def _resolver(mapping: dict[str, list[str]]):  # type: ignore[no-untyped-def]
         "http://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
         "http://[fe80::1]/",
         "http://[fc00::1]/",
+        "http://[fec0::1]/",  # deprecated site-local: still routed inside some networks
         "http://0.0.0.0/",
         "http://224.0.0.1/",
         "http://240.0.0.1/",
@@ -108,6 +109,50 @@ def test_an_empty_allowlist_allows_nothing() -> None:
     assert UrlGuard(resolver=_resolver({"good.org": ["93.184.216.34"]})).check(
         "https://good.org/"
     ) == ["93.184.216.34"]
+
+
+def test_idn_hosts_are_checked_and_resolved_in_their_ascii_form() -> None:
+    # the allowlist sees the name that is resolved and connected to (IDNA), whichever way the
+    # URL or the allowlist spells it
+    assert domain_allowed("https://de.bücher.example/", ["xn--bcher-kva.example"])
+    assert domain_allowed("https://xn--bcher-kva.example/", ["BÜCHER.example"])
+    assert not domain_allowed("https://bucher.example/", ["bücher.example"])
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    guard = UrlGuard(allowlist=["bücher.example"], resolver=resolver)
+    assert guard.check("https://BÜCHER.example./x") == ["93.184.216.34"]
+    assert asked == ["xn--bcher-kva.example"]
+    # a host IDNA cannot encode (an empty or over-long label) is refused, not resolved
+    with pytest.raises(WebSearchError, match="refused"):
+        UrlGuard(resolver=resolver).check("https://" + "a" * 64 + ".example/")
+    assert asked == ["xn--bcher-kva.example"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://evil.example\x00.good.org/",  # the C resolver reads "evil.example"
+        "http://evil example.good.org/",
+        "http://evil.example\\.good.org/",
+    ],
+)
+def test_hosts_with_characters_no_host_name_has_are_refused_unresolved(url: str) -> None:
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    assert not domain_allowed(url, ["good.org"])
+    with pytest.raises(WebSearchError, match="refused"):
+        UrlGuard(allowlist=["good.org"], resolver=resolver).check(url)
+    with pytest.raises(WebSearchError, match="refused"):
+        UrlGuard(resolver=resolver).check(url)
+    assert asked == []
 
 
 def test_guard_applies_allowlist() -> None:

@@ -3,7 +3,8 @@
 Every hop (the first URL and each redirect) goes through `UrlGuard`, and the connection is
 made to the very address the guard checked (the host name still goes in the ``Host`` header and
 TLS SNI, so certificates are verified against the name), which closes the DNS-rebinding window.
-Bodies are read up to ``max_bytes``; only HTML and plain text are accepted.
+Bodies are read up to ``max_bytes`` (after decompression: a gzip bomb is never inflated past it)
+and for at most ``timeout_s`` each; only HTML and plain text are accepted.
 
 Examples:
     >>> f = SafeFetcher(allowlist=["wikipedia.org"])
@@ -16,6 +17,8 @@ from __future__ import annotations
 import html
 import logging
 import re
+import time
+import zlib
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -23,8 +26,9 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from affidavit.core.errors import MissingDependencyError, WebSearchError
+from affidavit.core.text import escape_surrogates
 from affidavit.correct.base import FetchedPage
-from affidavit.correct.web.guard import Resolver, UrlGuard, system_resolver
+from affidavit.correct.web.guard import Resolver, UrlGuard, system_resolver, url_host
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +44,60 @@ def extract_main_text(body: str) -> tuple[str, str]:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise MissingDependencyError("trafilatura", "ingest", purpose="web page text") from exc
     m = _TITLE.search(body)
-    title = html.unescape(re.sub(r"\s+", " ", m.group(1))).strip() if m else ""
+    # unescaped first: a character reference (&#10;) must not put a line break in the title
+    title = re.sub(r"\s+", " ", html.unescape(m.group(1))).strip() if m else ""
     text = trafilatura.extract(body, include_comments=False, include_tables=True) or ""
     return title, text.strip()
+
+
+def _looks_binary(body: bytes) -> bool:
+    """True for a body that is not text: NUL bytes, or more than 5% control bytes, in its first
+    KiB (the rule ingest applies to files)."""
+    head = body[:1024]
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32 or b == 127)
+    return b"\x00" in head or (bool(head) and controls / len(head) > 0.05)
+
+
+class _Inflater:
+    """Decodes a body's ``Content-Encoding`` (none, gzip or deflate) without ever producing more
+    than asked for; any other encoding, or a stacked one (``gzip, gzip``), is refused."""
+
+    def __init__(self, url: str, encoding: str) -> None:
+        self.url = url
+        enc = encoding.strip().lower()
+        self.deflate = enc == "deflate"
+        self._zlib: Any = None
+        if enc in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif self.deflate:
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
+        elif enc not in ("", "identity"):
+            raise WebSearchError(
+                f"unsupported content encoding {encoding!r} at {url}",
+                source=url,
+                content_encoding=encoding,
+            )
+        self._started = False
+
+    def inflate(self, data: bytes, limit: int) -> bytes:
+        """At most ``limit`` (> 0) decoded bytes of ``data``."""
+        if self._zlib is None:
+            return data
+        try:
+            try:
+                out: bytes = self._zlib.decompress(data, limit)
+            except zlib.error:
+                if not self.deflate or self._started:
+                    raise
+                # "deflate" is sometimes sent raw, without its zlib header
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self._zlib.decompress(data, limit)
+        except zlib.error as exc:
+            raise WebSearchError(
+                f"cannot decode the body of {self.url}: {exc}", source=self.url
+            ) from exc
+        self._started = True
+        return out
 
 
 class SafeFetcher:
@@ -52,8 +107,8 @@ class SafeFetcher:
         allowlist: allowed domains (suffix match); None allows any public host, an empty
             list none.
         allow_private_addresses: allow private/loopback/link-local targets (tests, intranets).
-        timeout_s: per-request timeout.
-        max_bytes: larger bodies are cut at this size.
+        timeout_s: per-request timeout (connecting, and reading the whole response).
+        max_bytes: larger bodies are cut at this size (decompressed size).
         max_redirects: redirect hops followed (each one checked).
         resolver: host -> addresses.
         guard: a ready `UrlGuard` (then ``allowlist``, ``allow_private_addresses`` and
@@ -87,7 +142,11 @@ class SafeFetcher:
             follow_redirects=False,
             trust_env=False,
             limits=httpx.Limits(max_keepalive_connections=0),
-            headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9"},
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html, text/plain;q=0.9",
+                "Accept-Encoding": "gzip, deflate",  # what `_Inflater` decodes, within max_bytes
+            },
         )
 
     def fetch(self, url: str) -> FetchedPage:
@@ -110,7 +169,7 @@ class SafeFetcher:
 
     def _get(self, client: httpx.Client, url: str, ip: str) -> tuple[int, httpx.Headers, bytes]:
         parts = urlsplit(url)
-        host = parts.hostname or ""
+        host = url_host(url) or ""  # the IDNA name the guard checked
         ip_host = f"[{ip}]" if ":" in ip else ip
         netloc = f"{ip_host}:{parts.port}" if parts.port else ip_host
         pinned = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
@@ -120,19 +179,33 @@ class SafeFetcher:
         extensions: dict[str, Any] = {}
         if parts.scheme == "https":
             extensions["sni_hostname"] = host
+        deadline = time.monotonic() + self.timeout_s
         try:
             request = client.build_request(
                 "GET", pinned, headers={"Host": host_header}, extensions=extensions
             )
             response = client.send(request, stream=True)
+            if response.status_code in _REDIRECTS and response.headers.get("location"):
+                response.close()  # a redirect's body is never used
+                return response.status_code, response.headers, b""
             try:
+                inflater = _Inflater(url, response.headers.get("content-encoding", ""))
                 chunks: list[bytes] = []
                 size = 0
-                for block in response.iter_bytes():
+                # raw bytes, inflated here: httpx would inflate each read whole (a few KB of
+                # gzip, or gzip in gzip, is gigabytes) before the size cap could apply
+                for raw in response.iter_raw():
+                    block = inflater.inflate(raw, self.max_bytes - size)
                     chunks.append(block)
                     size += len(block)
                     if size >= self.max_bytes:
                         break
+                    if time.monotonic() > deadline:  # a body trickling in never times out a read
+                        raise WebSearchError(
+                            f"fetch of {url} took longer than {self.timeout_s}s",
+                            source=url,
+                            timeout_s=self.timeout_s,
+                        )
                 body = b"".join(chunks)[: self.max_bytes]
             finally:
                 response.close()
@@ -154,6 +227,14 @@ class SafeFetcher:
             decoded = body.decode(charset, errors="replace")
         except LookupError:
             decoded = body.decode("utf-8", errors="replace")
+        # some charsets (unicode_escape, utf-7) decode to lone surrogates, which nothing encodes
+        decoded = escape_surrogates(decoded)
+        if ctype == "" and _looks_binary(body):
+            raise WebSearchError(
+                f"unsupported content type (none, and a binary body) at {final}",
+                source=final,
+                content_type=ctype,
+            )
         if ctype in ("text/html", "application/xhtml+xml", ""):
             title, text = extract_main_text(decoded)
         elif ctype == "text/plain":

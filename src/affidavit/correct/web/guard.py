@@ -10,6 +10,7 @@ Examples:
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 from affidavit.core.errors import WebSearchError
 
 Resolver = Callable[[str, int], list[str]]
+_HOST_CHARS = re.compile(r"[a-z0-9._:%-]+")
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -25,13 +27,38 @@ def system_resolver(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+def ascii_domain(name: str) -> str | None:
+    """``name`` as DNS sees it: IDNA (ASCII, ``xn--`` labels), lower-cased, without a trailing
+    dot; None when IDNA cannot encode it (an empty or over-long label) or it holds a character
+    no host name has (a NUL ends the name the C resolver reads: ``evil.example\\x00.good.org``
+    would pass a ``good.org`` allowlist and resolve ``evil.example``).
+
+    The allowlist, the resolver, the ``Host`` header and TLS SNI all use this one form, so the
+    name that is checked is the name that is connected to.
+
+    Examples:
+        >>> ascii_domain("BÜCHER.example.")
+        'xn--bcher-kva.example'
+    """
+    name = name.strip().rstrip(".")
+    if not name:
+        return None
+    try:
+        ascii_name = name.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return None
+    # letters, digits, hyphens, dots, underscores; colons and a zone (%) for IPv6 literals
+    return ascii_name if _HOST_CHARS.fullmatch(ascii_name) else None
+
+
 def url_host(url: str) -> str | None:
-    """The lower-cased host of a URL (without brackets), or None when malformed."""
+    """The host of a URL in its `ascii_domain` form (IPv6 without brackets), or None when
+    malformed."""
     try:
         host = urlsplit(url).hostname
     except ValueError:
         return None
-    return host.lower().rstrip(".") if host else None
+    return ascii_domain(host) if host else None
 
 
 def domain_allowed(url: str, allowlist: Sequence[str] | None) -> bool:
@@ -45,8 +72,8 @@ def domain_allowed(url: str, allowlist: Sequence[str] | None) -> bool:
         return False
     if allowlist is None:
         return True
-    for d in allowlist:
-        d = d.lower().strip().lstrip(".").rstrip(".")
+    for entry in allowlist:
+        d = ascii_domain(entry.strip().lstrip("."))
         if d and (host == d or host.endswith("." + d)):
             return True
     return False
@@ -62,6 +89,7 @@ def address_refusal(ip: str) -> str | None:
     checks = (
         ("loopback", addr.is_loopback),
         ("link-local", addr.is_link_local),
+        ("site-local", isinstance(addr, ipaddress.IPv6Address) and addr.is_site_local),
         ("multicast", addr.is_multicast),
         ("unspecified", addr.is_unspecified),
         ("reserved", addr.is_reserved),
@@ -116,9 +144,11 @@ class UrlGuard:
             raise self._refuse(url, f"scheme {scheme!r} is not http(s)")
         if parts.username is not None or parts.password is not None:
             raise self._refuse(url, "credentials in URL")
+        if not parts.hostname:
+            raise self._refuse(url, "no host")
         host = url_host(url)
         if not host:
-            raise self._refuse(url, "no host")
+            raise self._refuse(url, f"host {parts.hostname!r} is not a valid domain name")
         if not domain_allowed(url, self.allowlist):
             raise self._refuse(url, f"host {host} is not in the allowlist")
         try:
