@@ -68,6 +68,7 @@ from affidavit.verify.lexical import (
     dates_whole_sentence,
     distributive_claims,
     move_time_adverbial,
+    pronoun_for_someone_else,
     role_mismatch,
     sentence_spans,
     split_time_adverbial,
@@ -383,6 +384,16 @@ class ClaimCascade:
         v = self._other_date(claim, chunks, v)
         if v.label != "supported":
             return v
+        if self.settings.subject_focus and len(sentences) == 1:
+            where = {c.id: i for i, c in enumerate(chunks)}
+            spans = [(where.get(e.chunk_id, -1), e.start, e.end) for e in v.evidence]
+            other = pronoun_for_someone_else(sentences[0].text, [c.text for c in chunks], spans)
+            if other is not None:
+                return _withheld(
+                    v,
+                    f"the evidence says this of {other[:60]} (by a pronoun) and never names "
+                    "the claim's subject",
+                )
         if not self.settings.subject_focus or self.combiner is None:
             return v
         if self.settings.subject_in_support and len(sentences) == 1:

@@ -1254,6 +1254,63 @@ def subject_focus(claim: str, evidence: str) -> str | None:
 _CONTINUING = _PRONOUN_OPENERS | {"it", "its", "this", "these", "there"}
 
 
+_PERSONAL = frozenset(["he", "she", "they"])
+
+
+def pronoun_for_someone_else(
+    claim: str, evidence: Sequence[str], spans: Sequence[tuple[int, int, int]]
+) -> str | None:
+    """The full name of the person the supporting sentences' pronoun stands for, when that is
+    someone else and the evidence never mentions the claim's subject; None otherwise.
+
+    "Isaac Newton developed the theory of relativity." against "Albert Einstein was born in Ulm
+    in 1879. He developed the theory of relativity." is ``"Albert Einstein"``: the sentence that
+    supports it says "He", and "He" is the man the sentence before it opens with; nothing in the
+    evidence ties the claim's subject to what was done (the model read "He" as anyone and scored
+    it 0.64). Read only for a claim that opens with a name none of whose words the evidence
+    holds anywhere; every supporting span must open with "He", "She" or "They", and walking
+    back over the sentences that continue with a pronoun must reach one that opens with a full
+    name (two name words or more) sharing no word with the names in the claim. A span is
+    ``(evidence index, start, end)``. A finding never supports anything: the verifier uses it
+    only to withhold.
+    """
+    if "?" in claim or not spans:
+        return None
+    m = _CLAIM_SUBJECT.match(fold_text(claim).rstrip(" .!?"))
+    if m is None:
+        return None
+    joined = "\n".join(evidence)
+    both = _written_lower(claim + " " + joined)
+    subject = _name_words(m.group("name"), both)
+    if not subject or subject & set(_words_lower(joined)):
+        return None
+    in_claim: set[str] = set()
+    for run in re.finditer(_NAME, fold_text(claim)):
+        in_claim |= _name_words(run.group(0), both)
+    found: str | None = None
+    for index, start, end in spans:
+        text = evidence[index] if 0 <= index < len(evidence) else ""
+        words = _words_lower(text[start:end])
+        if not words or words[0] not in _PERSONAL:
+            return None
+        name = None
+        for a, b in reversed(sentence_spans(text[:start])):
+            sent = text[a:b]
+            opening = _words_lower(sent)
+            if not opening or opening[0] in _PRONOUN_OPENERS:
+                continue  # it continues the one before it
+            opener = _OPENER.match(fold_text(_PARENS.sub("", sent)))
+            name = opener.group("name") if opener else None
+            break
+        if name is None:
+            return None
+        named = _name_words(name, both)
+        if len(named) < 2 or named & in_claim:
+            return None
+        found = found or " ".join(name.split())
+    return found
+
+
 def support_about_someone_else(claim: str, spans: Sequence[str]) -> str | None:
     """The full name the supporting sentences give in place of the claim's subject, or None.
 
