@@ -396,6 +396,26 @@ class VerifySettings(Section):
         "withheld unless each is supported: the model reads the pair as a whole and supports it "
         "from the one member the evidence describes so. Can only withhold, never support.",
     )
+    substituted_words: bool = Field(
+        default=False,
+        description="A supported claim that copies an evidence sentence word for word but "
+        "puts an ordinary word the evidence never uses in place of a few of its words ('... "
+        "developed the theory of evolution.' against '... developed the theory of relativity.') "
+        "is withheld unless the two are close in meaning (MiniLM embeddings, cosine >= "
+        "substitution_min_similarity: 'movie' for 'film'). Can only withhold, never support. "
+        "Off by default: held out it withheld faithful summary sentences (HaluEval "
+        "summarization 0.816 -> 0.798, SummEval 0.582 -> 0.550; mean 0.686 -> 0.681; "
+        "docs/benchmarks.md).",
+    )
+    substitution_min_similarity: float = Field(
+        default=0.4,
+        ge=-1.0,
+        le=1.0,
+        description="substituted_words: the cosine similarity (all-MiniLM-L6-v2) at or above "
+        "which a replaced word says the same thing ('film' / 'movie' 0.84, 'a city' / "
+        "'Edinburgh' 0.43) rather than another ('relativity' / 'evolution' 0.25). Chosen on "
+        "dev rows (docs/benchmarks.md).",
+    )
     subject_in_support: bool = Field(
         default=False,
         description="Withhold a supported one-sentence claim that opens with a name when the "

@@ -75,6 +75,7 @@ from affidavit.verify.lexical import (
     subject_focus,
     subject_named_elsewhere,
     substituted_name,
+    substituted_words,
     support_about_someone_else,
     verbatim_support,
     words_restated,
@@ -178,6 +179,7 @@ class ClaimCascade:
         check_fn: CheckFn | None = None,
         tokenizer: TokenOffsets | None = None,
         combiner: Combiner | None = None,
+        similarity: Callable[[str, str], float] | None = None,
     ) -> None:
         if settings.uncertain_low > settings.uncertain_high:
             raise VerificationError(
@@ -186,6 +188,9 @@ class ClaimCascade:
         self.settings = settings
         self.policy = policy
         self.scorers: dict[str, PairScorer] = dict(scorers or {})
+        # how close in meaning two short phrases are (substituted_words); the MiniLM embedder,
+        # built on first use
+        self.similarity = similarity
         self.stage_errors: dict[str, str] = {}
         self.check_fn = check_fn
         # the cascade tier's second opinion: the same cascade on the accurate model
@@ -381,6 +386,22 @@ class ClaimCascade:
                         f"the evidence says {instead[:60]} where the claim says {said[:60]}, "
                         "in the same sentence word for word",
                     )
+                if not self.settings.substituted_words:
+                    continue
+                for said, instead in substituted_words(sent.text, chunk.text):
+                    close = self._similarity(said, instead)
+                    if close is None:
+                        return _withheld(
+                            v,
+                            f"the evidence says {instead[:60]} where the claim says {said[:60]}, "
+                            "and the two could not be compared",
+                        )
+                    if close < self.settings.substitution_min_similarity:
+                        return _withheld(
+                            v,
+                            f"the evidence says {instead[:60]} where the claim says {said[:60]}, "
+                            f"in the same sentence word for word (similarity {close:.2f})",
+                        )
         v = self._other_date(claim, chunks, v)
         if v.label != "supported":
             return v
@@ -427,6 +448,25 @@ class ClaimCascade:
                     f"claim's subject give p(supported) {again.p_entail:.2f}",
                 )
         return v
+
+    def _similarity(self, a: str, b: str) -> float | None:
+        """Cosine similarity of two short phrases; None when it cannot be computed (then the
+        caller withholds: fail closed)."""
+        try:
+            if self.similarity is None:
+                from affidavit.retrieve.embedders import MiniLMEmbedder
+
+                embedder = MiniLMEmbedder(threads=self.settings.threads)
+
+                def cosine(x: str, y: str) -> float:
+                    u, w = embedder.embed([x, y])
+                    return float(sum(p * q for p, q in zip(u, w, strict=True)))
+
+                self.similarity = cosine
+            return float(self.similarity(a, b))
+        except (AffidavitError, OSError) as exc:
+            self.stage_errors["similarity"] = getattr(exc, "message", str(exc))
+            return None
 
     def _each_member(self, claim: Claim, chunks: Sequence[Chunk], v: Verdict) -> Verdict:
         """Withhold a supported claim about both of two members ("Both bands are American pop

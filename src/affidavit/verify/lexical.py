@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-from affidavit.verify.numbers import MONTHS, find_dates
+from affidavit.verify.numbers import MONTHS, SPELLED, find_dates
 
 WORD_RE = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 
@@ -1549,6 +1549,102 @@ def _squashed(tokens: Sequence[str]) -> str:
     return re.sub(r"[^a-z0-9]", "", "".join(tokens).lower())
 
 
+def _one_run_replaced(
+    claim_tokens: Sequence[str], evidence: str
+) -> Iterator[tuple[list[str], tuple[int, int, int, int]]]:
+    """Each evidence sentence the claim copies word for word but for one run of at most four
+    words replaced (bounded by copied words on both sides: at least two after it, or the end of
+    both; at least two before it, or the start of the claim), with the claim's other words all
+    the sentence's, in order: ``(sentence words, (i1, i2, j1, j2))``, the run being
+    ``claim_tokens[i1:i2]`` in the claim and ``sentence words[j1:j2]`` in the sentence. Runs
+    that are the same words spaced otherwise ("Villa'sFA", "Brazilian 's") are no change."""
+    claim_low = [w.lower() for w in claim_tokens]
+    for a, b in sentence_spans(evidence):
+        sent_tokens = WORD_RE.findall(fold_text(evidence[a:b]))
+        sent_low = [w.lower() for w in sent_tokens]
+        if not set(claim_low) & set(sent_low):
+            continue
+        ops = difflib.SequenceMatcher(None, claim_low, sent_low, autojunk=False).get_opcodes()
+        copied = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+        if copied < MIN_COPIED_WORDS or copied < MIN_COPIED_SHARE * len(claim_low):
+            continue
+        # every claim word outside one replaced run comes from the sentence (the claim may
+        # leave out some of the sentence's words: "insert" here, read from the claim's side)
+        changed = [op for op in ops if op[0] in ("replace", "delete")]
+        if len(changed) != 1 or changed[0][0] != "replace":
+            continue
+        k = ops.index(changed[0])
+        _, i1, i2, j1, j2 = changed[0]
+        if i2 - i1 > MAX_REPLACED_WORDS or j2 - j1 > MAX_REPLACED_WORDS:
+            continue
+        before = ops[k - 1] if k > 0 else None
+        after = ops[k + 1] if k + 1 < len(ops) else None
+        starts = i1 == 0 or (
+            before is not None and before[0] == "equal" and before[2] - before[1] >= 2
+        )
+        ends = (i2 == len(claim_low) and j2 == len(sent_low)) or (
+            after is not None and after[0] == "equal" and after[2] - after[1] >= 2
+        )
+        if not (starts and ends):
+            continue
+        if _squashed(claim_tokens[i1:i2]) == _squashed(sent_tokens[j1:j2]):
+            continue  # the same words spaced otherwise ("Villa'sFA", "Brazilian 's")
+        yield sent_tokens, (i1, i2, j1, j2)
+
+
+_NEGATORS = frozenset(
+    ["no", "not", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
+)
+_GENERAL = frozenset(["a", "an", "some", "one", "another", "other", "several", "many"])
+
+
+def substituted_words(claim: str, evidence: str) -> list[tuple[str, str]]:
+    """``(claim_words, evidence_words)`` for each evidence sentence the claim copies word for
+    word but for a few words, where the claim puts in their place an ordinary word the evidence
+    never uses: the places to ask whether the claim says the same thing there or another.
+
+    "Albert Einstein developed the theory of evolution." against "Albert Einstein developed the
+    theory of relativity." gives ``("evolution", "relativity")``; whether that is another
+    attribute or the same one said otherwise ("movie" for "film") is not told here: the verifier
+    compares the two (`affidavit.verify.cascade`). The copy is the one `substituted_name` reads.
+    Left out: a run whose new words are all function words, numbers, negations ("did not bore":
+    the number and negation checks own those) or names (`substituted_name`), a sentence side
+    with no content word ("They are ..."), and a claim run that opens with an indefinite
+    ("a city" for "Edinburgh": a claim may say less than its evidence).
+    """
+    claim_tokens = WORD_RE.findall(fold_text(claim))
+    if len(claim_tokens) < MIN_COPIED_WORDS + 1:
+        return []
+    ev_words = WORD_RE.findall(evidence)
+    ev_low = {w.lower() for w in ev_words}
+    ev_stems = {stem(w) for w in ev_low}
+
+    def new_word(w: str) -> bool:
+        low = w.lower()
+        return (
+            w.isalpha()
+            and w.islower()
+            and len(w) > 2
+            and low not in STOPWORDS | FILLER
+            and low not in ev_low
+            and stem(low) not in ev_stems
+        )
+
+    out: list[tuple[str, str]] = []
+    for sent_tokens, (i1, i2, j1, j2) in _one_run_replaced(claim_tokens, evidence):
+        said = claim_tokens[i1:i2]
+        instead = sent_tokens[j1:j2]
+        lows = {w.lower() for w in said + instead}
+        if lows & _NEGATORS or any(w.lower() in SPELLED or w[:1].isdigit() for w in said):
+            continue
+        if said[0].lower() in _GENERAL or not any(new_word(w) for w in said):
+            continue
+        if not any(w.lower() not in STOPWORDS | FILLER and w.isalpha() for w in instead):
+            continue
+        out.append((" ".join(said), " ".join(instead)))
+    return out
+
+
 def substituted_name(claim: str, evidence: str) -> tuple[str, str] | None:
     """``(claim_words, evidence_words)`` when the claim copies an evidence sentence word for word
     except for a few words, and puts in their place a name the evidence never mentions; None
@@ -1587,37 +1683,8 @@ def substituted_name(claim: str, evidence: str) -> tuple[str, str] | None:
     }
     if not new_names:
         return None
-    for a, b in sentence_spans(evidence):
-        sent_tokens = WORD_RE.findall(fold_text(evidence[a:b]))
-        sent_low = [w.lower() for w in sent_tokens]
-        if not set(claim_low) & set(sent_low):
-            continue
-        ops = difflib.SequenceMatcher(None, claim_low, sent_low, autojunk=False).get_opcodes()
-        copied = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
-        if copied < MIN_COPIED_WORDS or copied < MIN_COPIED_SHARE * len(claim_low):
-            continue
-        # every claim word outside one replaced run comes from the sentence (the claim may
-        # leave out some of the sentence's words: "insert" here, read from the claim's side)
-        changed = [op for op in ops if op[0] in ("replace", "delete")]
-        if len(changed) != 1 or changed[0][0] != "replace":
-            continue
-        k = ops.index(changed[0])
-        _, i1, i2, j1, j2 = changed[0]
-        if i2 - i1 > MAX_REPLACED_WORDS or j2 - j1 > MAX_REPLACED_WORDS:
-            continue
-        before = ops[k - 1] if k > 0 else None
-        after = ops[k + 1] if k + 1 < len(ops) else None
-        starts = i1 == 0 or (
-            before is not None and before[0] == "equal" and before[2] - before[1] >= 2
-        )
-        ends = (i2 == len(claim_low) and j2 == len(sent_low)) or (
-            after is not None and after[0] == "equal" and after[2] - after[1] >= 2
-        )
-        if not (starts and ends):
-            continue
+    for sent_tokens, (i1, i2, j1, j2) in _one_run_replaced(claim_tokens, evidence):
         replaced = sent_tokens[j1:j2]
-        if _squashed(claim_tokens[i1:i2]) == _squashed(replaced):
-            continue  # the same words spaced otherwise ("Villa'sFA", "Brazilian 's")
         if not any(
             w[:1].isupper() and w.lower() not in _NOT_NAMES | STOPWORDS | _OPENERS for w in replaced
         ):
