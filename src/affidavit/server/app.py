@@ -123,6 +123,16 @@ _PAGE_HEADERS = {
 }
 
 
+class _PageFiles(StaticFiles):
+    """Static files with the page's headers: ``/static/index.html`` is the page itself, which
+    must not run without its CSP nor be framed there either; no file is sniffed."""
+
+    async def get_response(self, path: str, scope: MutableMapping[str, Any]) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(_PAGE_HEADERS)
+        return response
+
+
 def _error(
     status: int,
     message: str,
@@ -175,7 +185,8 @@ _RETRY_AFTER = _RetryAfter()
 
 
 class _Limits:
-    """ASGI middleware: body size limit (413) and request metrics, around everything else."""
+    """ASGI middleware: body size limit (413), request metrics and the headers every answer
+    carries (request id, nosniff; no-store on the API), around everything else."""
 
     def __init__(self, app: Any, *, state: _State, routes: Sequence[Any] = ()) -> None:
         self.app = app
@@ -199,12 +210,21 @@ class _Limits:
         given = dict(scope.get("headers") or []).get(b"x-request-id", b"")
         request_id = given.decode("ascii") if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
+        api = scope["path"].startswith("/v1/")
 
         async def sending(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
-                message["headers"] = [*headers, (b"x-request-id", request_id.encode("ascii"))]
+                names = {h[0].lower() for h in headers}
+                extra = [(b"x-request-id", request_id.encode("ascii"))]
+                # no answer is read as another type than it says (JSON quoting its input)
+                if b"x-content-type-options" not in names:
+                    extra.append((b"x-content-type-options", b"nosniff"))
+                # API answers carry a store's texts and names, read with a key: never cached
+                if api and b"cache-control" not in names:
+                    extra.append((b"cache-control", b"no-store"))
+                message["headers"] = [*headers, *extra]
             await send(message)
 
         try:
@@ -356,7 +376,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     _api_page(app)
     _document_security(app)
     web = resources.files("affidavit.server") / "web"
-    app.mount("/static", StaticFiles(directory=str(web)), name="static")
+    app.mount("/static", _PageFiles(directory=str(web)), name="static")
     app.add_middleware(_Limits, state=state, routes=app.router.routes)
     # outermost: an address over its failed-check limit is delayed and refused before any of
     # the framework runs (issue 25.7); known keys and /healthz pass undelayed
@@ -464,7 +484,7 @@ def _api_page(app: FastAPI) -> None:
         log.warning("fastapi-offline is not installed: /docs is not served")
         return
     files = resources.files(fastapi_offline) / "static"
-    app.mount("/api-docs", StaticFiles(directory=str(files)), name="api-docs")
+    app.mount("/api-docs", _PageFiles(directory=str(files)), name="api-docs")
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:

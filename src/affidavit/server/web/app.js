@@ -1,21 +1,33 @@
 // The affidavit page: plain DOM, no dependencies. Every piece of text that comes from the server
-// (answers, chunks, reasons) is put in the page with textContent, never parsed as HTML.
+// (answers, chunks, reasons) is put in the page with textContent, never parsed as HTML, and
+// through shown(), so that what a reader sees is the text that was checked.
 "use strict";
 
 const state = { response: null, certificate: null, tokens: "" };
+
+// C0 controls (but tab and line breaks), DEL, C1 controls and the bidi controls, which reorder
+// what follows them ("opened in U+202E 0981" reads "opened in 1890"): shown escaped, as the
+// terminal shows them (affidavit.core.text.safe_terminal), in text and attributes alike
+const HIDDEN = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function shown(text) {
+  return String(text).replace(HIDDEN, (c) => {
+    const n = c.charCodeAt(0);
+    return n <= 0xff ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0");
+  });
+}
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
+    else if (k === "text") node.textContent = shown(v);
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? "" : String(v));
+    else node.setAttribute(k, v === true ? "" : shown(v));
   }
   for (const c of children) {
     if (c === null || c === undefined) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    node.append(c instanceof Node ? c : document.createTextNode(shown(c)));
   }
   return node;
 }
@@ -37,7 +49,7 @@ async function explain(resp) {
     if (body && body.message) msg = resp.status + ": " + body.message;
   } catch (e) { /* not JSON */ }
   const retry = resp.headers.get("Retry-After");
-  return retry ? msg + " (retry after " + retry + "s)" : msg;
+  return shown(retry ? msg + " (retry after " + retry + "s)" : msg);
 }
 
 // -- tabs ---------------------------------------------------------------------------------------
@@ -136,7 +148,7 @@ function renderAnswer(resp) {
   if (r.mode === "strict") {
     const p = el("p");
     for (const seg of strictSegments(r)) {
-      if (!seg.cls) { p.append(seg.text); continue; }
+      if (!seg.cls) { p.append(shown(seg.text)); continue; }
       const b = el("button", {
         type: "button", class: "sentence verified", text: seg.text,
         title: "verified", "aria-label": "verified: " + seg.text,
@@ -157,7 +169,7 @@ function renderAnswer(resp) {
   } else {
     const p = el("p");
     for (const seg of segmentsOf(r.draft, r.claims, r.mode)) {
-      if (!seg.cls) { p.append(seg.text); continue; }
+      if (!seg.cls) { p.append(shown(seg.text)); continue; }
       const b = el("button", {
         type: "button", class: "sentence " + seg.cls, text: seg.text,
         title: seg.cls, "aria-label": seg.cls + ": " + seg.text,
@@ -168,7 +180,7 @@ function renderAnswer(resp) {
     box.append(p);
   }
   $("legend").hidden = !r.claims.length;
-  $("answer-note").textContent = r.note || "";
+  $("answer-note").textContent = shown(r.note || "");
   const src = $("sources");
   src.replaceChildren();
   $("sources-title").hidden = !r.sources.length;
@@ -180,7 +192,7 @@ function renderAnswer(resp) {
 
 function highlighted(text, start, end) {
   const p = el("p", { class: "chunk" });
-  p.append(text.slice(0, start), el("mark", { text: text.slice(start, end) }), text.slice(end));
+  p.append(shown(text.slice(0, start)), el("mark", { text: text.slice(start, end) }), shown(text.slice(end)));
   return p;
 }
 
@@ -297,13 +309,13 @@ async function ask(ev) {
         state.live.grading = data;
         renderLiveTrace();
         const c = data.classification;
-        status.textContent = c ? "retrieval judged " + c.kind + " (max grade " + fmt(c.max_score, 1) + "); refining..." : "no grading (" + data.note + ")";
+        status.textContent = shown(c ? "retrieval judged " + c.kind + " (max grade " + fmt(c.max_score, 1) + "); refining..." : "no grading (" + data.note + ")");
       } else if (name === "refinement") { state.live.refinement = data; renderLiveTrace(); status.textContent = data.context.length + " passages kept; generating..."; }
       else if (name === "token") {
         state.tokens += data.text;
         // strict mode shows nothing that is not verified, not even while it streams
         box.textContent = $("mode").value === "strict"
-          ? "generating... (strict mode shows only verified sentences)" : state.tokens;
+          ? "generating... (strict mode shows only verified sentences)" : shown(state.tokens);
         box.dataset.pieces = String(Number(box.dataset.pieces || 0) + 1);
         status.textContent = "generating (not yet verified)...";
       }
@@ -316,7 +328,7 @@ async function ask(ev) {
         const n = data.response.result.claims.length;
         const ok = data.response.result.claims.filter((c) => c.decision === "verified").length;
         status.textContent = "done: " + ok + " of " + n + " claims verified (" + data.response.result.mode + " mode)";
-      } else if (name === "error") { status.textContent = "failed: " + data.error.message; endTrace("failed: " + data.error.message); }
+      } else if (name === "error") { status.textContent = shown("failed: " + data.error.message); endTrace("failed: " + data.error.message); }
     });
   } catch (e) {
     endTrace(stop.signal.aborted ? "stopped: the question was cancelled" : "failed: " + (e.message || e));
@@ -490,19 +502,21 @@ function setCertificate(cert) {
   state.certificate = cert;
   $("cert-download").disabled = false;
   $("cert-summary").className = "";
-  $("cert-summary").textContent = "Signed by key " + cert.key_id + " at " + cert.created_at + "; " + cert.claims.length + " claims.";
+  $("cert-summary").textContent = shown("Signed by key " + cert.key_id + " at " + cert.created_at + "; " + cert.claims.length + " claims.");
   $("cert-content").replaceChildren(...certificateContent(cert));
 }
 
-function certificateContent(cert) {
-  // what the signature covers, as a reader checks it: the question, the answer, each claim
+function certificateContent(cert, checked = true) {
+  // what the signature covers, as a reader checks it: the question, the answer, each claim; a
+  // file whose certificate is not valid only says so: no decision of it is shown as one
   const out = [];
+  if (!checked) out.push(el("p", { class: "note", text: "What the file says (not verified: the certificate is invalid):" }));
   if (cert.question) out.push(el("h3", { text: "Question" }), el("p", { class: "cert-question", text: cert.question }));
   out.push(el("h3", { text: "Answer" }), el("p", { class: "chunk cert-answer", text: cert.answer }));
   const ol = el("ol", { class: "cert-claims" });
   for (const c of cert.claims) {
-    const cls = c.decision === "verified" ? "verified" : c.label === "contradicted" ? "contradicted" : "unverified";
-    ol.append(el("li", {}, el("span", { class: "sentence " + cls, text: c.decision }), " ", c.claim.text,
+    const cls = !checked ? "withheld" : c.decision === "verified" ? "verified" : c.label === "contradicted" ? "contradicted" : "unverified";
+    ol.append(el("li", {}, el("span", { class: "sentence " + cls, text: checked ? c.decision : "says " + c.decision }), " ", c.claim.text,
       el("span", { class: "note", text: " (" + c.reason + ")" })));
   }
   out.push(el("h3", { text: "Claims" }), ol);
@@ -521,26 +535,32 @@ function download() {
 async function verifyFile(file) {
   const out = $("verify-result");
   out.replaceChildren(el("p", { text: "checking " + file.name + "..." }));
-  let tree;
-  try { tree = JSON.parse(await file.text()); } catch (e) {
+  // the server checks the file's own bytes, as `certificate verify` reads them (a duplicate key
+  // refused), never this page's reading of them (the last of two answers kept)
+  let raw, tree;
+  try {
+    raw = await file.arrayBuffer();
+    tree = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+  } catch (e) {
     out.replaceChildren(el("p", { class: "invalid", text: "INVALID: " + file.name + " is not JSON (" + e.message + ")" }));
     return;
   }
   let resp, r;
   try {
-    resp = await fetch("/v1/certificates/verify", { method: "POST", headers: headers(true), body: JSON.stringify(tree) });
+    resp = await fetch("/v1/certificates/verify", { method: "POST", headers: headers(true), body: raw });
     if (!resp.ok) { out.replaceChildren(el("p", { class: "invalid", text: await explain(resp) })); return; }
     r = await resp.json();
   } catch (e) {
     out.replaceChildren(el("p", { class: "error", text: "failed: the server could not be reached (" + e.message + ")" }));
     return;
   }
-  out.replaceChildren(el("p", { class: r.valid ? "valid" : "invalid", text: r.valid ? "VALID" : "INVALID" }));
+  const valid = r.valid === true;
+  out.replaceChildren(el("p", { class: valid ? "valid" : "invalid", text: valid ? "VALID" : "INVALID" }));
   if (tree && typeof tree.answer === "string" && Array.isArray(tree.claims)) {
-    try { out.append(...certificateContent(tree)); } catch (e) { /* a malformed claim list: the verdict says so */ }
+    try { out.append(...certificateContent(tree, valid)); } catch (e) { /* a malformed claim list: the verdict says so */ }
   }
-  if (r.key_id) out.append(el("p", { text: "signed by key " + r.key_id }));
-  if (r.valid) out.append(el("p", { text: r.evidence_checked + " evidence hashes checked" }));
+  if (r.key_id) out.append(el("p", { text: (valid ? "signed by key " : "names key ") + r.key_id }));
+  if (valid) out.append(el("p", { text: r.evidence_checked + " evidence hashes checked" }));
   const ul = el("ul");
   for (const reason of r.reasons) ul.append(el("li", { text: reason }));
   for (const w of r.warnings || []) ul.append(el("li", { class: "note", text: "warning: " + w }));
@@ -604,7 +624,7 @@ function auditedAnswer(r) {
   let pos = 0;
   for (const s of spans) {
     if (s.start < pos || s.end > text.length || s.end <= s.start) continue; // nested or off the text
-    if (s.start > pos) p.append(text.slice(pos, s.start));
+    if (s.start > pos) p.append(shown(text.slice(pos, s.start)));
     let cls = "supported";
     for (const c of s.claims) if (AUDIT_RANK[auditOutcome(c)] > AUDIT_RANK[cls]) cls = auditOutcome(c);
     const blocked = blocking && cls !== "supported";
@@ -618,7 +638,7 @@ function auditedAnswer(r) {
     p.append(b);
     pos = s.end;
   }
-  if (pos < text.length) p.append(text.slice(pos));
+  if (pos < text.length) p.append(shown(text.slice(pos)));
   wrap.append(p);
   const legend = el("div", { class: "legend" },
     el("span", { class: "sentence supported", text: "supported" }),
@@ -835,12 +855,12 @@ async function upload(ev) {
   try {
     let { body: job, error } = await call("/v1/documents", { method: "POST", headers: headers(false), body: form });
     while (!error && (job.state === "queued" || job.state === "running")) {
-      status.textContent = "job " + job.id + ": " + job.state + "...";
+      status.textContent = shown("job " + job.id + ": " + job.state + "...");
       await new Promise((done) => setTimeout(done, 400));
       ({ body: job, error } = await call("/v1/jobs/" + encodeURIComponent(job.id), { headers: headers(false) }));
     }
     if (error) { status.textContent = error; return; }
-    status.textContent = "job " + job.id + ": " + job.state + (job.error ? " (" + job.error + ")" : "");
+    status.textContent = shown("job " + job.id + ": " + job.state + (job.error ? " (" + job.error + ")" : ""));
     out.append(table(["file", "outcome", "chunks", "reason"],
       job.outcomes.map((o) => [o.source, o.status, String(o.chunks), o.reason || ""])));
     input.value = "";
