@@ -182,9 +182,12 @@ def test_web_evidence_is_reported_as_not_replayable(
     args = ["certificate", "verify", str(path), "--store", str(local / ".s"), "--replay"]
     result = CliRunner().invoke(app, [*args, "--json", "--public-key", str(public_key_path(key))])
     out = json.loads(result.stdout)
-    # signature and hashes valid, but a replay that could not re-check a claim is not a pass
+    # signature and hashes valid, but a replay that could not re-check a claim is not a pass:
+    # not for the exit code, nor for a client that reads only "valid"
     assert result.exit_code == 1, out
-    assert out["valid"] is True and out["replay"]["mismatches"] == []
+    assert out["signature_ok"] is True and out["trusted"] is True
+    assert out["valid"] is False and out["replay"]["mismatches"] == []
+    assert out["reasons"] == [f"replay incomplete: {n}" for n in out["replay"]["not_replayed"]]
     assert out["replay"]["complete"] is False
     assert [n.split(":")[0] for n in out["replay"]["not_replayed"]] == [
         f"claim {c}" for c in web_claims
@@ -196,6 +199,7 @@ def test_web_evidence_is_reported_as_not_replayable(
     assert set(out["replay"]["decisions"]) == {r.claim.id for r in cert.claims} - set(web_claims)
     human = CliRunner().invoke(app, [*args, "--public-key", str(public_key_path(key))])
     assert human.exit_code == 1
+    assert human.stdout.startswith("INCOMPLETE: signed by trusted key")
     assert "replay incomplete" in human.stdout
     assert (
         "not replayable" in human.stdout and f"not replayed: claim {web_claims[0]}" in human.stdout

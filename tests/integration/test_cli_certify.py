@@ -132,6 +132,46 @@ def test_replay_fails_closed_when_it_cannot_run(home: Path, tmp_path: Path) -> N
     assert "no store at" in out
 
 
+@pytest.mark.parametrize("complete", [False, True], ids=["incomplete", "complete"])
+def test_an_incomplete_replay_is_not_valid_in_json(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, complete: bool
+) -> None:
+    """`--replay --json` with a claim that could not be replayed (its evidence came from the
+    web) printed "valid": true beside exit 1, so a client reading `valid` took an incomplete
+    check for a pass. `valid` follows the exit code; a reason says why; `signature_ok` and
+    `trusted` still say the signature holds. Here the store and the replay are stand-ins (the
+    real run: test_ask_certificate_replay.py::test_web_evidence_is_reported_as_not_replayable)."""
+    from affidavit.certify.verify import verify_certificate
+    from affidavit.cli import certify as certify_cli
+    from affidavit.core.certificate import ReplayResult
+
+    run("keys", "generate")
+    path = tmp_path / "cert.json"
+    certify_answer("q", ANSWER, CLAIMS, VERDICTS, Settings(home=home), path=path)
+    web = "claim c1: its evidence came from the web (https://example.org/), which the store ..."
+    replayed = ReplayResult(
+        agree=complete,
+        not_replayed=() if complete else (web,),
+        decisions={"c1": "verified", "c2": "unverified"} if complete else {"c2": "unverified"},
+    )
+    monkeypatch.setattr(
+        certify_cli, "_verify_with_store", lambda cert, keys, store: verify_certificate(cert, keys)
+    )
+    monkeypatch.setattr(certify_cli, "_replay", lambda cert, store, settings: replayed)
+    args = ["certificate", "verify", str(path), "--store", str(tmp_path), "--replay", "--json"]
+    result = CliRunner().invoke(app, args)
+    out = json.loads(result.stdout)
+    assert out["signature_ok"] is True and out["trusted"] is True
+    assert out["replay"]["complete"] is complete
+    if complete:
+        assert result.exit_code == 0 and out["valid"] is True and out["reasons"] == []
+    else:
+        assert result.exit_code == 1
+        assert out["valid"] is False, out
+        assert out["reasons"] == [f"replay incomplete: {web}"]
+        assert out["replay"]["not_replayed"] == [web]
+
+
 def test_export_schemas_and_validate(home: Path, tmp_path: Path) -> None:
     code, out = run("export-schemas", str(tmp_path / "schemas"))
     assert code == 0 and (tmp_path / "schemas" / "Certificate.json").is_file()

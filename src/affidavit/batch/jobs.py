@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from affidavit.core.batch import JobKind, ShardResult
+from affidavit.core.certificate import ModelIdentity
 from affidavit.core.errors import ConfigError
 from affidavit.core.settings import Settings
 from affidavit.core.text import json_line
@@ -120,6 +121,7 @@ class CheckJob:
         self.warnings = tuple(
             f"{err} (claims stay unsupported)" for err in self.verifier.stage_errors.values()
         )
+        self.models = _models(self.verifier)
 
     def run(self, index: int, rows: Sequence[Row]) -> ShardResult:
         """Verify a shard."""
@@ -136,6 +138,7 @@ class CheckJob:
             counts=counts,
             warnings=self.warnings,
             seconds=time.perf_counter() - t0,
+            models=self.models,
         )
 
 
@@ -156,6 +159,7 @@ class AuditJob:
             warnings = tuple(str(e) for e in verifier.stage_errors.values())
         self.auditor = Auditor(settings, verifier=verifier)
         self.warnings = warnings
+        self.models = _models(verifier)
 
     def run(self, index: int, rows: Sequence[Row]) -> ShardResult:
         """Audit a shard."""
@@ -185,7 +189,16 @@ class AuditJob:
             counts=counts,
             warnings=self.warnings,
             seconds=time.perf_counter() - t0,
+            models=self.models,
         )
+
+
+def _models(verifier: Any) -> tuple[ModelIdentity, ...]:
+    """What identifies the verifier's models (name and sha256 of each), recorded with every
+    shard: the settings name a model's path, not what the file at that path holds."""
+    if verifier is None:
+        return ()
+    return tuple(ModelIdentity.model_validate(m) for m in verifier.model_identities())
 
 
 def make_job(kind: JobKind, settings: Settings) -> RowJob:

@@ -17,6 +17,8 @@ from pathlib import Path
 from affidavit.batch.jobs import Row, job_fingerprint, make_job
 from affidavit.batch.shards import ShardFolder, exclusive_output, manifest_for, plan, sweep
 from affidavit.core.batch import BatchReport, JobKind, ShardResult
+from affidavit.core.certificate import ModelIdentity
+from affidavit.core.errors import InputError
 from affidavit.core.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -36,6 +38,37 @@ def run_local(
         yield job.run(index, rows)
 
 
+def _names(models: Sequence[ModelIdentity]) -> str:
+    return ", ".join(f"{m.name} {m.sha256[:12]}" for m in models) or "none recorded"
+
+
+def _other_models(
+    folder: ShardFolder, recorded: Sequence[ModelIdentity], now: Sequence[ModelIdentity]
+) -> InputError:
+    return InputError(
+        f"{folder.folder} holds shards made by other models ({_names(recorded)}) than this "
+        f"run's ({_names(now)}): one output never mixes two models' verdicts; restore the "
+        "model, or remove the folder (or choose another --output) to start again",
+        source=str(folder.folder),
+    )
+
+
+def _recorded_models(folder: ShardFolder, done: Sequence[int]) -> tuple[ModelIdentity, ...] | None:
+    """The models the finished shards record (None when none is finished).
+
+    Raises:
+        InputError: a counts file is damaged, or two shards were made by other models.
+    """
+    models: tuple[ModelIdentity, ...] | None = None
+    for i in done:
+        stats = folder.read_stats(i)
+        if models is None:
+            models = stats.models
+        elif stats.models != models:
+            raise _other_models(folder, models, stats.models)
+    return models
+
+
 def run_batch(
     kind: JobKind,
     text: str,
@@ -50,8 +83,10 @@ def run_batch(
     the same input and settings are skipped.
 
     Raises:
-        InputError: the shard folder belongs to another input or other settings, another
-            process is running a job with the same output, or the shards do not add up.
+        InputError: the shard folder belongs to another input or other settings, or was made by
+            other models (a model file replaced at the same path), or its manifest or a shard's
+            counts file is damaged; another process is running a job with the same output; or
+            the shards do not add up.
         MissingDependencyError: the ray engine without ray installed.
     """
     with exclusive_output(output):
@@ -76,6 +111,8 @@ def _run_batch(
     )
     todo = [(i, rows) for i, rows in enumerate(shards) if not folder.done(i)]
     resumed = len(shards) - len(todo)
+    # read now, not after the run: a damaged counts file stops the run before any work
+    models = _recorded_models(folder, [i for i in range(len(shards)) if folder.done(i)])
     total = sum(len(s) for s in shards)
     done_rows = sum(len(shards[i]) for i in range(len(shards)) if folder.done(i))
     if resumed:
@@ -91,6 +128,10 @@ def _run_batch(
         results = run_local(kind, settings, todo)
     try:
         for result in results:
+            if models is None:
+                models = result.models
+            elif result.models != models:
+                raise _other_models(folder, models, result.models)
             folder.write(result)
             done_rows += len(result.lines)
             if progress:

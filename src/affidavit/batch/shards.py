@@ -5,7 +5,9 @@ shard size, the settings that decide the output) and, per finished shard, ``NNNN
 ``NNNNNN.json`` (its counts; written last, so its presence means the shard is whole). A run killed
 at any point and started again with the same input, settings and ``OUT`` skips the finished
 shards; the joined ``OUT`` is the same as one uninterrupted run's. A different input or settings
-is refused rather than mixed in.
+is refused rather than mixed in, and so are shards made by other models (each shard's counts
+record the models that made it: a model file replaced at the same path changes no setting). A
+damaged manifest or counts file is an `InputError` naming it.
 
 What a kill can leave behind is removed by the next run on the same ``OUT`` (`sweep`, under
 the run lock): temporary files (``.NAME.PID.tmp``) and a shard folder set aside for removal
@@ -24,6 +26,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from affidavit.batch.jobs import Row
 from affidavit.core.batch import ShardResult
@@ -55,7 +59,8 @@ class ShardFolder:
         manifest: what decides the output (input hash, shard size, job settings).
 
     Raises:
-        InputError: the folder holds shards of another input or other settings.
+        InputError: the folder holds shards of another input or other settings, or its
+            manifest is damaged.
     """
 
     def __init__(self, output: Path, manifest: dict[str, Any]) -> None:
@@ -65,7 +70,10 @@ class ShardFolder:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / "manifest.json"
         if path.exists():
-            old = json.loads(path.read_text(encoding="utf-8"))
+            fresh = f"remove {self.folder} (its finished shards are then redone)"
+            old = _read_json(path, fresh)
+            if not isinstance(old, dict):
+                raise _damaged(path, "not a JSON object", fresh)
             if old != json.loads(json.dumps(manifest)):
                 diff = sorted(k for k in {*old, *manifest} if old.get(k) != manifest.get(k))
                 raise InputError(
@@ -95,9 +103,25 @@ class ShardFolder:
         _atomic_write(stats, json.dumps(meta, sort_keys=True))
 
     def read_stats(self, index: int) -> ShardResult:
-        """Counts and warnings of a finished shard (without its lines)."""
-        data = json.loads(self._paths(index)[1].read_text(encoding="utf-8"))
-        return ShardResult.model_validate({**data, "lines": ()})
+        """Counts, warnings and models of a finished shard (without its lines).
+
+        Raises:
+            InputError: the file is damaged (its name, and that removing it redoes the shard).
+        """
+        path = self._paths(index)[1]
+        redo = "remove it (its shard is then redone)"
+        data = _read_json(path, redo)
+        if not isinstance(data, dict):
+            raise _damaged(path, "not a JSON object", redo)
+        try:
+            stats = ShardResult.model_validate({**data, "lines": ()})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "counts"
+            raise _damaged(path, f"{where}: {first['msg']}", redo) from None
+        if stats.index != index:
+            raise _damaged(path, f"it holds the counts of shard {stats.index}", redo)
+        return stats
 
     def join(self, n_shards: int, expected_rows: int | None = None) -> None:
         """Concatenate the shards in order into the output (atomically), then remove them.
@@ -133,6 +157,23 @@ class ShardFolder:
         retired = self.folder.with_name(f".{self.folder.name}.{os.getpid()}.del")
         os.replace(self.folder, retired)
         shutil.rmtree(retired)
+
+
+def _damaged(path: Path, why: str, advice: str) -> InputError:
+    return InputError(f"{path} is damaged ({why}); {advice}", source=str(path))
+
+
+def _read_json(path: Path, advice: str) -> Any:
+    """The JSON in ``path``; a file that is not UTF-8 JSON is damaged (an `InputError` naming
+    it, and ``advice``)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise _damaged(path, "not UTF-8 text", advice) from None
+    except json.JSONDecodeError as exc:
+        raise _damaged(path, f"not JSON: {exc.msg}", advice) from None
+    except RecursionError:
+        raise _damaged(path, "JSON nested too deeply", advice) from None
 
 
 @contextlib.contextmanager

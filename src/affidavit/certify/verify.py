@@ -177,6 +177,11 @@ def verify_certificate(
     signature_ok = False
     if model.signature is None:
         reasons.append("the certificate is not signed")
+    elif not model.public_key:
+        reasons.append(
+            "the certificate carries no public key: its signature cannot be checked "
+            "(a trusted key id alone proves nothing)"
+        )
     else:
         try:
             public = public_key_from_b64(model.public_key)
@@ -193,12 +198,14 @@ def verify_certificate(
         except InvalidSignature:
             reasons.append("bad signature: the content does not match the signature")
 
-    is_trusted = model.key_id in trusted and (
-        not model.public_key
-        or base64.b64encode(raw_public_key(trusted[model.key_id])).decode("ascii")
+    # trust is in the key the certificate carries, so no key is no trust (its id alone was)
+    is_trusted = (
+        bool(model.public_key)
+        and model.key_id in trusted
+        and base64.b64encode(raw_public_key(trusted[model.key_id])).decode("ascii")
         == model.public_key
     )
-    if model.signature is not None and not is_trusted:
+    if model.signature is not None and model.public_key and not is_trusted:
         reasons.append(
             f"unknown key {model.key_id or '(none)'}: not among the trusted keys "
             "(pass --public-key FILE or add it to certify.trusted_keys)"

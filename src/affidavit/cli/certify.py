@@ -13,8 +13,10 @@ Commands:
 ``--store DIR`` compares each evidence span's sha256 with the text the store holds for it
 (rebuilding passages that corrective retrieval trimmed); ``--replay`` also re-runs the verifier
 on that evidence and compares the decisions. A claim whose evidence came from the web cannot be
-replayed from a store: it is listed as "not replayed", and the replay is incomplete (exit 1: a
-check that could not run is not a pass; the signature and hashes may still be valid). Replay is
+replayed from a store: it is listed as "not replayed", and the replay is incomplete (exit 1,
+``INCOMPLETE``, and with ``--json`` ``"valid": false`` with a ``replay incomplete`` reason per
+claim: a check that could not run is not a pass; ``signature_ok`` and ``trusted`` still say
+whether the signature holds). Replay is
 for certificates of ``ask``: the chunks of an ``audit --certify`` certificate came from the
 caller, not from a store, so their evidence is reported missing.
 
@@ -281,13 +283,17 @@ def certificate_verify(
         with usage_errors():
             replayed = _replay(cert, store, settings)
         reasons.extend(f"replay disagreement: {m}" for m in replayed.mismatches)
-    # claims on web evidence cannot be replayed: neither a disagreement (exit 1) nor hidden
+    # claims on web evidence cannot be replayed: neither a disagreement nor hidden
     not_replayed = list(replayed.not_replayed) if replayed is not None else []
     valid = not reasons
+    # fail closed: --replay asked for every decision to be re-checked; one that could not be is
+    # not a pass (exit 1, JSON "valid" false), even though the signature and the hashes hold
+    # (JSON "signature_ok" and "trusted" still say so)
+    passed = valid and not not_replayed
     if as_json:
         out = result.model_dump(mode="json")
-        out["valid"] = valid
-        out["reasons"] = reasons
+        out["valid"] = passed
+        out["reasons"] = reasons + [f"replay incomplete: {n}" for n in not_replayed]
         if replay:
             out["replay"] = {
                 "ran": replayed is not None,
@@ -310,7 +316,7 @@ def certificate_verify(
         if log:
             logged = "; in the log" + (", which a newer checkpoint extends" if checkpoint else "")
         typer.echo(
-            f"valid: signed by trusted key {result.key_id}; "
+            f"{'valid' if passed else 'INCOMPLETE'}: signed by trusted key {result.key_id}; "
             f"{result.evidence_checked} evidence hashes checked" + logged + done
         )
         for n in not_replayed:
@@ -321,9 +327,7 @@ def certificate_verify(
         typer.echo("INVALID", err=True)
         for r in reasons:  # reasons quote the certificate: untrusted text
             typer.echo(f"  - {safe_terminal(r)}", err=True)
-    # fail closed: --replay asked for every decision to be re-checked; one that could not be is
-    # not a pass, even though the signature and the hashes are valid
-    raise typer.Exit(EXIT_OK if valid and not not_replayed else EXIT_FAIL)
+    raise typer.Exit(EXIT_OK if passed else EXIT_FAIL)
 
 
 def _log_reasons(

@@ -343,7 +343,8 @@ def _fetch_remote(
         served = parse_checkpoint(note)
     except ProofError:
         return note, given  # the witness says what is wrong with it
-    last = witness.last(served.origin)
+    with usage_errors():
+        last = witness.last(served.origin)
     if given is None and last is not None and 0 < last.tree_size < served.tree_size:
         with usage_errors():
             given = remote.prove_consistency(last.tree_size, served.tree_size)

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from affidavit.core.certificate import ModelIdentity
 from affidavit.core.types import Frozen
 
 JobKind = Literal["check", "audit"]
@@ -26,6 +27,11 @@ class ShardResult(Frozen):
         default=(), description="Worker warnings, e.g. a cascade stage that could not load."
     )
     seconds: float = Field(default=0.0, ge=0.0, description="Worker time spent on the shard.")
+    models: tuple[ModelIdentity, ...] = Field(
+        default=(),
+        description="The models that made the lines (name, sha256): shards of one output made "
+        "by other models are refused, never joined.",
+    )
 
 
 class BatchReport(Frozen):

@@ -33,12 +33,13 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from affidavit.core.errors import ProofError, TransparencyLogError
+from affidavit.core.errors import InputError, ProofError, TransparencyLogError
+from affidavit.core.limits import read_bounded
 from affidavit.core.locks import exclusive
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogVerification, WitnessResult
 from affidavit.tlog.certificates import check_consistency
 from affidavit.tlog.merkle import EMPTY_ROOT, HASH_SIZE, CompactRange, leaf_hash
-from affidavit.tlog.note import open_checkpoint, parse_checkpoint
+from affidavit.tlog.note import MAX_NOTE_BYTES, open_checkpoint, parse_checkpoint
 from affidavit.tlog.store import ENTRIES, FileLog
 
 __all__ = ["Witness", "verify_log"]
@@ -188,11 +189,34 @@ class Witness:
         return self.state / f"{name}.checkpoint"
 
     def last(self, origin: str) -> Checkpoint | None:
-        """The last checkpoint accepted for ``origin``."""
+        """The last checkpoint accepted for ``origin`` (None before the first).
+
+        Raises:
+            TransparencyLogError: its state file is damaged: larger than a note may be, not
+                UTF-8, or not a checkpoint (never taken for "none seen yet", which would let
+                any checkpoint through as a first sight).
+            OSError: the state file cannot be read.
+        """
+        path = self._path(origin)
         try:
-            return parse_checkpoint(self._path(origin).read_text(encoding="utf-8"))
+            with path.open("rb") as fh:
+                raw = read_bounded(fh, MAX_NOTE_BYTES, f"witness state {path}")
         except FileNotFoundError:
             return None
+        except InputError as exc:
+            raise TransparencyLogError(exc.message, source=str(path)) from None
+        damaged = f"witness state {path} is damaged"
+        advice = "restore it from a backup (removed, the next checkpoint is taken as a first sight)"
+        try:
+            return parse_checkpoint(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise TransparencyLogError(
+                f"{damaged}: not UTF-8 text; {advice}", source=str(path)
+            ) from None
+        except ProofError as exc:
+            raise TransparencyLogError(
+                f"{damaged}: {exc.message}; {advice}", source=str(path)
+            ) from None
 
     def observe(
         self,

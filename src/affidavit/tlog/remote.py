@@ -4,19 +4,30 @@ Example (against a running server; not run here):
     >>> remote = RemoteLog("http://127.0.0.1:8000", api_key=None)  # doctest: +SKIP
     >>> remote.checkpoint().tree_size  # doctest: +SKIP
     42
+
+The server is not trusted: an answer is read at most `MAX_RESPONSE_BYTES` bytes (an endless one
+is cut off and refused), within ``timeout_s`` in all, and uncompressed only (``Accept-Encoding:
+identity``; a compressed answer, which httpx would inflate whole before any cap applied, is
+refused).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
-from affidavit.core.errors import TransparencyLogError
+from affidavit.core.errors import InputError, TransparencyLogError
+from affidavit.core.limits import loads_json
 from affidavit.core.tlog import Checkpoint, ConsistencyProof
 
-__all__ = ["RemoteLog"]
+__all__ = ["MAX_RESPONSE_BYTES", "RemoteLog"]
+
+MAX_RESPONSE_BYTES = 4 << 20
+"""Most bytes read of one answer (a checkpoint note is at most 1 MiB, a consistency proof a few
+KiB): a larger one is refused, and reading stops there."""
 
 
 class RemoteLog:
@@ -25,29 +36,70 @@ class RemoteLog:
     Args:
         url: the server's base URL (``http://host:port``).
         api_key: a read key, sent as ``Authorization: Bearer``; None sends none.
-        timeout_s: per-request timeout.
+        timeout_s: time allowed for each request, answer included.
+        max_bytes: most bytes read of one answer (default `MAX_RESPONSE_BYTES`).
     """
 
-    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> None:
         self.url = url.rstrip("/")
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.headers = {"Accept-Encoding": "identity"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+
+    def _read(self, path: str, params: dict[str, Any] | None) -> tuple[int, bytes, bool]:
+        """The status, at most ``max_bytes`` of the body, and whether more was left unread."""
+        deadline = time.monotonic() + self.timeout_s
+        with httpx.stream(
+            "GET", self.url + path, params=params, headers=self.headers, timeout=self.timeout_s
+        ) as r:
+            encoding = r.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                raise TransparencyLogError(
+                    f"{self.url}{path} answered with content encoding {encoding[:40]!r}, which "
+                    "was not asked for (refused: a compressed answer can inflate past any cap)",
+                    source=self.url,
+                )
+            body = bytearray()
+            # raw bytes: httpx would inflate each read whole before the cap could apply
+            for block in r.iter_raw():
+                body += block
+                if len(body) > self.max_bytes:
+                    return r.status_code, bytes(body[: self.max_bytes]), True
+                if time.monotonic() > deadline:  # an answer trickling in never times out a read
+                    raise TransparencyLogError(
+                        f"{self.url}{path} took longer than {self.timeout_s:g}s to answer",
+                        source=self.url,
+                    )
+            return r.status_code, bytes(body), False
 
     def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         try:
-            r = httpx.get(
-                self.url + path, params=params, headers=self.headers, timeout=self.timeout_s
-            )
+            status, body, cut = self._read(path, params)
         except httpx.HTTPError as exc:
             raise TransparencyLogError(f"cannot reach {self.url}: {exc}", source=self.url) from exc
-        if r.status_code != 200:
-            detail = r.text[:300].strip()
+        if status != 200:
+            detail = body[:300].decode("utf-8", "replace").strip()
             raise TransparencyLogError(
-                f"{self.url}{path} answered {r.status_code}: {detail}", source=self.url
+                f"{self.url}{path} answered {status}: {detail}", source=self.url
+            )
+        if cut:
+            raise TransparencyLogError(
+                f"{self.url}{path}: the answer is larger than the "
+                f"{self.max_bytes / (1 << 20):g} MiB limit for a log answer (refused, and not "
+                "read further)",
+                source=self.url,
             )
         try:
-            return r.json()
-        except ValueError as exc:
+            return loads_json(body, f"{self.url}{path}")
+        except (InputError, ValueError) as exc:
             raise TransparencyLogError(
                 f"{self.url}{path} did not answer JSON", source=self.url
             ) from exc

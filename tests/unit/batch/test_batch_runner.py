@@ -319,3 +319,118 @@ def test_a_run_removes_what_killed_runs_on_its_output_left(env: None, tmp_path: 
         ".out.jsonl.lock",
         "out.jsonl",
     ]
+
+
+def _interrupted(
+    text: str, out: Path, settings: Any, monkeypatch: pytest.MonkeyPatch, at: int = 1
+) -> None:
+    """A run on ``out`` killed when it reaches shard ``at`` (shards before it are finished)."""
+    real_run = jobs.CheckJob.run
+
+    def dies(self: Any, index: int, rows: Any) -> Any:
+        if index == at:
+            raise KeyboardInterrupt
+        return real_run(self, index, rows)
+
+    with monkeypatch.context() as m:
+        m.setattr(jobs.CheckJob, "run", dies)
+        with pytest.raises(KeyboardInterrupt):
+            run_batch("check", text, out, settings)
+
+
+def test_resuming_with_another_model_at_the_same_path_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model file at verify.model_path was replaced between two sittings: the settings (and
+    so the manifest) were the same, and the resumed run joined verdicts of both models into one
+    output. Each shard records the models that made it; another one is refused."""
+    import shutil
+
+    from affidavit.verify import crossencoder
+    from affidavit.verify.fakes import build_tiny_model
+
+    def replace_model(seed: int) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        build_tiny_model(folder, max_len=64, seed=seed)
+        # a new sitting is a new process: nothing loaded by the last one is kept
+        monkeypatch.setattr(crossencoder, "_CACHE", {})
+
+    folder = tmp_path / "model"
+    replace_model(0)
+    settings = load_settings(
+        overrides={"batch": {"shard_size": 4}, "verify": {"model_path": str(folder)}}
+    )
+    text = pairs(12)
+    out = tmp_path / "out.jsonl"
+    _interrupted(text, out, settings, monkeypatch, at=2)
+    replace_model(1)  # another model, at the same path, under the same settings
+    with pytest.raises(InputError, match="other models"):
+        run_batch("check", text, out, settings)
+    assert not out.exists()  # (an InputError: exit 2 at the CLI)
+    # the first model back: the run resumes and ends as one uninterrupted run with it would
+    replace_model(0)
+    whole = tmp_path / "whole.jsonl"
+    run_batch("check", text, whole, settings)
+    assert run_batch("check", text, out, settings).resumed_shards == 2
+    assert out.read_bytes() == whole.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "damage", [b"{not json", b"\xff\xfe", b"[1, 2]"], ids=["not-json", "not-utf8", "not-object"]
+)
+def test_a_damaged_manifest_is_a_clear_input_error(
+    env: None, tmp_path: Path, damage: bytes
+) -> None:
+    """A damaged OUT.shards/manifest.json ended in "internal error" (exit 3); it is named and
+    the run stops with exit 2 before any shard is run."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(6))
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.shards").mkdir()
+    manifest = tmp_path / "out.jsonl.shards" / "manifest.json"
+    manifest.write_bytes(damage)
+    args = ["check", str(src), "-o", str(out), "--engine", "local", "--shard-size", "4"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "manifest.json is damaged" in res.output
+    assert not out.exists() and manifest.read_bytes() == damage
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b'{"index": 0, "counts"', b"\xff\xfe", b'{"index": -1}', b"[]", b'{"index": 3}'],
+    ids=["not-json", "not-utf8", "bad-field", "not-object", "another-shard"],
+)
+def test_a_damaged_shard_completion_mark_is_a_clear_input_error(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: bytes
+) -> None:
+    """A damaged shard counts file (NNNNNN.json) ended in "internal error" (exit 3), and only
+    after every other shard had run; it is named at the start (exit 2), and once removed its
+    shard is redone."""
+    text = pairs(10)
+    settings = load_settings(overrides={"batch": {"shard_size": 4}})
+    out = tmp_path / "out.jsonl"
+    _interrupted(text, out, settings, monkeypatch, at=2)
+    mark = tmp_path / "out.jsonl.shards" / "000000.json"
+    mark.write_bytes(damage)
+    ran: list[int] = []
+    real_run = jobs.CheckJob.run
+
+    def counted(self: Any, index: int, rows: Any) -> Any:
+        ran.append(index)
+        return real_run(self, index, rows)
+
+    monkeypatch.setattr(jobs.CheckJob, "run", counted)
+    src = tmp_path / "in.jsonl"
+    src.write_text(text)
+    args = ["check", str(src), "-o", str(out), "--engine", "local", "--shard-size", "4"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "000000.json is damaged" in res.output and ran == []
+    assert not out.exists()
+    mark.unlink()
+    assert run_batch("check", text, out, settings).resumed_shards == 1
+    assert ran == [0, 2]
+    whole = tmp_path / "whole.jsonl"
+    run_batch("check", text, whole, settings)
+    assert out.read_bytes() == whole.read_bytes()

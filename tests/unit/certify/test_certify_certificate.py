@@ -116,6 +116,25 @@ def test_swapping_the_embedded_key_but_keeping_a_trusted_key_id_fails(
     assert any("does not match the embedded public key" in r for r in result.reasons)
 
 
+@pytest.mark.parametrize("signature", ["kept", "removed"])
+def test_a_certificate_without_its_public_key_is_not_trusted(
+    signed: Certificate, key: Ed25519PrivateKey, signature: str
+) -> None:
+    """The embedded public key emptied, the key id still a trusted one's: nothing was checked
+    against any key, yet `trusted` said true; it does not, and the reason names the missing key
+    (not an unknown one: the id is trusted)."""
+    tree = tree_of(signed)
+    tree["public_key"] = ""
+    if signature == "removed":
+        tree["signature"] = None
+    result = verify_certificate(tree, [key.public_key()])
+    assert not result.valid and not result.signature_ok
+    assert not result.trusted
+    if signature == "kept":
+        assert "the certificate carries no public key" in result.reasons[0], result.reasons
+    assert not any(r.startswith("unknown key") for r in result.reasons), result.reasons
+
+
 def _set(tree: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
     node: Any = tree
     for p in path[:-1]:

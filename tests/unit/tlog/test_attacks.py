@@ -5,8 +5,13 @@ log entry was tampered with."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -16,9 +21,11 @@ from typer.testing import CliRunner
 from affidavit.certify import build_certificate, sign_certificate
 from affidavit.certify.keys import generate_key
 from affidavit.cli.main import app
+from affidavit.core.errors import TransparencyLogError
 from affidavit.core.settings import Settings
 from affidavit.tlog.certificates import certificate_entry, default_log_path, log_certificate
 from affidavit.tlog.merkle import EMPTY_ROOT, MemoryTree, leaf_hash
+from affidavit.tlog.monitor import Witness
 from affidavit.tlog.note import sign_checkpoint
 from affidavit.tlog.store import FileLog
 
@@ -285,3 +292,115 @@ def test_certificate_prove_and_a_newer_checkpoint(
     code, out = run("certificate", "verify", str(lone_path), "--log")
     assert code == 1 and "carries no log entry" in out
     assert certificate_entry(lone) not in _entries(log)
+
+
+@contextlib.contextmanager
+def serving(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    """A loopback HTTP server whose every GET is answered by ``answer``; yields its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            answer(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_witness_stops_reading_a_server_that_never_stops_answering(
+    home: Path, status: int
+) -> None:
+    """A hostile server streams an endless answer (here up to 64 MiB) to `log witness URL`: the
+    witness read it whole into memory; it stops at its cap and says so (exit 2)."""
+    sent = [0]
+
+    def endless(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.end_headers()
+        block = b" " * (1 << 16)
+        try:
+            while sent[0] < 64 * MIB:
+                h.wfile.write(block)
+                sent[0] += len(block)
+        except OSError:
+            pass  # the witness hung up
+
+    with serving(endless) as url:
+        code, out = run("log", "witness", url, "--state", str(home.parent / "witness"))
+    assert code == 2, out
+    assert sent[0] < 32 * MIB  # it hung up near its cap, not after reading everything
+    if status == 200:
+        assert "larger than" in out and "limit" in out
+    else:
+        assert "answered 500" in out
+
+
+def test_a_witness_refuses_a_compressed_answer_it_did_not_ask_for(home: Path) -> None:
+    """A gzip bomb (a few hundred KiB inflating to 100 MiB): httpx inflated it whole before
+    anything was checked; the witness asks for no encoding and refuses one it is sent."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    bomb = b"".join(packer.compress(b" " * MIB) for _ in range(100)) + packer.flush()
+
+    def gzipped(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(bomb)))
+        h.end_headers()
+        with contextlib.suppress(OSError):
+            h.wfile.write(bomb)
+
+    with serving(gzipped) as url:
+        code, out = run("log", "witness", url, "--state", str(home.parent / "witness"))
+    assert code == 2 and "encoding" in out, out
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [(b"\xff\xfe\x00 not a checkpoint", "not UTF-8"), (b"not\na checkpoint\n", "malformed")],
+    ids=["not-utf8", "not-a-checkpoint"],
+)
+def test_a_damaged_witness_state_file_is_an_input_error(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path, damage: bytes, said: str
+) -> None:
+    """A damaged witness state file ended in "internal error" (exit 3: not UTF-8, or any damage
+    when the checkpoint came from a server); it is named, and the run stops with exit 2, for a
+    log folder and for a server alike (never taken for "no checkpoint seen yet")."""
+    _, log, _ = issued
+    state = home.parent / "witness"
+    assert run("log", "witness", str(log), "--state", str(state))[0] == 0
+    (kept,) = state.glob("*.checkpoint")
+    kept.write_bytes(damage)
+    code, out = run("log", "witness", str(log), "--state", str(state))
+    assert code == 2 and said in out and kept.name in out, out
+    checkpoint = FileLog(log).checkpoint()
+    assert checkpoint is not None
+    body = checkpoint.model_dump_json().encode()
+
+    def served(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    with serving(served) as url:
+        code, out = run("log", "witness", url, "--state", str(state))
+    assert code == 2 and said in out and kept.name in out, out
+    with pytest.raises(TransparencyLogError, match=said):
+        Witness(state, []).last(checkpoint.origin)
+    assert kept.read_bytes() == damage  # left as it was, for its keeper to look at
