@@ -252,8 +252,9 @@ def certificate_verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Check a certificate's schema, signature, signer and evidence hashes (exit 0 valid, 1 not);
-    with --log, its place in the transparency log too."""
+    """Check a certificate's schema, signature, signer and evidence hashes (exit 0 valid, 1 not),
+    and the log entry it carries, if any (offline); with --log, an entry is required and a newer
+    checkpoint can be checked against it."""
     from affidavit.certify.keys import trusted_keys
     from affidavit.certify.verify import verify_certificate
     from affidavit.core.errors import AffidavitError
@@ -278,6 +279,11 @@ def certificate_verify(
         reasons.extend(
             _log_reasons(cert, settings, trusted, checkpoint, consistency_proof, log_dir)
         )
+    elif result.valid and _carries_log_entry(cert):
+        # a log entry the file carries is checked too, offline (its checkpoint's signature and
+        # the inclusion proof): the entry is outside the certificate's signature, and an edited
+        # one passed as valid
+        reasons.extend(_log_reasons(cert, settings, trusted, None, None, None))
     replayed = None
     if replay and store is not None and result.valid:
         with usage_errors():
@@ -328,6 +334,13 @@ def certificate_verify(
         for r in reasons:  # reasons quote the certificate: untrusted text
             typer.echo(f"  - {safe_terminal(r)}", err=True)
     raise typer.Exit(EXIT_OK if passed else EXIT_FAIL)
+
+
+def _carries_log_entry(cert: Path) -> bool:
+    from affidavit.certify.certificate import load_certificate
+
+    with usage_errors():
+        return load_certificate(cert).log_entry is not None
 
 
 def _log_reasons(

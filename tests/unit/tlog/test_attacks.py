@@ -257,6 +257,30 @@ def test_certificate_verify_log_catches_a_tampered_entry(
     assert code == 1 and "another certificate" in out
 
 
+def test_a_log_entry_the_certificate_carries_is_checked_without_log_too(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    """The log entry is outside the signature: an edited one (a byte of the checkpoint note, a
+    proof hash) verified as valid unless --log was given (found by the certificate fuzzer)."""
+    paths = issued[2]
+    assert run("certificate", "verify", str(paths[1]))[0] == 0
+    tree = json.loads(paths[1].read_text())
+    note = tree["log_entry"]["checkpoint"]["note"]
+    tree["log_entry"]["checkpoint"]["note"] = note.replace("\n", "\n ", 1)
+    paths[1].write_text(json.dumps(tree))
+    code, out = run("certificate", "verify", str(paths[1]))
+    assert code == 1 and "log: checkpoint" in out, out
+    tree = json.loads(paths[2].read_text())
+    tree["log_entry"]["inclusion"]["hashes"][0] = "00" * 32
+    paths[2].write_text(json.dumps(tree))
+    code, out = run("certificate", "verify", str(paths[2]))
+    assert code == 1 and "log: inclusion proof" in out, out
+    # a certificate without a log entry verifies as before
+    del tree["log_entry"]
+    paths[2].write_text(json.dumps(tree))
+    assert run("certificate", "verify", str(paths[2]))[0] == 0
+
+
 def test_certificate_prove_and_a_newer_checkpoint(
     issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
 ) -> None:
