@@ -54,6 +54,18 @@ def _clean(text: str) -> str:
     return _DISCOURSE.sub("", text).strip()
 
 
+def _repeats_some(parts: list[tuple[str, int, int, str]], seen: set[str]) -> bool:
+    """Whether some but not all of a sentence's claims repeat an earlier claim (of this
+    sentence or of one before it)."""
+    keys = set(seen)
+    repeated = []
+    for text, *_ in parts:
+        key = _NORM.sub(" ", text.lower()).strip()
+        repeated.append(key in keys)
+        keys.add(key)
+    return any(repeated) and not all(repeated)
+
+
 class RuleBasedExtractor:
     """Deterministic, model-free claim extraction with exact offsets into the answer.
 
@@ -155,6 +167,16 @@ class RuleBasedExtractor:
             citations = rules.parse_citations(seg.text)
             hedged = rules.is_hedged(cleaned)
             parts = self._parts(answer, seg, cleaned, prev_subject, prev_sentence)
+            if s.deduplicate and len(parts) > 1 and _repeats_some(parts, seen):
+                # a clause repeating an earlier claim ("1,932" and "1.932" are one to the
+                # deduplication): that claim's decision is another clause's (withheld, perhaps),
+                # and a sentence is shown on its own claims, so this one is checked whole
+                whole = (
+                    rules.resolve_pronoun(cleaned, prev_subject, prev_sentence)
+                    if s.resolve_pronouns
+                    else cleaned
+                )
+                parts = [(_finish(whole), seg.start, seg.end, "extracted")]
             made = 0
             for text, start, end, origin in parts:
                 if len(claims) >= s.max_claims:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from affidavit.claims import rules
-from affidavit.claims.extractor import RuleBasedExtractor
+from affidavit.claims.extractor import RuleBasedExtractor, _clean, _finish
 from affidavit.claims.segment import Segment, split_sentences
 from affidavit.core.claims import ClaimExtraction
 from affidavit.core.errors import ClaimError
@@ -146,6 +146,36 @@ def _grounded(claim: str, source: str) -> str | None:
     return None
 
 
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "none", "nobody", "nothing"})
+
+
+def _uncovered(sentence: str, claims: Sequence[str]) -> list[str]:
+    """The sentence's numbers and content words that none of ``claims`` holds.
+
+    A claim may name what a pronoun stood for and leave out a discourse opener ("However,"), but
+    every fact of the sentence must be in some claim: the sentence is shown whole when they
+    verify.
+    """
+    if not claims:
+        return []
+    said = " ".join(claims).lower().replace("\u2019", "'")
+    said_digits = said.replace(",", "")
+    text = _clean(sentence).lower().replace("\u2019", "'")
+    missing: list[str] = []
+    for w in _CONTENT_WORD.findall(text):
+        if w in _STOP or w in said or (w[0].isdigit() and w.replace(",", "") in said_digits):
+            continue
+        if w not in missing:
+            missing.append(w)
+    # a negation is no stopword here ("did not open" is not "opened")
+    said_words = set(re.findall(r"[^\W_]+(?:'[^\W_]+)?", said))
+    negated = any(w in _NEGATIONS or w.endswith("n't") for w in said_words)
+    for w in re.findall(r"[^\W_]+", text):
+        if w in _NEGATIONS and w not in said_words and not negated and w not in missing:
+            missing.append(w)
+    return missing
+
+
 class LLMClaimCompiler:
     """Claim decomposition by a chat model, validated, mapped to offsets, failing closed.
 
@@ -163,7 +193,7 @@ class LLMClaimCompiler:
         ...     name = "scripted"
         ...     def generate(self, messages, *, max_tokens=None, json_schema=None):
         ...         return json.dumps({"claims": [
-        ...             {"sentence": 1, "claim": "Marie Curie was born in Warsaw."}]})
+        ...             {"sentence": 2, "claim": "Marie Curie was born in Warsaw."}]})
         ...     def stream(self, messages, *, max_tokens=None):
         ...         yield ""
         >>> answer = "Marie Curie was a chemist. She was born in Warsaw."
@@ -237,7 +267,7 @@ class LLMClaimCompiler:
             return base.model_copy(update={"fallback_reason": reason, "config": self.config()})
 
         notes: list[str] = []
-        out: list[tuple[Segment, str, Claim | None]] = []
+        out: list[tuple[Segment, list[tuple[str, Claim | None]]]] = []
         for seg in selected:
             texts = llm_pairs.get(seg.index, [])
             good: list[str] = []
@@ -247,38 +277,61 @@ class LLMClaimCompiler:
                     good.append(t)
                 else:
                     notes.append(f"sentence {seg.index}: rejected LLM claim {t!r} ({why})")
+            missing = _uncovered(seg.text, good)
+            if good and missing:
+                # the sentence is shown whole when its claims verify: a fact the claims leave
+                # out would be shown unchecked
+                notes.append(
+                    f"sentence {seg.index}: the LLM claims leave out "
+                    f"{', '.join(repr(w) for w in missing[:5])}"
+                )
+                good = []
             if not good:
                 if texts:
                     notes.append(f"sentence {seg.index}: kept the rule-based claims")
-                out.extend((seg, c.text, c) for c in by_sentence[seg.index])
+                out.append((seg, [(c.text, c) for c in by_sentence[seg.index]]))
             else:
-                out.extend((seg, t, None) for t in good)
+                out.append((seg, [(t, None) for t in good]))
+
+        def key_of(text: str) -> str:
+            return re.sub(r"[\W_]+", " ", text.lower()).strip()
 
         claims: list[Claim] = []
         seen: set[str] = set()
-        for seg, text, rule_claim in out:
-            key = re.sub(r"[\W_]+", " ", text.lower()).strip()
-            if self.settings.deduplicate and key in seen:
-                continue
-            seen.add(key)
-            if rule_claim is not None:
-                claims.append(rule_claim.model_copy(update={"id": f"c{len(claims) + 1}"}))
-                continue
-            first = by_sentence[seg.index][0]
-            claims.append(
-                Claim(
-                    id=f"c{len(claims) + 1}",
-                    text=text,
-                    start=seg.start,
-                    end=seg.end,
-                    sentence_index=seg.index,
-                    sentence=seg.text,
-                    type=rules.claim_type(text),
-                    hedged=rules.is_hedged(text),
-                    citations=first.citations,
-                    origin="llm",
+        for seg, entries in out:
+            origin = "llm"
+            if self.settings.deduplicate:
+                keys, repeated = set(seen), []
+                for text, _ in entries:
+                    repeated.append(key_of(text) in keys)
+                    keys.add(key_of(text))
+                if any(repeated) and not all(repeated):
+                    # a claim repeating another's: that claim's decision may be another
+                    # sentence's, so this sentence is checked whole (fail closed)
+                    entries, origin = [(_finish(_clean(seg.text)), None)], "extracted"
+            for text, rule_claim in entries:
+                key = key_of(text)
+                if self.settings.deduplicate and key in seen:
+                    continue
+                seen.add(key)
+                if rule_claim is not None:
+                    claims.append(rule_claim.model_copy(update={"id": f"c{len(claims) + 1}"}))
+                    continue
+                first = by_sentence[seg.index][0]
+                claims.append(
+                    Claim(
+                        id=f"c{len(claims) + 1}",
+                        text=text,
+                        start=seg.start,
+                        end=seg.end,
+                        sentence_index=seg.index,
+                        sentence=seg.text,
+                        type=rules.claim_type(text),
+                        hedged=rules.is_hedged(text),
+                        citations=first.citations,
+                        origin=origin,
+                    )
                 )
-            )
         return ClaimExtraction(
             claims=tuple(claims),
             skipped=base.skipped,

@@ -18,9 +18,14 @@ def _wordset(words: str) -> frozenset[str]:
 
 # ---------------------------------------------------------------- citations
 
-# "[1]", "[2, 3]", "[1-3]" and Bing's "[^2^]"
-CITATION = re.compile(r"\s*\[\^?(\d+(?:\s*[,;\u2013\-]\s*\d+)*)\^?\]")
-_ACCORDING_TO_CITATION = re.compile(r"\baccording to\s*\[\^?\d+[^\]]*\],?\s*", re.IGNORECASE)
+# "[1]", "[2, 3]", "[1-3]" and Bing's "[^2^]". A passage number has at most three digits, as
+# for `affidavit.pipeline.citations` (which removes the numbers of passages that do not exist):
+# "in [1925]" is no citation, and a claim that dropped it would show the year unchecked.
+_CITED = r"\d{1,3}(?:\s*[,;\u2013\-]\s*\d{1,3})*"
+CITATION = re.compile(r"\s*\[\^?(" + _CITED + r")\^?\]")
+_ACCORDING_TO_CITATION = re.compile(
+    r"\baccording to\s*\[\^?" + _CITED + r"\^?\],?\s*", re.IGNORECASE
+)
 
 
 def parse_citations(text: str) -> tuple[int, ...]:

@@ -78,11 +78,48 @@ _TERMINAL = re.compile(
     r"|[\u3002\uff01\uff1f]+[\u300d\u300f\u201d)\]]*(?:\s*" + _CITE + r")*"
 )
 _WORD_BEFORE = re.compile(r"([\w.\-']+)$")
+# A list marker says nothing itself: a symbol, an item number ("1.", "2)", "(3)"), a letter
+# ("a)", "(b)", "c." in a lettered list) or a roman numeral ("(iv)"). Shown with its item, never
+# checked, so nothing that states a fact may pass for one: a year or a name in brackets
+# ("(1925) The bridge opened.", "(NASA) ..."), an area code, an initial ("J. Smith won ...").
 _BULLET = re.compile(
-    r"^[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\(?\d{1,3}[.)]"
-    r"|\(?[a-zA-Z][.)](?=\s)|\(\w{1,4}\))[ \t]+"
+    r"^[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\d{1,3}[.)]"
+    r"|\((?:\d{1,2}|[a-zA-Z]|[ivx]{1,4}|[IVX]{1,4})\)|\(?[a-zA-Z]\)(?=\s)"
+    r"|(?P<letter>[a-zA-Z])\.(?=\s))[ \t]+"
 )
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+")
+# "c." at the start of a line is a list letter only next to its neighbour ("b." or "d."), else
+# an initial ("J. Smith", "E. coli")
+_LETTER_ITEM = re.compile(r"^[ \t]*([a-zA-Z])\.[ \t]", re.MULTILINE)
+
+
+def list_letters(answer: str) -> frozenset[str]:
+    """The letters that open a line as ``"x. "`` in ``answer`` (for `line_marker`)."""
+    return frozenset(m.group(1) for m in _LETTER_ITEM.finditer(answer))
+
+
+def line_marker(line: str, letters: frozenset[str]) -> int:
+    """The length of the list or heading marker opening ``line`` (0 when none).
+
+    ``letters``: `list_letters` of the whole answer; a lone ``"J. "`` is an initial, not a
+    marker.
+
+    Examples:
+        >>> line_marker("- Oslo is in Norway.", frozenset())
+        2
+        >>> line_marker("(1925) The bridge opened.", frozenset())
+        0
+        >>> line_marker("J. Smith won.", frozenset("J")), line_marker("b. Two.", frozenset("ab"))
+        (0, 3)
+    """
+    m = _HEADING.match(line) or _BULLET.match(line)
+    if m is None:
+        return 0
+    letter = m.groupdict().get("letter")
+    if letter and not {chr(ord(letter) - 1), chr(ord(letter) + 1)} & letters:
+        return 0
+    return m.end()
+
 
 # A line that ends on one of these (or on a comma, dash, colon...) goes on in the next line:
 # hard-wrapped prose ("... was born in\nParis"), never a statement of its own.
@@ -248,6 +285,7 @@ def split_sentences(answer: str) -> list[Segment]:
     pos = 0
     n = len(answer)
     caseless = not any(c.isupper() for c in answer)
+    letters = list_letters(answer)
     last_line = ""
     while pos < n:
         nl = answer.find("\n", pos)
@@ -255,14 +293,14 @@ def split_sentences(answer: str) -> list[Segment]:
         next_pos = n if nl < 0 else nl + 1
         line = answer[pos:line_end]
         stripped = line.strip()
-        bullet = _BULLET.match(line)
         heading = _HEADING.match(line)
+        bullet = 0 if heading else line_marker(line, letters)
         if not stripped or bullet or heading:
             if para_start is not None:
                 blocks.append((para_start, para_end, "sentence"))
                 para_start = None
             if bullet:
-                blocks.append((pos + bullet.end(), line_end, "list_item"))
+                blocks.append((pos + bullet, line_end, "list_item"))
             elif heading:
                 blocks.append((pos + heading.end(), line_end, "heading"))
         else:

@@ -10,9 +10,12 @@ Stages, each injected through a Protocol so tests run on fakes and users swap pa
    say "I don't have enough information".
 4. **generate** (`Generator`): streamed; each piece goes to
    ``on_token`` as it arrives (time to first token recorded).
-5. **citations**: markers naming no provided passage are removed (recorded).
+5. **citations**: control and bidi characters leave the draft (the raw text stays in the
+   trace); markers naming no provided passage are removed (recorded).
 6. **claims** (`ClaimExtractor`): a sentence the claim limit (``claims.max_claims``) cut
-   short or never reached gets a stand-in claim that is never verified (fail closed).
+   short or never reached gets a stand-in claim that is never verified (fail closed); a bare
+   answer ("Pierre Gasly [1].") and the "Yes, ..." / "No, ..." that answers a yes-no question
+   are checked together with the question.
 7. **verify** (`ClaimVerifier`): every claim against every context
    passage; a verifier that raises counts as a failed check (fail closed: unverified).
 8. **policy**: fail-closed decisions, then a sentence's citations are pointed at the passage the
@@ -80,6 +83,7 @@ from affidavit.core.service import (
     RetrievalEvent,
 )
 from affidavit.core.settings import Settings
+from affidavit.core.text import strip_controls
 from affidavit.core.types import Chunk, Claim, DisplayMode, Hit, Verdict
 from affidavit.generate.base import Generator
 from affidavit.pipeline.citations import (
@@ -90,6 +94,7 @@ from affidavit.pipeline.citations import (
     fragment_claims,
     fresh_claim_ids,
     list_citations,
+    yes_no_claims,
 )
 from affidavit.pipeline.prompt import (
     INSUFFICIENT_ANSWER,
@@ -470,7 +475,9 @@ class AskPipeline:
 
     def _claims_step(self, run: _Run) -> None:
         with run.clock.stage("citations"):
-            run.cleaned = clean_citations(run.raw, len(run.context))
+            # control and bidi characters out of the draft (as out of web evidence): a U+202E
+            # shows a verified "1932" as "2391"; what is shown must be what is checked
+            run.cleaned = clean_citations(strip_controls(run.raw), len(run.context))
         run.draft = run.cleaned.text
         run.insufficient = is_insufficient(run.draft)
         with run.clock.stage("claims"):
@@ -482,6 +489,8 @@ class AskPipeline:
             if not run.insufficient:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
                 claims = [*claims, *fragment_claims(run.question, run.draft, claims)]
+                # "Yes, <a true statement>" to a yes-no question: the "Yes" is checked too
+                claims = [*claims, *yes_no_claims(run.question, run.draft, claims)]
         run.claims = list(claims)
 
     def _verify_step(self, run: _Run) -> None:

@@ -372,8 +372,85 @@ def fragment_claims(
     return out
 
 
+# "Yes, ...", "No." opening a sentence: the answer to a yes-no question ("No one ..." is not);
+# "Certainly, ..." too when it opens the answer
+_PUNCT_AFTER = r"\b(?=[*_\"'\u201d]*\s*[,.;:!\u2013\u2014])"
+_YES_NO = re.compile(
+    r"[*_\"'\u201c\s]*(?:(?P<yes>yes|yeah|yep)\b(?![-'\u2019])|(?P<no>no|nope|not at all)"
+    + _PUNCT_AFTER
+    + r"|(?P<first>absolutely|certainly|indeed|of course|sure|correct|right|true)"
+    + _PUNCT_AFTER
+    + r")",
+    re.IGNORECASE,
+)
+
+# "Can you tell me ...?": a request, which a "Yes, ..." does not answer
+_REQUEST = re.compile(r"\W*(?:can|could|will|would)\s+you\b", re.IGNORECASE)
+
+
+def yes_no_claims(question: str, answer: str, claims: Sequence[Claim]) -> list[Claim]:
+    """A claim ``"<question> Yes"`` (or ``No``) for each sentence that answers a yes-no
+    question with yes or no before stating something else ("Certainly, ..." and the like only
+    when it opens the answer).
+
+    The claims stage reads "Yes, the bridge carries eight lanes." as its statement (the "Yes" is
+    a discourse word to it), yet the "Yes" is the answer: checked as the question and its answer
+    (as a bare "No [1]." is, `fragment_claims`), the sentence is shown only when both verify.
+    Sentences no claim covers are left to `fragment_claims`.
+
+    Examples:
+        >>> from affidavit.claims.extractor import extract_claims
+        >>> a = "Yes, the bridge carries eight lanes [1]."
+        >>> [c.text for c in yes_no_claims("Was it designed by Bradfield?", a, extract_claims(a))]
+        ['Was it designed by Bradfield? Yes']
+        >>> yes_no_claims("Who designed it?", a, extract_claims(a))
+        []
+        >>> yes_no_claims("Can you tell me about the bridge?", a, extract_claims(a))
+        []
+    """
+    from affidavit.claims.rules import parse_citations
+    from affidavit.policy.render import split_sentences
+
+    first = _WORDS.search(question)
+    if first is None or first.group(0).lower() not in _YES_NO_OPENERS or _REQUEST.match(question):
+        return []
+    taken = [(c.start, c.end) for c in claims]
+    out: list[Claim] = []
+    fresh = fresh_claim_ids(claims)
+    for i, (s, e) in enumerate(split_sentences(answer)):
+        if not any(a < e and s < b for a, b in taken):
+            continue
+        m = _YES_NO.match(answer, s, e)
+        if m is None or (m.group("first") and i > 0):
+            continue
+        word = "No" if m.group("no") else "Yes"
+        out.append(
+            Claim(
+                id=next(fresh),
+                text=f"{question.strip()} {word}",
+                start=s,
+                end=e,
+                sentence_index=i,
+                sentence=answer[s:e],
+                citations=parse_citations(answer[s:e]),
+                origin="decomposed",
+            )
+        )
+    return out
+
+
 MIN_RESTATED_SHARE = 0.6
 MAX_ANSWER_WORDS = 12
+# stopwords that turn a statement round: never dropped from what is checked
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "nor", "neither", "none", "nobody", "nothing", "nowhere", "without"}
+    | {"cannot", "unless", "against"}
+)
+
+
+def _negates(word: str) -> bool:
+    w = word.lower().replace("’", "'")
+    return w in _NEGATIONS or w.endswith("n't")
 
 
 def answer_form(question: str, claim: str) -> str | None:
@@ -419,6 +496,10 @@ def answer_form(question: str, claim: str) -> str | None:
             run = c_words[j1:j2]
             if any(w.lower() not in STOPWORDS | FILLER for w in run):
                 added.append(" ".join(run))
+            elif any(_negates(w) for w in run):
+                # "did not open in 1932": the form would check "<question> in 1932" and show the
+                # negation unchecked (fail closed: no answer form)
+                return None
     shared = q & set(content_stems(" ".join(c_words)))
     n_added = sum(len(a.split()) for a in added)
     if len(shared) < MIN_RESTATED_SHARE * len(q) or not added or n_added > MAX_ANSWER_WORDS:

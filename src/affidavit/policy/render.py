@@ -28,6 +28,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from affidavit.claims.segment import line_marker, list_letters
 from affidavit.claims.segment import split_sentences as segment_sentences
 from affidavit.core.errors import PolicyError
 from affidavit.core.policy import ClaimDecision, RenderedAnswer, RenderedSentence
@@ -284,12 +285,6 @@ def decide_all(
 
 # --- sentences ---------------------------------------------------------------------------------
 
-# a list or heading marker at the start of a line: kept when any sentence of that line is shown
-_LINE_MARKER = re.compile(
-    r"[ \t]*(?:#{1,6}|[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\(?\d{1,3}[.)]"
-    r"|\(?[a-zA-Z][.)](?=\s)|\(\w{1,4}\))[ \t]+"
-)
-
 
 def split_sentences(answer: str) -> list[tuple[int, int]]:
     """Sentence spans ``(start, end)`` of an answer, as the claims stage splits it.
@@ -306,11 +301,15 @@ def split_sentences(answer: str) -> list[tuple[int, int]]:
     return [(seg.start, seg.end) for seg in segment_sentences(answer)]
 
 
-def _line_marker(answer: str, pos: int) -> str:
-    """The list/heading marker of the line holding ``pos`` (empty when none)."""
+def _line_marker(answer: str, pos: int, letters: frozenset[str]) -> str:
+    """The list/heading marker of the line holding ``pos`` (empty when none).
+
+    The segmenter's own marker (`affidavit.claims.segment.line_marker`): what it leaves out of
+    every sentence, and so out of every claim, is a marker that states nothing.
+    """
     line_start = answer.rfind("\n", 0, pos) + 1
-    m = _LINE_MARKER.match(answer, line_start, pos)
-    return m.group(0) if m else ""
+    end = line_marker(answer[line_start:pos], letters)
+    return answer[line_start : line_start + end]
 
 
 def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
@@ -322,16 +321,17 @@ def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
     """
     out: list[str] = []
     prev_end: int | None = None
+    letters = list_letters(answer) if spans else frozenset()
     for start, end, text in spans:
         if prev_end is None:
-            out.append(_line_marker(answer, start).lstrip("\n"))
+            out.append(_line_marker(answer, start, letters).lstrip("\n"))
         else:
             gap = answer[prev_end:start]
             breaks = gap.count("\n")
             if breaks:
                 blank = re.search(r"\n[ \t]*\n", gap) is not None
                 out.append("\n\n" if blank else "\n")
-                out.append(_line_marker(answer, start))
+                out.append(_line_marker(answer, start, letters))
             elif gap.strip() == "" and gap:
                 out.append(gap if len(gap) <= 2 else " ")
             else:
