@@ -93,6 +93,11 @@ def serve(settings: Settings, *, config: str | None = None) -> None:
         workers=s.workers,
         log_level="info",
         access_log=False,  # an access log line holds no key, but keep the terminal quiet
+        # the client address is the connection's: uvicorn would take X-Forwarded-For from any
+        # client on 127.0.0.1, which could then name a new address with every request (past
+        # the per-address limits of failed key checks and requests). Behind a proxy, name it
+        # in uvicorn's FORWARDED_ALLOW_IPS
+        proxy_headers="FORWARDED_ALLOW_IPS" in os.environ,
         **extra,
     )
 

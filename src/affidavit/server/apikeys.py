@@ -23,12 +23,16 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import secrets
+import tempfile
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,7 +84,10 @@ class ApiKeyStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._checked: dict[str, ApiKeyInfo] = {}
-        self._seen_mtime: float | None = None
+        # what the file looked like when last read (device, inode, size, mtime, ctime): the
+        # mtime alone misses a rewrite within the file system's timestamp granularity
+        self._seen_stamp: tuple[int, ...] | None = None
+        self._generation = 0  # counts re-reads; a check caches its key only within one
         self._records: list[dict[str, Any]] = []
         self._secret: bytes | None = None
 
@@ -100,15 +107,50 @@ class ApiKeyStore:
                 raise TypeError("keys is not a list")
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"API key file {self.path} is damaged: {exc}") from exc
-        return [k for k in keys if isinstance(k, dict)]
+        # every record must be a key: one dropped or read half would change what the file
+        # allows (a list of damaged records read as "no key": an open server), or crash a check
+        for n, rec in enumerate(keys, 1):
+            try:
+                if not isinstance(rec, dict) or not isinstance(rec["id"], str):
+                    raise TypeError("not a key record")
+                self._info(rec)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"API key file {self.path} is damaged: record {n} is not a valid key "
+                    f"({type(exc).__name__})"
+                ) from None
+        return keys
 
     def _write(self, records: list[dict[str, Any]]) -> None:
+        """Replace the file (call inside `_changing`)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"keys": records}, fh, indent=1)
-        os.replace(tmp, self.path)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:  # mkstemp: mode 0600
+                json.dump({"keys": records}, fh, indent=1)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the lock of every writer of the file, in this process (the thread lock) and
+        in others (``flock`` on ``<keys>.lock``): read, change and write as one step. Without
+        it, a `revoke` written between another writer's read and write was lost."""
+        with self._lock:
+            lock = self.path.with_name(self.path.name + ".lock")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise ConfigError(f"cannot lock API keys {lock}: {exc.strerror}") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # releases the flock
 
     def _key(self, *, create: bool = False) -> bytes:
         """The server secret the token HMACs are keyed with.
@@ -147,14 +189,31 @@ class ApiKeyStore:
         return hmac.new(key, token.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def _refresh(self) -> list[dict[str, Any]]:
+        """The records, re-read when the file changed (call with the lock held).
+
+        Raises:
+            ConfigError: the file cannot be looked at or read, or is damaged.
+        """
         try:
-            mtime: float | None = self.path.stat().st_mtime_ns
+            st = self.path.stat()
+            stamp: tuple[int, ...] | None = (
+                st.st_dev,
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+            )
         except FileNotFoundError:
-            mtime = None
-        if mtime != self._seen_mtime:
-            self._records = self._read()
+            stamp = None
+        except OSError as exc:
+            raise ConfigError(f"cannot read API keys {self.path}: {exc.strerror}") from exc
+        if stamp != self._seen_stamp:
             self._checked.clear()  # a revoked key must not live on in the cache
-            self._seen_mtime = mtime
+            self._generation += 1
+            self._records = []
+            self._seen_stamp = None  # a failed read is tried again at the next call
+            self._records = self._read()
+            self._seen_stamp = stamp
         return self._records
 
     @staticmethod
@@ -175,7 +234,7 @@ class ApiKeyStore:
             raise ConfigError("an API key needs a non-empty --name")
         if scope not in ("read", "write"):
             raise ConfigError(f"scope must be read or write, got {scope!r}")
-        with self._lock:
+        with self._changing():
             records = self._read()
             key_id = secrets.token_hex(4)
             while any(r["id"] == key_id for r in records):
@@ -205,7 +264,7 @@ class ApiKeyStore:
         """
         if key_id.startswith(_PREFIX):
             key_id = key_id[len(_PREFIX) :].split("_", 1)[0]
-        with self._lock:
+        with self._changing():
             records = self._read()
             for rec in records:
                 if rec["id"] == key_id:
@@ -225,7 +284,7 @@ class ApiKeyStore:
             _hasher().verify(rec["hash"], token)
         except VerificationError:
             return False
-        with self._lock:
+        with self._changing():
             records = self._read()
             for r in records:
                 if r["id"] == rec["id"] and "hmac" not in r:
@@ -276,6 +335,7 @@ class ApiKeyStore:
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
             records = self._refresh()
+            generation = self._generation
             known = self._checked.get(digest)
             if known is not None:
                 return known
@@ -299,5 +359,8 @@ class ApiKeyStore:
             raise AuthError(f"API key {key_id} was revoked at {rec['revoked_at']}", status=401)
         info = self._info(rec)
         with self._lock:
-            self._checked[digest] = info
+            # cached only if the file was not re-read meanwhile: a revocation seen by another
+            # request in between emptied the cache, and this check predates it
+            if self._generation == generation:
+                self._checked[digest] = info
         return info

@@ -22,6 +22,7 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
     Mapping,
     MutableMapping,
     Sequence,
@@ -46,6 +47,7 @@ try:
     from fastapi import Path as PathParam
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from fastapi.routing import APIRoute
     from fastapi.staticfiles import StaticFiles
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -249,15 +251,17 @@ class _Limits:
         finally:
             path = _route_of(scope, self.routes)
             seconds = time.perf_counter() - start
+            # any token is a method: a label per made-up one would grow the metrics without end
+            method = scope["method"] if scope["method"] in _METHODS else "other"
             self.state.metrics.requests.labels(
-                method=scope["method"], route=path, status=str(status["code"])
+                method=method, route=path, status=str(status["code"])
             ).inc()
             self.state.metrics.latency.labels(route=path).observe(seconds)
             if self.state.settings.serve.access_log:
                 client = scope.get("client") or ("-", 0)
                 access_log.info(
                     '%s "%s %s" %d %.0fms route=%s request_id=%s',
-                    client[0],
+                    safe_one_line(str(client[0]))[:100],
                     scope["method"],
                     safe_one_line(scope["path"])[:300],
                     status["code"],
@@ -266,6 +270,12 @@ class _Limits:
                     request_id,
                 )
 
+
+# where a request's write key, checked before its body was read, waits for its dependency
+_WRITER_CHECKED = "affidavit.writer_checked"
+
+# the methods the request metrics name; any other is counted as "other"
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 # a request id the client may choose: short, and nothing a log line or a header could misread
 _REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
@@ -508,7 +518,12 @@ def _handlers(app: FastAPI, state: _State) -> None:
     async def library_error(request: Request, exc: AffidavitError) -> JSONResponse:
         status, headers = _status_of(exc)
         if status >= 500 and status not in (503, 504):
-            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+            log.error(
+                "%s %s failed: %s",
+                request.method,
+                safe_one_line(request.url.path)[:300],
+                safe_one_line(str(exc)),
+            )
         reason = {401: "unauthorized", 403: "forbidden", 429: "rate_limited", 504: "timeout"}
         if isinstance(exc, QueueFull):
             state.metrics.rejections.labels(reason="queue_full").inc()
@@ -536,7 +551,7 @@ def _handlers(app: FastAPI, state: _State) -> None:
 
     @app.exception_handler(Exception)
     async def crash(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("%s %s crashed", request.method, request.url.path)
+        log.exception("%s %s crashed", request.method, safe_one_line(request.url.path)[:300])
         return _error(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
@@ -638,7 +653,24 @@ def _routes(app: FastAPI, state: _State) -> None:
         return await _caller(request, "read", state)
 
     async def writer(request: Request) -> str:
+        checked = request.scope.get(_WRITER_CHECKED)
+        if isinstance(checked, str):
+            return checked  # by _KeyBeforeBody, before the body: checked and counted once
         return await _caller(request, "write", state)
+
+    class _KeyBeforeBody(APIRoute):
+        """A route whose write key is checked before its body is read. FastAPI reads and
+        parses a body before any dependency runs: an upload without a key, or with a read key,
+        was received whole, parsed and spooled to disk before its 401 or 403."""
+
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            handler = super().get_route_handler()
+
+            async def checked(request: Request) -> Response:
+                request.scope[_WRITER_CHECKED] = await _caller(request, "write", state)
+                return await handler(request)
+
+            return checked
 
     # -- the page ------------------------------------------------------------------------------
 
@@ -804,13 +836,6 @@ def _routes(app: FastAPI, state: _State) -> None:
         )
         return _json(found)
 
-    @app.post(
-        "/v1/documents",
-        tags=["store"],
-        status_code=202,
-        summary="Upload files to ingest; returns a job to poll at /v1/jobs/{id}.",
-        response_model=IngestJob,
-    )
     async def documents(
         files: Annotated[list[UploadFile], File(description="PDF, DOCX, HTML, text, JSONL.")],
         caller: str = Depends(writer),
@@ -818,6 +843,17 @@ def _routes(app: FastAPI, state: _State) -> None:
         services.require()
         data = [(f.filename or "upload", await f.read()) for f in files]
         return state.jobs.submit(data)
+
+    app.router.add_api_route(
+        "/v1/documents",
+        documents,
+        methods=["POST"],
+        tags=["store"],
+        status_code=202,
+        summary="Upload files to ingest; returns a job to poll at /v1/jobs/{id}.",
+        response_model=IngestJob,
+        route_class_override=_KeyBeforeBody,
+    )
 
     document_routes(app, services, reader, writer)
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from affidavit.core.errors import AffidavitError, InputError
 from affidavit.core.retrieval import FileOutcome, IngestReport
 from affidavit.core.service import IngestJob
+from affidavit.core.text import safe_one_line
 from affidavit.server.limits import QueueFull
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,8 @@ class IngestJobs:
         try:
             report = self._ingest(folder)
         except AffidavitError as exc:
-            log.warning("ingest job %s failed: %s", job_id, exc.message)
+            # the reason can quote an upload (a record's id, a file's text): one escaped line
+            log.warning("ingest job %s failed: %s", job_id, safe_one_line(exc.message))
             self._set(job_id, state="failed", error=exc.message, finished_at=datetime.now(UTC))
             return
         except Exception as exc:  # the job thread must survive any one job

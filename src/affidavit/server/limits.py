@@ -183,6 +183,7 @@ class RateLimiter:
         self.burst = float(burst)
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+        self._prune_at = 1024  # buckets held before the full ones are dropped
 
     def check(self, caller: str) -> None:
         """Take one token for ``caller``.
@@ -205,6 +206,19 @@ class RateLimiter:
                     retry_after=wait,
                 )
             self._buckets[caller] = (tokens - 1.0, now)
+            if len(self._buckets) > self._prune_at:
+                self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        """Drop the buckets that have refilled to ``burst``: the same as no bucket, so nothing
+        is forgotten, and a caller rotating names (client addresses) cannot grow memory beyond
+        what it sent within one refill time. Amortised: runs when the count has doubled."""
+        self._buckets = {
+            caller: (tokens, last)
+            for caller, (tokens, last) in self._buckets.items()
+            if tokens + (now - last) * self.rate < self.burst
+        }
+        self._prune_at = max(1024, 2 * len(self._buckets))
 
     def blocked(self, caller: str) -> float | None:
         """Seconds until ``caller`` has a token again, or None when it has one now.

@@ -329,3 +329,41 @@ def test_a_flooding_address_is_tarpitted_but_its_good_key_is_not(
             full = after["auth_tarpit_full"] - before.get("auth_tarpit_full", 0)
             assert (held, full) == (4, 6), (held, full, results)
             assert results[5][1] < 1.5, results  # the six past the cap did not wait
+
+
+def test_a_forwarded_for_header_does_not_make_a_new_client(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn took X-Forwarded-For from any client on 127.0.0.1 (the default bind): a guesser
+    naming a new address with each request was never limited nor tarpitted, and chose the
+    client address the access log shows."""
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    home = tmp_path / "home"
+    token = _create_key(home, "only", "read")
+    key_id = token.split("_")[1]
+    store = tmp_path / "store"
+    shutil.copytree(corpus, store)
+    env = {
+        **_env(home, store, ""),
+        "AFFIDAVIT_SERVE__AUTH_ATTEMPTS_PER_MINUTE": "1",
+        "AFFIDAVIT_SERVE__AUTH_ATTEMPTS_BURST": "3",
+        "AFFIDAVIT_SERVE__AUTH_TARPIT_S": "0",
+    }
+    log = OUTPUT / "forwarded-for.log"
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with FakeOpenAIServer([FakeReply(content="Geese are birds [1].")]) as llm:
+        env["AFFIDAVIT_GENERATE__BASE_URL"] = llm.url
+        with ServedProcess(env, log_path=log) as srv, httpx.Client(timeout=30) as c:
+            search = srv.url + "/v1/search?q=polonium"
+            codes = [
+                c.get(
+                    search,
+                    headers={
+                        "Authorization": f"Bearer afd_{key_id}_" + "x" * 43,
+                        "X-Forwarded-For": f"203.0.113.{i}",
+                    },
+                ).status_code
+                for i in range(1, 7)
+            ]
+    assert codes[:3] == [401, 401, 401] and set(codes[3:]) == {429}, codes
+    assert "203.0.113." not in log.read_text(errors="replace")

@@ -139,3 +139,46 @@ def test_a_lone_surrogate_in_a_body_is_refused_not_a_crash(
     assert r.status_code == 422, r.text
     assert r.json()["error"] == "invalid"
     assert "lone surrogate" in r.json()["message"]
+
+
+def test_made_up_methods_add_no_metrics_series(client: TestClient) -> None:
+    """The request counter was labelled with the method as sent: any token is a valid HTTP
+    method, so an unauthenticated client could add a time series per request (memory, and a
+    /metrics answer that grows without bound)."""
+    for i in range(20):
+        client.request(f"XMETHOD{i}", "/healthz")
+        client.request(f"XMETHOD{i}", "/v1/search")
+    assert client.get("/healthz").status_code == 200
+    text = client.get("/metrics").text
+    assert "XMETHOD" not in text
+    assert 'method="other"' in text and 'method="GET"' in text
+
+
+@pytest.mark.parametrize("failure", ["crash", "upstream"])
+def test_error_log_lines_escape_the_path_and_the_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, failure: str
+) -> None:
+    """The error and crash log lines held the request path (percent-decoded: control
+    characters, bidi overrides, line breaks) and the error's text as they came: a client could
+    write escape sequences to the operator's terminal or forge a line of the log."""
+    from affidavit.core.errors import GenerationError
+    from affidavit.core.retrieval import DocumentInfo
+    from affidavit.server.services import Services
+
+    class Failing(Services):
+        def document(self, doc_id: str) -> DocumentInfo:
+            if failure == "crash":
+                raise RuntimeError(f"no {doc_id}")
+            raise GenerationError(f"the upstream said {doc_id}")
+
+    settings = Settings(home=tmp_path / "home", store=StoreSettings(path=tmp_path / "store"))
+    services = Failing(settings)
+    services.ready = True
+    client = TestClient(create_app(settings, services=services), raise_server_exceptions=False)
+    with caplog.at_level(logging.INFO, logger="affidavit.server.app"):
+        r = client.get("/v1/documents/a%1b%5B2J%E2%80%AEb")
+    assert r.status_code in (500, 502), r.text
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "affidavit.server.app"]
+    assert lines and any("/v1/documents/a" in x for x in lines), lines
+    for line in lines:
+        assert not any(c in line for c in "\x1b\u202e\n\r"), line

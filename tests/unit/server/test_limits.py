@@ -147,3 +147,27 @@ def test_rate_limiter_refund_gives_a_token_back_up_to_the_burst() -> None:
     fresh.check("z")
     with pytest.raises(RateLimited):
         fresh.check("z")
+
+
+def test_rate_limiter_forgets_callers_whose_bucket_is_full_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bucket was kept for every caller ever seen: the failed-check limiter is keyed by client
+    address, so a client rotating addresses (an IPv6 prefix) grew the server's memory without
+    end. A bucket refilled to its burst is the same as none, and is dropped."""
+    import affidavit.server.limits as limits
+
+    now = [1000.0]
+    monkeypatch.setattr(limits.time, "monotonic", lambda: now[0])
+    r = RateLimiter(per_minute=60, burst=2)
+    for round_ in range(10):
+        for i in range(5000):
+            r.check(f"2001:db8:{round_}::{i}")
+        now[0] += 5.0  # every bucket refills within 2 s
+    assert len(r._buckets) <= 12_000, len(r._buckets)
+    # what is kept still limits: a caller that used its burst is refused until it refills
+    r.check("x")
+    r.check("x")
+    with pytest.raises(RateLimited):
+        r.check("x")
+    assert r.blocked("x") is not None
