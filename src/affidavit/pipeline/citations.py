@@ -309,6 +309,25 @@ def fresh_claim_ids(claims: Sequence[Claim]) -> Iterator[str]:
             yield f"c{n}"
 
 
+def _question_claim(
+    claim_id: str, question: str, answer_words: str, answer: str, s: int, e: int, i: int
+) -> Claim:
+    """The claim ``"<question> <answer_words>"`` standing for sentence ``i`` (``answer[s:e]``):
+    the question-and-answer form the verifier reads best."""
+    from affidavit.claims.rules import parse_citations
+
+    return Claim(
+        id=claim_id,
+        text=f"{question.strip()} {answer_words}",
+        start=s,
+        end=e,
+        sentence_index=i,
+        sentence=answer[s:e],
+        citations=parse_citations(answer[s:e]),
+        origin="decomposed",
+    )
+
+
 def fragment_claims(
     question: str, answer: str, claims: Sequence[Claim], *, max_words: int = MAX_FRAGMENT_WORDS
 ) -> list[Claim]:
@@ -329,7 +348,7 @@ def fragment_claims(
         >>> [c.text for c in fragment_claims("What type of media?", "magazine [1]", [])]
         ['What type of media? magazine']
     """
-    from affidavit.claims.rules import parse_citations, strip_citations
+    from affidavit.claims.rules import strip_citations
     from affidavit.policy.render import split_sentences
 
     if not question.strip():
@@ -357,18 +376,7 @@ def fragment_claims(
         plain = len(words) <= MAX_PLAIN_FRAGMENT_WORDS and not set(lower) <= _FILLER_WORDS
         if not (named or yes_no or plain or any(ch.isdigit() for ch in body)):
             continue
-        out.append(
-            Claim(
-                id=next(fresh),
-                text=f"{question.strip()} {body}",
-                start=s,
-                end=e,
-                sentence_index=i,
-                sentence=sentence,
-                citations=parse_citations(sentence),
-                origin="decomposed",
-            )
-        )
+        out.append(_question_claim(next(fresh), question, body, answer, s, e, i))
     return out
 
 
@@ -408,7 +416,6 @@ def yes_no_claims(question: str, answer: str, claims: Sequence[Claim]) -> list[C
         >>> yes_no_claims("Can you tell me about the bridge?", a, extract_claims(a))
         []
     """
-    from affidavit.claims.rules import parse_citations
     from affidavit.policy.render import split_sentences
 
     first = _WORDS.search(question)
@@ -424,18 +431,7 @@ def yes_no_claims(question: str, answer: str, claims: Sequence[Claim]) -> list[C
         if m is None or (m.group("first") and i > 0):
             continue
         word = "No" if m.group("no") else "Yes"
-        out.append(
-            Claim(
-                id=next(fresh),
-                text=f"{question.strip()} {word}",
-                start=s,
-                end=e,
-                sentence_index=i,
-                sentence=answer[s:e],
-                citations=parse_citations(answer[s:e]),
-                origin="decomposed",
-            )
-        )
+        out.append(_question_claim(next(fresh), question, word, answer, s, e, i))
     return out
 
 

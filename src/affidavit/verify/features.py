@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from affidavit.verify.lexical import content_stems, sentence_spans
+from affidavit.verify.lexical import NEGATIONS, content_stems, sentence_spans
 
 #: bump when the feature layout changes (stored in the model config and checked at load)
 FEATURE_VERSION = 1
@@ -45,9 +45,6 @@ MAX_UNIT_WORDS = 150
 UNIT_STRIDE_WORDS = 100
 IDF_BUCKETS = 1 << 15
 CHECK_TYPES = ("number", "date", "entity", "polarity", "comparative", "unit")
-NEGATIONS = frozenset(
-    ["no", "not", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
-)
 _WORD = re.compile(r"[A-Za-z0-9\u00C0-\u024F]+(?:['’][A-Za-z]+)?")
 _NUM = re.compile(r"\d+(?:[.,]\d+)*")
 _CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z\u00C0-\u024F]+")

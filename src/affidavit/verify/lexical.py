@@ -1592,7 +1592,8 @@ def _one_run_replaced(
         yield sent_tokens, (i1, i2, j1, j2)
 
 
-_NEGATORS = frozenset(
+# the words that turn a statement round (also a feature of the head model, `features`)
+NEGATIONS = frozenset(
     ["no", "not", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
 )
 _GENERAL = frozenset(["a", "an", "some", "one", "another", "other", "several", "many"])
@@ -1635,7 +1636,7 @@ def substituted_words(claim: str, evidence: str) -> list[tuple[str, str]]:
         said = claim_tokens[i1:i2]
         instead = sent_tokens[j1:j2]
         lows = {w.lower() for w in said + instead}
-        if lows & _NEGATORS or any(w.lower() in SPELLED or w[:1].isdigit() for w in said):
+        if lows & NEGATIONS or any(w.lower() in SPELLED or w[:1].isdigit() for w in said):
             continue
         if said[0].lower() in _GENERAL or not any(new_word(w) for w in said):
             continue
