@@ -8,8 +8,9 @@ Every claim keeps the offsets of the sentence it came from.
 Fail closed: a generator error, invalid JSON, a reply that breaks the schema or names a
 sentence that does not exist makes the whole answer fall back to the rule-based claims, and
 ``ClaimExtraction.fallback_reason`` says why. A single LLM claim that is not grounded in the
-answer (its numbers or most of its words do not occur there) is rejected and that sentence
-keeps its rule-based claims (recorded in ``notes``). A sentence for which the LLM returns
+answer (a number or a content word of it is no word of the answer, or it negates what its
+sentence does not: the sentence is shown whole when its claims verify) is rejected and that
+sentence keeps its rule-based claims (recorded in ``notes``). A sentence for which the LLM returns
 nothing also keeps its rule-based claims, so no selected sentence goes unchecked.
 """
 
@@ -130,9 +131,45 @@ def parse_llm_claims(reply: str, n_sentences: int) -> list[tuple[int, str]]:
     return pairs
 
 
-def _grounded(claim: str, source: str) -> str | None:
-    """Why ``claim`` is not grounded in ``source`` (the answer), or ``None`` when it is."""
-    low = source.lower()
+_SUFFIXES = ("'s", "ing", "ed", "es", "s", "d")
+
+
+def _stems(word: str) -> set[str]:
+    """``word`` and the stems a plain English ending leaves ("opened", "opens" -> "open").
+
+    Whole words only: a word inside another ("safe" in "unsafe", "12" in "125") is no match.
+    """
+    out = {word}
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            out.add(word[: -len(suffix)])
+    return out
+
+
+def _words_of(text: str) -> set[str]:
+    """The stems of the content words and numbers of ``text`` (lower case, digits unsplit)."""
+    out: set[str] = set()
+    for w in _CONTENT_WORD.findall(text.lower().replace("\u2019", "'")):
+        out |= _stems(w.replace(",", "")) if w[0].isdigit() else _stems(w)
+    return out
+
+
+def _has(word: str, stems: set[str]) -> bool:
+    return bool(_stems(word.replace(",", "") if word[0].isdigit() else word) & stems)
+
+
+def _negations(text: str) -> set[str]:
+    words = set(re.findall(r"[^\W_]+(?:['\u2019][^\W_]+)?", text.lower()))
+    return {w for w in words if w in _NEGATIONS or w.endswith(("n't", "n\u2019t"))}
+
+
+def _grounded(claim: str, source: str, sentence: str) -> str | None:
+    """Why ``claim`` is not grounded in ``source`` (the answer), or ``None`` when it is.
+
+    Its sentence is shown whole when the claim verifies, so the claim may say nothing the
+    answer does not: every number and content word of it is a word of the answer (a name a
+    pronoun stood for comes from the answer too), and it negates nothing ``sentence`` does not.
+    """
     source_numbers = {n.replace(",", "") for n in _NUMBER.findall(source)}
     for num in _NUMBER.findall(claim):
         if num.replace(",", "") not in source_numbers:
@@ -140,13 +177,19 @@ def _grounded(claim: str, source: str) -> str | None:
     words = [w for w in _CONTENT_WORD.findall(claim.lower()) if w not in _STOP]
     if not words:
         return "no content words"
-    present = sum(1 for w in words if w in low)
-    if present / len(words) < 0.6:
-        return f"only {present} of {len(words)} content words occur in the answer"
+    known = _words_of(source)
+    missing = [w for w in words if not _has(w, known)]
+    if missing:
+        return f"{', '.join(repr(w) for w in missing[:5])} does not occur in the answer"
+    added = _negations(claim)
+    if added and not _negations(sentence):
+        return f"negates what its sentence does not ({', '.join(sorted(added))})"
     return None
 
 
-_NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "none", "nobody", "nothing"})
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "nor", "neither", "none", "nobody", "nothing", "cannot", "without"}
+)
 
 
 def _uncovered(sentence: str, claims: Sequence[str]) -> list[str]:
@@ -159,11 +202,12 @@ def _uncovered(sentence: str, claims: Sequence[str]) -> list[str]:
     if not claims:
         return []
     said = " ".join(claims).lower().replace("\u2019", "'")
-    said_digits = said.replace(",", "")
+    said_stems = _words_of(said)
     text = _clean(sentence).lower().replace("\u2019", "'")
     missing: list[str] = []
     for w in _CONTENT_WORD.findall(text):
-        if w in _STOP or w in said or (w[0].isdigit() and w.replace(",", "") in said_digits):
+        # whole words: "safe" is not said by "unsafe", nor "12" by "125"
+        if w in _STOP or _has(w, said_stems):
             continue
         if w not in missing:
             missing.append(w)
@@ -272,7 +316,7 @@ class LLMClaimCompiler:
             texts = llm_pairs.get(seg.index, [])
             good: list[str] = []
             for t in texts:
-                why = _grounded(t, answer)
+                why = _grounded(t, answer, seg.text)
                 if why is None:
                     good.append(t)
                 else:

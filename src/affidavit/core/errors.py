@@ -126,6 +126,16 @@ class GenerationError(AffidavitError):
     stage = "generate"
 
 
+class GenerationTruncatedError(GenerationError):
+    """The LLM stopped before its answer was complete: its token budget or context window ran
+    out, or a content filter cut it (``context["reason"]``: the server's ``finish_reason``).
+
+    ``stream`` raises it after the last piece, so a caller that knows it keeps the pieces and
+    records the cut (the ask pipeline never counts the unfinished sentence as checked); any
+    other caller fails closed as on any `GenerationError`.
+    """
+
+
 class ClaimError(AffidavitError):
     """Claim extraction or compilation failed."""
 

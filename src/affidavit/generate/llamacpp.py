@@ -30,7 +30,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from affidavit.core.errors import GenerationError, MissingDependencyError, ModelError
+from affidavit.core.errors import (
+    GenerationError,
+    GenerationTruncatedError,
+    MissingDependencyError,
+    ModelError,
+)
 from affidavit.core.types import Message
 from affidavit.generate._json import extract_json, schema_errors
 from affidavit.generate.model_cache import MODEL_FILENAME, ensure_model_file
@@ -40,6 +45,16 @@ log = logging.getLogger(__name__)
 _SERVERS: dict[tuple[str, int, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 _DONE = object()
+# finish reasons that mean the answer was cut short, not finished
+_CUT = frozenset({"length", "content_filter"})
+
+
+def _cut(reason: str) -> GenerationTruncatedError:
+    return GenerationTruncatedError(
+        "the answer was cut short: the token budget (max_tokens) or the context window "
+        f"(context_size) ran out (finish_reason={reason})",
+        reason=reason,
+    )
 
 
 def _import_xllamacpp() -> Any:
@@ -180,6 +195,7 @@ class LlamaCppGenerator:
         """Return the full completion; with ``json_schema``, grammar-constrained JSON.
 
         Raises:
+            GenerationTruncatedError: the token budget or the context window ran out.
             GenerationError: llama.cpp reported an error or returned malformed output.
             MissingDependencyError / ModelError: the backend or the model is unavailable.
         """
@@ -193,11 +209,14 @@ class LlamaCppGenerator:
         data = server.handle_chat_completions(request)
         self._raise_if_error(data)
         try:
-            text = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
             raise GenerationError(f"malformed llama.cpp result: {str(data)[:200]}") from exc
         if not isinstance(text, str):
             raise GenerationError("llama.cpp returned no text")
+        if isinstance(choice, dict) and choice.get("finish_reason") in _CUT:
+            raise _cut(str(choice["finish_reason"]))
         if json_schema is None:
             return text
         # the grammar guarantees the shape unless max_tokens cut it short; check anyway
@@ -218,6 +237,8 @@ class LlamaCppGenerator:
         Closing the iterator early stops generation at the next token.
 
         Raises:
+            GenerationTruncatedError: after the last piece, when the token budget or the context
+                window ran out (``finish_reason`` ``length``).
             GenerationError: llama.cpp reported an error.
         """
         server = self._server()
@@ -241,11 +262,12 @@ class LlamaCppGenerator:
 
         worker = threading.Thread(target=work, name="llamacpp-stream", daemon=True)
         worker.start()
+        finish: Any = None
         try:
             while True:
                 item = pieces.get()
                 if item is _DONE:
-                    return
+                    break
                 if isinstance(item, Exception):
                     raise GenerationError(f"llama.cpp failed: {item}") from item
                 self._raise_if_error(item)
@@ -255,6 +277,9 @@ class LlamaCppGenerator:
                     piece = (choice.get("delta") or {}).get("content")
                     if piece:
                         yield piece
+                    finish = choice.get("finish_reason") or finish
         finally:
             stop.set()
             worker.join(timeout=30)
+        if finish in _CUT:
+            raise _cut(str(finish))

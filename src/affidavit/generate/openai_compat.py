@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
+import re
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import httpx
 
-from affidavit.core.errors import ConfigError, GenerationError
+from affidavit.core.errors import ConfigError, GenerationError, GenerationTruncatedError
 from affidavit.core.types import Message
 from affidavit.generate._json import extract_json, schema_errors, schema_instruction
 
@@ -33,6 +36,28 @@ log = logging.getLogger(__name__)
 JsonMode = Literal["auto", "json_schema", "prompt"]
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
+# what one answer may hold: a completion (or an error body), and one line of a stream
+MAX_ANSWER_BYTES = 8 << 20
+MAX_ERROR_BYTES = 64 << 10
+MAX_STREAM_LINE_BYTES = 1 << 20
+# finish reasons that mean the answer was cut short, not finished
+_CUT = frozenset({"length", "content_filter"})
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|auth|pass|cred", re.IGNORECASE)
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as errors, logs and certificates name it: no password, no secret parameter."""
+    parsed = httpx.URL(url)
+    if parsed.userinfo:
+        parsed = parsed.copy_with(username=parsed.username or None, password=None)
+        if parsed.username:
+            parsed = parsed.copy_with(username="***")
+    params = [(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in parsed.params.multi_items()]
+    if params:
+        parsed = parsed.copy_with(query=urlencode(params).encode())
+    return str(parsed)
 
 
 def _messages_payload(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -76,7 +101,8 @@ class OpenAICompatGenerator:
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(
-                f"generate.base_url must start with http:// or https://, got {base_url!r}"
+                "generate.base_url must start with http:// or https://, got "
+                f"{base_url.split('://', 1)[0]!r}://..."
             )
         if max_retries < 0 or timeout_s <= 0 or max_tokens < 1:
             raise ConfigError("max_retries must be >= 0, timeout_s > 0 and max_tokens >= 1")
@@ -84,7 +110,16 @@ class OpenAICompatGenerator:
             raise ConfigError(
                 f"json_mode must be one of auto, json_schema, prompt; got {json_mode!r}"
             )
-        self.base_url = base_url.rstrip("/")
+        url = httpx.URL(base_url.rstrip("/"))
+        # what errors, logs and the recorded configuration name: no password, no secret
+        # parameter (``base_url`` and ``shown_url`` are the same, kept for readers of either)
+        self.base_url = self.shown_url = _shown_url(str(url))
+        secret_params = [v for k, v in url.params.multi_items() if _SECRET_PARAM.search(k)]
+        self._secrets = [x for x in (api_key, url.password, *secret_params) if x]
+        self._raw_url = str(url)
+        # a password in the URL goes as Basic auth, never in a URL that httpx logs
+        auth = httpx.BasicAuth(url.username, url.password) if url.userinfo else None
+        url = url.copy_with(username=None, password=None) if url.userinfo else url
         self.model = model
         self.name = f"openai:{model}"
         self.timeout_s = timeout_s
@@ -101,7 +136,8 @@ class OpenAICompatGenerator:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
-            base_url=self.base_url,
+            base_url=url,
+            auth=auth,
             headers=headers,
             timeout=httpx.Timeout(timeout_s),
             transport=transport,
@@ -111,7 +147,7 @@ class OpenAICompatGenerator:
         """The effective configuration, secrets left out (for certificates)."""
         return {
             "backend": "openai",
-            "base_url": self.base_url,
+            "base_url": self.shown_url,
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -137,14 +173,22 @@ class OpenAICompatGenerator:
             "stream": stream,
         }
 
+    def _redact(self, text: str) -> str:
+        """``text`` (a server's answer, an exception's message) without the secrets sent."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text.replace(self._raw_url, self.shown_url)
+
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
             retry_after = response.headers.get("retry-after")
             if retry_after:
                 try:
-                    return min(float(retry_after), _MAX_RETRY_AFTER_S)
+                    wait = float(retry_after)
                 except ValueError:
-                    pass
+                    wait = math.nan
+                if wait >= 0:  # not NaN, not negative
+                    return min(wait, _MAX_RETRY_AFTER_S)
         base = self.backoff_s * (2**attempt)
         return float(base + random.uniform(0, base / 4))
 
@@ -157,17 +201,22 @@ class OpenAICompatGenerator:
                 request = self._client.build_request("POST", "/chat/completions", json=body)
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                last = self._redact(f"{type(exc).__name__}: {exc}")
             else:
                 if response.status_code < 300:
                     return response
-                text = response.read().decode("utf-8", "replace")
-                response.close()
+                try:
+                    raw = self._read(response, MAX_ERROR_BYTES, cut_off=True)
+                except GenerationError as exc:
+                    raw = exc.message.encode()
+                finally:
+                    response.close()
+                text = self._redact(raw.decode("utf-8", "replace"))
                 last = f"HTTP {response.status_code}: {text[:300]}"
                 if response.status_code not in _RETRY_STATUS:
                     raise GenerationError(
-                        f"{self.base_url} refused the request: {last}",
-                        source=self.base_url,
+                        f"{self.shown_url} refused the request: {last}",
+                        source=self.shown_url,
                         status=response.status_code,
                         body=text[:2000],
                     )
@@ -179,34 +228,71 @@ class OpenAICompatGenerator:
                 )
                 time.sleep(delay)
         raise GenerationError(
-            f"{self.base_url} failed after {self.max_retries + 1} attempts: {last}",
-            source=self.base_url,
+            f"{self.shown_url} failed after {self.max_retries + 1} attempts: {last}",
+            source=self.shown_url,
         )
 
-    @staticmethod
-    def _content(data: Any, source: str) -> str:
+    def _content(self, data: Any, source: str) -> str:
         try:
-            content = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
             raise GenerationError(
-                f"malformed completion (no choices[0].message.content): {str(data)[:200]}",
+                "malformed completion (no choices[0].message.content): "
+                + self._redact(str(data)[:200]),
                 source=source,
             ) from exc
         if not isinstance(content, str):
             raise GenerationError("completion content is not text", source=source)
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if finish in _CUT:
+            raise _cut(finish, source)
         return content
 
-    def _complete(self, body: dict[str, Any]) -> str:
-        response = self._send(body, stream=False)
+    def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
+        """The body, at most ``limit`` bytes (or a `GenerationError`, unless ``cut_off``: then
+        the first ``limit``), read whole within ``timeout_s`` (httpx's timeout is per read)."""
+        deadline = time.monotonic() + self.timeout_s
+        data = bytearray()
         try:
-            data = response.json()
-        except ValueError as exc:
+            for piece in response.iter_bytes():
+                data += piece
+                if len(data) > limit:
+                    if cut_off:
+                        return bytes(data[:limit])
+                    raise GenerationError(
+                        f"{self.shown_url} sent an answer over {limit >> 20} MiB; not read",
+                        source=self.shown_url,
+                    )
+                if time.monotonic() > deadline:
+                    raise GenerationError(
+                        f"{self.shown_url} did not finish its answer within timeout_s "
+                        f"({self.timeout_s:g} s)",
+                        source=self.shown_url,
+                    )
+        except httpx.HTTPError as exc:
             raise GenerationError(
-                f"{self.base_url} returned non-JSON: {response.text[:200]}", source=self.base_url
+                f"reading the answer from {self.shown_url} failed: "
+                + self._redact(f"{type(exc).__name__}: {exc}"),
+                source=self.shown_url,
             ) from exc
+        return bytes(data)
+
+    def _complete(self, body: dict[str, Any]) -> str:
+        response = self._send(body, stream=True)
+        try:
+            raw = self._read(response, MAX_ANSWER_BYTES)
         finally:
             response.close()
-        return self._content(data, self.base_url)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            text = raw[:200].decode("utf-8", "replace")
+            raise GenerationError(
+                f"{self.shown_url} returned non-JSON: {self._redact(text)}",
+                source=self.shown_url,
+            ) from exc
+        return self._content(data, self.shown_url)
 
     # -- Generator protocol ---------------------------------------------------------------
 
@@ -220,6 +306,7 @@ class OpenAICompatGenerator:
         """Return the full completion; with ``json_schema``, a JSON text that conforms to it.
 
         Raises:
+            GenerationTruncatedError: the server cut the answer short (``finish_reason``).
             GenerationError: the server failed after retries, refused the request, or returned
                 output that is not JSON conforming to ``json_schema``.
         """
@@ -250,12 +337,12 @@ class OpenAICompatGenerator:
         try:
             value = extract_json(text)
         except ValueError as exc:
-            raise GenerationError(str(exc), source=self.base_url) from exc
+            raise GenerationError(str(exc), source=self.shown_url) from exc
         problems = schema_errors(value, schema)
         if problems:
             raise GenerationError(
                 f"model output does not match the JSON schema: {'; '.join(problems[:5])}",
-                source=self.base_url,
+                source=self.shown_url,
             )
         return json.dumps(value, ensure_ascii=False)
 
@@ -268,37 +355,84 @@ class OpenAICompatGenerator:
         replaying pieces the caller has already shown.
 
         Raises:
-            GenerationError: the request failed, or the stream broke or carried an error.
+            GenerationTruncatedError: after the last piece, when the server says it cut the
+                answer short (``finish_reason`` ``length`` or ``content_filter``).
+            GenerationError: the request failed, or the stream broke, carried an error or ended
+                before the server said the answer was complete (neither ``[DONE]`` nor a
+                ``finish_reason``).
         """
         response = self._send(self._body(messages, max_tokens, stream=True), stream=True)
+        finish: str | None = None
         try:
-            for line in response.iter_lines():
+            for line in self._lines(response):
                 if not line.startswith("data:"):
                     continue  # SSE comments, event names, keep-alives
                 payload = line[5:].strip()
                 if payload == "[DONE]":
-                    return
+                    break
                 try:
                     event = json.loads(payload)
                 except ValueError as exc:
                     raise GenerationError(
-                        f"malformed stream event: {payload[:200]}", source=self.base_url
+                        f"malformed stream event: {self._redact(payload[:200])}",
+                        source=self.shown_url,
                     ) from exc
                 if isinstance(event, dict) and "error" in event:
                     raise GenerationError(
-                        f"server error mid-stream: {event['error']}", source=self.base_url
+                        f"server error mid-stream: {self._redact(str(event['error']))[:500]}",
+                        source=self.shown_url,
                     )
                 try:
-                    delta = event["choices"][0].get("delta") or {}
+                    choice = event["choices"][0]
+                    delta = choice.get("delta") or {}
                 except (KeyError, IndexError, TypeError, AttributeError):
                     continue  # e.g. a final usage-only event
                 piece = delta.get("content")
                 if piece:
                     yield piece
+                finish = choice.get("finish_reason") or finish
+            else:
+                if finish is None:
+                    # neither [DONE] nor a finish reason: the stream was cut mid-answer
+                    raise GenerationError(
+                        f"the stream from {self.shown_url} ended before the server said the "
+                        "answer was complete",
+                        source=self.shown_url,
+                    )
         except httpx.HTTPError as exc:
             raise GenerationError(
-                f"stream from {self.base_url} broke: {type(exc).__name__}: {exc}",
-                source=self.base_url,
+                f"stream from {self.shown_url} broke: "
+                + self._redact(f"{type(exc).__name__}: {exc}"),
+                source=self.shown_url,
             ) from exc
         finally:
             response.close()
+        if finish in _CUT:
+            raise _cut(finish, self.shown_url)
+
+    def _lines(self, response: httpx.Response) -> Iterator[str]:
+        """The stream's lines, none over `MAX_STREAM_LINE_BYTES` (httpx buffers a line whole)."""
+        buffer = ""
+        for text in response.iter_text():
+            buffer += text
+            *lines, buffer = re.split(r"\r\n|\r|\n", buffer)
+            yield from lines
+            if len(buffer) > MAX_STREAM_LINE_BYTES:
+                raise GenerationError(
+                    f"{self.shown_url} sent a stream line over "
+                    f"{MAX_STREAM_LINE_BYTES >> 20} MiB; not read",
+                    source=self.shown_url,
+                )
+        if buffer:
+            yield buffer
+
+
+def _cut(reason: str, source: str) -> GenerationTruncatedError:
+    what = (
+        "its token budget (max_tokens) or context window ran out"
+        if reason == "length"
+        else ("a content filter stopped it")
+    )
+    return GenerationTruncatedError(
+        f"the answer was cut short: {what} (finish_reason={reason})", source=source, reason=reason
+    )

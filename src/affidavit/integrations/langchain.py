@@ -938,8 +938,18 @@ class AffidavitChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        text = "".join(self._stream_text(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        from affidavit.core.errors import GenerationTruncatedError
+
+        parts: list[str] = []
+        info: dict[str, Any] = {"finish_reason": "stop"}
+        try:
+            parts.extend(self._stream_text(messages))
+        except GenerationTruncatedError as exc:
+            # LangChain's convention for a reply cut at its token budget: the text as far as it
+            # went, marked by its finish reason (an auditor downstream still checks every claim)
+            info = {"finish_reason": str(exc.context.get("reason", "length"))}
+        message = AIMessage(content="".join(parts), response_metadata=info)
+        return ChatResult(generations=[ChatGeneration(message=message, generation_info=info)])
 
 
 __all__ = [

@@ -461,7 +461,16 @@ class AffidavitLLM(CustomLLM):
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         """The whole completion."""
-        return CompletionResponse(text="".join(self._stream(prompt)))
+        from affidavit.core.errors import GenerationTruncatedError
+
+        parts: list[str] = []
+        extra: dict[str, Any] = {"finish_reason": "stop"}
+        try:
+            parts.extend(self._stream(prompt))
+        except GenerationTruncatedError as exc:
+            # a reply cut at its token budget: the text as far as it went, marked as cut
+            extra = {"finish_reason": str(exc.context.get("reason", "length"))}
+        return CompletionResponse(text="".join(parts), additional_kwargs=extra)
 
     @llm_completion_callback()
     def stream_complete(
@@ -470,10 +479,19 @@ class AffidavitLLM(CustomLLM):
         """The completion, piece by piece."""
 
         def gen() -> CompletionResponseGen:
+            from affidavit.core.errors import GenerationTruncatedError
+
             text = ""
-            for piece in self._stream(prompt):
-                text += piece
-                yield CompletionResponse(text=text, delta=piece)
+            try:
+                for piece in self._stream(prompt):
+                    text += piece
+                    yield CompletionResponse(text=text, delta=piece)
+            except GenerationTruncatedError as exc:
+                # cut at its token budget: a last, empty piece says so
+                reason = str(exc.context.get("reason", "length"))
+                yield CompletionResponse(
+                    text=text, delta="", additional_kwargs={"finish_reason": reason}
+                )
 
         return gen()
 

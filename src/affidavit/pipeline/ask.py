@@ -9,7 +9,9 @@ Stages, each injected through a Protocol so tests run on fakes and users swap pa
 3. **prompt**: the numbered passages, answer only from them, cite ``[n]`` after every sentence or
    say "I don't have enough information".
 4. **generate** (`Generator`): streamed; each piece goes to
-   ``on_token`` as it arrives (time to first token recorded).
+   ``on_token`` as it arrives (time to first token recorded). A draft the model was stopped in
+   (its token budget or context window ran out: `GenerationTruncatedError`) keeps its pieces,
+   recorded; the sentence it stopped in gets a stand-in claim that is never verified.
 5. **citations**: control and bidi characters leave the draft (the raw text stays in the
    trace); markers naming no provided passage are removed (recorded).
 6. **claims** (`ClaimExtractor`): a sentence the claim limit (``claims.max_claims``) cut
@@ -73,7 +75,12 @@ from affidavit.core.answer import (
 )
 from affidavit.core.claims import SkippedSentence
 from affidavit.core.correction import CorrectionResult, RefinedContext
-from affidavit.core.errors import AffidavitError, CorrectionError, GenerationError
+from affidavit.core.errors import (
+    AffidavitError,
+    CorrectionError,
+    GenerationError,
+    GenerationTruncatedError,
+)
 from affidavit.core.policy import ClaimDecision
 from affidavit.core.service import (
     ClaimEvent,
@@ -112,6 +119,7 @@ TokenCallback = Callable[[str], None]
 EventCallback = Callable[[PipelineEvent], None]
 
 _NOT_CHECKED_PAST_LIMIT = "past the claim limit (claims.max_claims): not checked"
+_NOT_CHECKED_CUT = "the model was cut short in this sentence: unfinished, not checked"
 
 
 @runtime_checkable
@@ -189,6 +197,40 @@ def _limit_claims(
     return out
 
 
+def _cut_claim(answer: str, claims: Sequence[Claim]) -> list[Claim]:
+    """A stand-in claim, never verified, spanning the last sentence of a draft cut short.
+
+    The model was stopped inside that sentence (its token budget or context window ran out):
+    what it says is not what the model would have said, so it is withheld in strict mode and
+    marked unverified in the others, whatever claims of it verify.
+    """
+    from affidavit.claims.rules import parse_citations
+    from affidavit.claims.segment import split_sentences
+
+    segments = split_sentences(answer)
+    if not segments:
+        return []
+    last = segments[-1]
+    return [
+        Claim(
+            id=next(fresh_claim_ids(claims)),
+            text=last.text,
+            start=last.start,
+            end=last.end,
+            sentence_index=last.index,
+            sentence=last.text,
+            citations=parse_citations(last.text),
+        )
+    ]
+
+
+def _cut_note(cut: str | None) -> list[str]:
+    """The trace's note on a draft the model was stopped in (if it was)."""
+    if cut is None:
+        return []
+    return [f"generate: the answer was cut short ({cut}); its last sentence is not checked"]
+
+
 def _limit_note(unchecked: frozenset[str]) -> list[str]:
     """The trace's note on the shown draft's sentences the claim limit stopped (if any)."""
     if not unchecked:
@@ -244,6 +286,8 @@ class _Run:
     insufficient: bool = False
     claims: list[Claim] = field(default_factory=list)
     unchecked: frozenset[str] = frozenset()  # claim ids standing in for text past the limit
+    cut: str | None = None  # why the model stopped before its answer was complete
+    cut_claims: frozenset[str] = frozenset()  # the stand-in for the sentence it stopped in
     verdicts: list[Verdict] = field(default_factory=list)
     vtrace: list[VerificationTrace] = field(default_factory=list)
     decisions: list[ClaimDecision] = field(default_factory=list)
@@ -458,6 +502,7 @@ class AskPipeline:
         with run.clock.stage("generate"):
             start = time.perf_counter()
             parts: list[str] = []
+            run.cut = None
             try:
                 for piece in self.generator.stream(run.prompt.messages):
                     run.check_cancel()
@@ -466,6 +511,9 @@ class AskPipeline:
                     parts.append(piece)
                     if run.on_token is not None:
                         run.on_token(piece)
+            except GenerationTruncatedError as exc:
+                # the pieces stand, recorded as cut: the sentence it stopped in is not checked
+                run.cut = exc.message
             except GenerationError:
                 raise
             except AffidavitError as exc:
@@ -486,6 +534,10 @@ class AskPipeline:
             held = _limit_claims(run.draft, stopped, claims)
             run.unchecked = frozenset(c.id for c in held)
             claims = [*claims, *held]
+            # fail closed: the sentence the model was stopped in is not what it would have said
+            cut = _cut_claim(run.draft, claims) if run.cut is not None else []
+            run.cut_claims = frozenset(c.id for c in cut)
+            claims = [*claims, *cut]
             if not run.insufficient:
                 # "Pierre Gasly [1]." states nothing alone: checked together with the question
                 claims = [*claims, *fragment_claims(run.question, run.draft, claims)]
@@ -506,6 +558,8 @@ class AskPipeline:
                     verdict = _unverifiable(
                         claim, _NOT_CHECKED_PAST_LIMIT, reason=_NOT_CHECKED_PAST_LIMIT
                     )
+                elif claim.id in run.cut_claims:
+                    verdict = _unverifiable(claim, _NOT_CHECKED_CUT, reason=_NOT_CHECKED_CUT)
                 else:
                     verdict = self._verify_one(claim, run.context)
                 alt = answer_form(run.question, claim.text) if self.answer_forms else None
@@ -723,7 +777,7 @@ class AskPipeline:
                 corrections=run.corrected.corrections,
                 verification=run.vtrace,
                 timings=run.clock.timings,
-                skipped=[*run.skipped, *_limit_note(run.unchecked)],
+                skipped=[*run.skipped, *_limit_note(run.unchecked), *_cut_note(run.cut)],
                 quote_retry=run.quote_retry,
             ),
             certificate_path=certificate_path,

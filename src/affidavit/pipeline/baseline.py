@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from affidavit.core.errors import GenerationTruncatedError
 from affidavit.core.settings import Settings
 from affidavit.core.types import Chunk, Hit
 from affidavit.generate.base import Generator
@@ -36,6 +37,7 @@ class PlainAnswer:
     context: list[Chunk]
     timings: dict[str, float] = field(default_factory=dict)
     time_to_first_token_s: float | None = None
+    cut: str | None = None  # why the model stopped before its answer was complete, if it did
 
 
 def plain_rag(
@@ -58,11 +60,15 @@ def plain_rag(
     context = [h.chunk for h in hits][: prompt.used]
     parts: list[str] = []
     ttft: float | None = None
+    cut: str | None = None
     t2 = time.perf_counter()
-    for piece in generator.stream(prompt.messages):
-        if ttft is None:
-            ttft = time.perf_counter() - t2
-        parts.append(piece)
+    try:
+        for piece in generator.stream(prompt.messages):
+            if ttft is None:
+                ttft = time.perf_counter() - t2
+            parts.append(piece)
+    except GenerationTruncatedError as exc:
+        cut = exc.message  # plain RAG shows what the model wrote, cut or not: recorded
     t3 = time.perf_counter()
     return PlainAnswer(
         question=question,
@@ -71,4 +77,5 @@ def plain_rag(
         context=context,
         timings={"retrieve": t1 - t0, "generate": t3 - t2, "total": t3 - t0},
         time_to_first_token_s=ttft,
+        cut=cut,
     )

@@ -172,3 +172,45 @@ def test_invalid_limits_rejected() -> None:
         LLMClaimCompiler(Scripted(), batch_sentences=0)
     with pytest.raises(ClaimError):
         LLMClaimCompiler(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("answer", "claim"),
+    [
+        # a negation the sentence does not hold
+        ("Adam Smith won the prize [1].", "Adam Smith never won the prize."),
+        ("Adam Smith won the prize [1].", "Adam Smith did not win the prize."),
+        # a word of the sentence inside another word of the claim ("safe" in "unsafe")
+        ("The drug is safe for children [1].", "The drug is unsafe for children."),
+        ("The treaty was legal under French law [1].", "The treaty was illegal under French law."),
+        # a word the answer never says
+        ("The bridge opened in 1932 [1].", "The bridge opened in 1932 in Sydney."),
+        # a number of the sentence inside another number of the answer
+        (
+            "Phelps swam 125 races [1]. Phelps won 12 medals [1].",
+            "Phelps won 125 medals.",
+        ),
+    ],
+)
+def test_an_llm_claim_saying_more_or_other_than_its_sentence_is_not_used(
+    answer: str, claim: str
+) -> None:
+    # the sentence is shown whole when its claims verify: a claim that negates or rewords it
+    # would verify against a passage that says the opposite of what is shown
+    n = len(RuleBasedExtractor().run(answer).claims)
+    result = LLMClaimCompiler(Scripted(reply((n, claim)))).run(answer)
+    assert claim not in [c.text for c in result.claims]
+    assert result.claims == RuleBasedExtractor().run(answer).claims
+    assert any("sentence" in note for note in result.notes)
+
+
+def test_llm_claims_naming_what_a_pronoun_stood_for_are_still_used() -> None:
+    answer = "Marie Curie was a chemist [1]. She won two Nobel Prizes [1]."
+    gen = Scripted(
+        reply((1, "Marie Curie was a chemist."), (2, "Marie Curie won two Nobel Prizes."))
+    )
+    result = LLMClaimCompiler(gen).run(answer)
+    assert [(c.text, c.origin) for c in result.claims] == [
+        ("Marie Curie was a chemist.", "llm"),
+        ("Marie Curie won two Nobel Prizes.", "llm"),
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -441,3 +442,21 @@ def test_a_document_with_a_numeric_doc_id_is_audited() -> None:
     out = AuditRunnable().invoke({"question": QUESTION, "context": [doc], "answer": FAITHFUL})
     assert out["trust_passed"] is True
     assert out["report"].claims[0].evidence.doc_id == "42"
+
+
+class _CutGenerator(FakeGenerator):
+    """Streams its answer, then says the token budget ran out (as llama.cpp reports it)."""
+
+    def stream(self, messages: Any, **kw: Any) -> Any:
+        from affidavit.core.errors import GenerationTruncatedError
+
+        yield from super().stream(messages, **kw)
+        raise GenerationTruncatedError("cut", reason="length")
+
+
+def test_a_reply_cut_at_its_token_budget_is_returned_marked_by_its_finish_reason() -> None:
+    cut = AffidavitChatModel(generator=_CutGenerator(["Paris is the capital"])).invoke("Hello")
+    assert cut.content == "Paris is the capital"
+    assert cut.response_metadata["finish_reason"] == "length"
+    whole = AffidavitChatModel(generator=FakeGenerator(["Paris [1]."])).invoke("Hello")
+    assert whole.response_metadata["finish_reason"] == "stop"

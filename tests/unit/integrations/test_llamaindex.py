@@ -295,3 +295,28 @@ def test_without_settings_the_configured_allowlist_holds(
     assert SourcePolicyPostprocessor()._audit.allowlist == ["example.org"]
     # settings given: they are the policy, whatever the environment says
     assert SourcePolicyPostprocessor(settings={"mode": "audit"})._audit.allowlist is None
+
+
+class _CutGenerator(FakeGenerator):
+    """Streams its answer, then says the token budget ran out (as llama.cpp reports it)."""
+
+    def stream(self, messages: Any, **kw: Any) -> Any:
+        from affidavit.core.errors import GenerationTruncatedError
+
+        yield from super().stream(messages, **kw)
+        raise GenerationTruncatedError("cut", reason="length")
+
+
+def test_a_completion_cut_at_its_token_budget_is_returned_marked_by_its_finish_reason() -> None:
+    llm = AffidavitLLM(generator=_CutGenerator(["Paris is the capital"]))
+    done = llm.complete("Hello")
+    assert done.text == "Paris is the capital"
+    assert done.additional_kwargs["finish_reason"] == "length"
+    pieces = list(
+        AffidavitLLM(generator=_CutGenerator(["Paris is the capital"])).stream_complete("Hi")
+    )
+    assert pieces[-1].text == "Paris is the capital"
+    assert pieces[-1].additional_kwargs["finish_reason"] == "length"
+    assert AffidavitLLM(generator=FakeGenerator(["Paris."])).complete("Hi").additional_kwargs == {
+        "finish_reason": "stop"
+    }

@@ -688,3 +688,51 @@ def test_a_claim_limit_that_stops_nothing_changes_nothing() -> None:
     result = pipe.ask("The Eiffel Tower?", mode="strict")
     assert result.decisions == {"c1": "verified", "c2": "unverified", "c3": "verified"}
     assert "The Eiffel Tower is 330 metres tall [2]." in result.answer
+
+
+class _CutGenerator:
+    """Streams its answer, then says the server cut it short (its token budget ran out)."""
+
+    name = "cut"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+
+    def generate(self, messages, *, max_tokens=None, json_schema=None):  # type: ignore[no-untyped-def]
+        raise GenerationError("not used")
+
+    def stream(self, messages, *, max_tokens=None):  # type: ignore[no-untyped-def]
+        from affidavit.core.errors import GenerationTruncatedError
+
+        answer = self.answers.pop(0)
+        yield from (m.group(0) for m in re.finditer(r"\s*\S+", answer))
+        raise GenerationTruncatedError("cut short (finish_reason=length)", reason="length")
+
+
+# "... the capital of France" would verify: the model was stopped before "... in 1900"
+CUT_DRAFT = "The Eiffel Tower is 330 metres tall [2]. Paris is the capital of France"
+
+
+@pytest.mark.parametrize("mode", ["strict", "mixed"])
+def test_an_answer_cut_at_the_token_budget_never_counts_its_last_sentence_as_checked(
+    mode: str,
+) -> None:
+    pipe = AskPipeline(
+        retriever=ListRetriever([PARIS, TOWER]),
+        generator=_CutGenerator(CUT_DRAFT),
+        extractor=RuleBasedExtractor(),
+        verifier=WordVerifier(),
+        settings=load_settings(),
+    )
+    result = pipe.ask("Tell me about Paris.", mode=mode)  # type: ignore[arg-type]
+    assert result.trace.raw_answer == CUT_DRAFT  # the pieces are kept, not thrown away
+    # its claim verifies, but the sentence holds a stand-in for what the model did not finish
+    last = [o for o in result.claims if o.claim.start >= CUT_DRAFT.index("Paris")]
+    assert any(o.decision == "unverified" and "cut short" in o.verdict.reason for o in last)
+    if mode == "strict":
+        assert result.answer.startswith("The Eiffel Tower is 330 metres tall [2].")
+        assert "Paris" not in result.answer
+    else:
+        assert "[verified] The Eiffel" in result.answer
+        assert "[verified] Paris" not in result.answer
+    assert any("cut short" in note for note in result.trace.skipped_stages)

@@ -294,6 +294,25 @@ def test_llm_claims_repeating_a_withheld_sentence_do_not_show_it() -> None:
     assert "1990" not in result.answer
 
 
+@pytest.mark.parametrize(
+    ("passage", "draft", "claim"),
+    [
+        ("The drug is unsafe for children.", "The drug is safe for children [1].",
+         "The drug is unsafe for children."),
+        ("Adam Smith lost the prize.", "Adam Smith won the prize [1].",
+         "Adam Smith never won, Adam Smith lost the prize."),
+    ],
+)  # fmt: skip
+def test_llm_claims_that_reword_their_sentence_into_another_fact_do_not_show_it(
+    passage: str, draft: str, claim: str
+) -> None:
+    # the LLM's claim verifies against the passage; the sentence shown says the opposite
+    extractor = LLMClaimCompiler(_ScriptedClaims([claim]))
+    result = _ask(draft, chunks=[Chunk(text=passage)], extractor=extractor)
+    assert _shown(result) == ""
+    assert [o.claim.origin for o in result.claims] == ["extracted"]
+
+
 # -- control characters -------------------------------------------------------------------------
 
 

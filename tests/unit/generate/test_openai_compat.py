@@ -1,0 +1,182 @@
+"""The OpenAI-compatible backend against scripted answers (httpx.MockTransport, no network)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from affidavit.core.errors import GenerationError, GenerationTruncatedError
+from affidavit.core.types import Message
+from affidavit.generate.openai_compat import OpenAICompatGenerator
+
+MESSAGES = [Message(role="user", content="When did the bridge open?")]
+
+
+def _llm(handler: Callable[[httpx.Request], httpx.Response], **kw: object) -> OpenAICompatGenerator:
+    return OpenAICompatGenerator(
+        "http://llm.test/v1",
+        transport=httpx.MockTransport(handler),
+        backoff_s=0.001,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _sse(*events: object, done: bool = True) -> httpx.Response:
+    lines = [f"data: {json.dumps(e)}\n\n" for e in events]
+    if done:
+        lines.append("data: [DONE]\n\n")
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content="".join(lines).encode()
+    )
+
+
+def _piece(text: str, finish: str | None = None) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+
+
+# -- an answer cut short -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_stream_cut_short_by_the_server_says_so_after_its_pieces(reason: str) -> None:
+    llm = _llm(lambda _: _sse(_piece("The bridge opened"), _piece(" in", reason)))
+    pieces: list[str] = []
+    with pytest.raises(GenerationTruncatedError) as caught:
+        for piece in llm.stream(MESSAGES):
+            pieces.append(piece)
+    assert pieces == ["The bridge opened", " in"]
+    assert caught.value.context["reason"] == reason
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_completion_cut_short_is_not_returned_as_an_answer(reason: str) -> None:
+    body = {"choices": [{"message": {"content": "The bridge opened in"}, "finish_reason": reason}]}
+    llm = _llm(lambda _: httpx.Response(200, json=body))
+    with pytest.raises(GenerationTruncatedError):
+        llm.generate(MESSAGES)
+
+
+def test_a_stream_that_ends_before_the_server_says_it_is_complete_is_an_error() -> None:
+    # no [DONE] and no finish_reason: a proxy or the server closed the stream mid-answer
+    llm = _llm(lambda _: _sse(_piece("The bridge opened in"), done=False))
+    with pytest.raises(GenerationError, match="complete"):
+        list(llm.stream(MESSAGES))
+
+
+def test_a_stream_the_server_completes_is_whole() -> None:
+    # [DONE] alone, or a finish_reason of "stop" alone, says the answer is complete
+    assert list(_llm(lambda _: _sse(_piece("Done [1]."))).stream(MESSAGES)) == ["Done [1]."]
+    finished = _llm(lambda _: _sse(_piece("Done [1].", "stop"), done=False))
+    assert list(finished.stream(MESSAGES)) == ["Done [1]."]
+
+
+# -- secrets -------------------------------------------------------------------------------------
+
+SECRET_URL = "https://svc:pw-SECRET1@llm.test/v1"
+
+
+def test_a_secret_in_the_base_url_is_left_out_of_the_recorded_configuration() -> None:
+    llm = OpenAICompatGenerator("https://svc:pw-SECRET1@llm.test/v1?api-key=qs-SECRET2&v=7")
+    assert "SECRET" not in json.dumps(llm.config()) + llm.base_url
+    assert llm.config()["base_url"].endswith("llm.test/v1?api-key=%2A%2A%2A&v=7")
+
+
+def _echo(status: int) -> Callable[[httpx.Request], httpx.Response]:
+    # a server (or proxy) that echoes what it was sent in its error body
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, text=f"refused {request.url} {dict(request.headers)}")
+
+    return handler
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_no_secret_reaches_the_config_an_error_or_the_log(
+    status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = OpenAICompatGenerator(
+        SECRET_URL,
+        api_key="sk-SECRET3",
+        transport=httpx.MockTransport(_echo(status)),
+        max_retries=1,
+        backoff_s=0.001,
+    )
+    assert "SECRET" not in json.dumps(llm.config())
+    with caplog.at_level("DEBUG"), pytest.raises(GenerationError) as caught:
+        llm.generate(MESSAGES)
+    err = caught.value
+    for text in (str(err), repr(err.context), str(err.source), caplog.text):
+        assert "SECRET" not in text
+    assert str(status) in str(err)
+    # the password still authenticates: it went as Basic auth, outside the URL
+    assert "***" in str(err)
+
+
+def test_no_secret_reaches_a_stream_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        auth = request.headers["authorization"]
+        return _sse({"error": {"message": f"bad key {auth}"}})
+
+    llm = OpenAICompatGenerator(
+        SECRET_URL, api_key="sk-SECRET3", transport=httpx.MockTransport(handler)
+    )
+    with pytest.raises(GenerationError) as caught:
+        list(llm.stream(MESSAGES))
+    assert "SECRET" not in str(caught.value)
+
+
+# -- answers that never end ----------------------------------------------------------------------
+
+
+class _Endless:
+    """A body of ``chunks`` pieces of 1 MiB (or a few bytes every ``pause_s``); counts what
+    was read."""
+
+    def __init__(self, chunks: int, *, pause_s: float = 0.0, size: int = 1 << 20) -> None:
+        self.chunks, self.pause_s, self.size, self.sent = chunks, pause_s, size, 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        import time
+
+        for _ in range(self.chunks):
+            if self.pause_s:
+                time.sleep(self.pause_s)
+            self.sent += self.size
+            yield b" " * self.size
+
+
+@pytest.mark.parametrize(("status", "error"), [(200, "over 8 MiB"), (500, "HTTP 500")])
+def test_an_endless_answer_or_error_body_is_not_read_whole(status: int, error: str) -> None:
+    body = _Endless(40)
+    llm = _llm(lambda _: httpx.Response(status, content=body), max_retries=0)
+    with pytest.raises(GenerationError, match=error):
+        llm.generate(MESSAGES)
+    assert body.sent <= 9 << 20
+
+
+def test_an_endless_stream_line_is_not_read_whole() -> None:
+    body = _Endless(40)
+    llm = _llm(lambda _: httpx.Response(200, content=body))
+    with pytest.raises(GenerationError, match="MiB"):
+        list(llm.stream(MESSAGES))
+    assert body.sent <= 9 << 20
+
+
+def test_an_answer_trickling_in_is_bounded_by_the_timeout() -> None:
+    import time
+
+    body = _Endless(60, pause_s=0.05, size=1)
+    llm = _llm(lambda _: httpx.Response(200, content=body), timeout_s=0.3, max_retries=0)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match="timeout_s"):
+        llm.generate(MESSAGES)
+    assert time.perf_counter() - started < 1.5
+
+
+@pytest.mark.parametrize("retry_after", ["-5", "nan", "soon"])
+def test_a_retry_after_that_is_no_delay_falls_back_to_the_backoff(retry_after: str) -> None:
+    llm = _llm(lambda _: httpx.Response(503, headers={"retry-after": retry_after}), max_retries=1)
+    with pytest.raises(GenerationError, match="2 attempts"):
+        llm.generate(MESSAGES)
