@@ -25,12 +25,16 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
     from affidavit.core.text import find_lone_surrogate
 
     try:
-        data = loads_json(text, source)  # InputError when nested too deeply
+        # InputError when nested too deeply; a duplicate key is refused: which of its values a
+        # reader takes is up to the reader, so another tool could see one the audit never checked
+        data = loads_json(text, source, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
             source=source,
         ) from None
+    except ValueError as exc:  # a duplicate key, or an integer past Python's digit limit
+        raise InputError(f"{source}: not usable JSON: {str(exc)[:200]}", source=source) from None
     if not isinstance(data, dict):
         raise InputError(
             f"{source}: expected a JSON object with query, chunks, response; got "
@@ -65,6 +69,15 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
                 source=source,
             )
     return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        out[key] = value
+    return out
 
 
 def _json_type(value: Any) -> str:

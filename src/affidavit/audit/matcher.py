@@ -8,6 +8,10 @@ kept and compared in the tests and in ``benchmarks/audit_latency.py``.
 
 The confidence of a match is the lexical coverage of the claim's content words (stemmed, numbers
 excluded: the number check owns them) by the best window of one or two consecutive sentences.
+Its ``predicate_coverage`` is the share of the claim's words besides names that a window of the
+same chunk covers: the auditor needs some of them, since a name alone does not support what a
+claim says of it ("Einstein was a carpenter." shares only "Einstein" with "Albert Einstein was
+born in Ulm.").
 
 Examples:
     >>> from affidavit.core.types import Chunk
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from affidavit.core.types import Chunk
+from affidavit.verify.casing import recase_like
 from affidavit.verify.lexical import STOPWORDS, WORD_RE, content_stems, sentence_spans, stem
 from affidavit.verify.numbers import SCALES, SPELLED, UNITS
 
@@ -82,6 +87,9 @@ class Match:
     window_start: int
     window_end: int
     window_text: str
+    predicate_coverage: float = 1.0
+    """Coverage of the claim's content words besides names by the chunk's best window for
+    them (1.0: it has none)."""
 
 
 class ExactBM25:
@@ -231,14 +239,22 @@ class EvidenceIndex:
         cands = [i for i in order[:top_k] if scores[i] > 0.0 or verbatim[i]]
         out: list[Match] = []
         for i in cands:
-            best: tuple[float, int, int] = (-1.0, 0, 0)
+            names = name_stems(claim, self.chunks[i].text)
+            said = [st for st in q if st not in names]
+            best: tuple[float, float, int, int] = (-1.0, -1.0, 0, 0)
+            said_best = 0.0 if said else 1.0
             for w in self.windows(i):
                 cov = coverage(q, w.stems, w.prefixes)
+                pcov = coverage(said, w.stems, w.prefixes) if said else 1.0
+                # what is said of a name may be in a window of its own ("The Eiffel Tower is
+                # a tower in Paris. [...] It is 330 metres tall."), but in the same chunk
+                said_best = max(said_best, pcov)
                 # prefer the shorter window on ties: less text, same support
-                if cov > best[0] + 1e-9:
-                    best = (cov, w.start, w.end)
-            cov, a, b = best
-            out.append(Match(i, scores[i], max(cov, 0.0), a, b, self.chunks[i].text[a:b]))
+                if cov > best[0] + 1e-9 or (cov > best[0] - 1e-9 and pcov > best[1] + 1e-9):
+                    best = (cov, pcov, w.start, w.end)
+            cov, _, a, b = best
+            text = self.chunks[i].text[a:b]
+            out.append(Match(i, scores[i], max(cov, 0.0), a, b, text, said_best))
         # ties in coverage: the chunk holding the claim verbatim, then BM25, then shared numbers
         out.sort(
             key=lambda m: (
@@ -249,6 +265,31 @@ class EvidenceIndex:
             )
         )
         return out
+
+
+def name_stems(claim: str, evidence: str) -> frozenset[str]:
+    """Stems of the names in a claim: the words it capitalises (a claim written in lower case
+    takes the capitals the evidence gives it). Its first word is a name only when the evidence
+    writes it with a capital and never without, so a capital that only opens the sentence
+    ("Carpenters built it.") names nothing.
+
+    Examples:
+        >>> sorted(name_stems("Einstein was a carpenter.", "Albert Einstein was born in Ulm."))
+        ['einstein']
+        >>> sorted(name_stems("Carpenters built the bridge.", "The carpenters built it."))
+        []
+    """
+    words = WORD_RE.findall(recase_like(claim, evidence))
+    if not words:
+        return frozenset()
+    found = WORD_RE.findall(evidence)
+    lower = {stem(w) for w in found if w[0].islower()}
+    upper = {stem(w) for w in found if w[0].isupper()}
+    first = stem(words[0])
+    names = {stem(w) for w in words[1:] if w[0].isupper()}
+    if words[0][0].isupper() and first in upper and first not in lower:
+        names.add(first)
+    return frozenset(names)
 
 
 def coverage(claim_stems: Sequence[str], stems: frozenset[str], prefixes: frozenset[str]) -> float:

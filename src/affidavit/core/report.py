@@ -56,7 +56,10 @@ class ClaimAudit(Frozen):
         description="True iff confidence >= support_threshold and no typed check failed."
     )
     confidence: float = Field(
-        ge=0.0, le=1.0, description="Lexical coverage of the claim's content words by its evidence."
+        ge=0.0,
+        le=1.0,
+        description="Lexical coverage of the claim's content words by its evidence (0 when the "
+        "evidence shares only the claim's names: a name alone supports nothing said of it).",
     )
     source_url: str | None = Field(default=None, description="URL of the best matching chunk.")
     chunk_id: str | None = Field(default=None, description="Id of the best matching chunk.")

@@ -17,6 +17,7 @@ Examples:
 from __future__ import annotations
 
 import contextvars
+import errno
 import json
 import os
 import tomllib
@@ -946,7 +947,26 @@ def find_config(explicit: Path | None = None, beside: Path | None = None) -> Pat
     for c in candidates:
         if _is(c, "file"):
             return c
+        if _present(c):
+            # fail closed: a config that is there but cannot be read (a dangling link, a
+            # folder, no permission) holds settings (an allowlist, a mode) the run must not
+            # quietly go without
+            raise ConfigError(
+                f"cannot read config {c}: it is there but not a readable file", source=str(c)
+            )
     return None
+
+
+def _present(path: Path) -> bool:
+    """Whether something (even a dangling link) is at ``path``; a name the OS refuses
+    (ENAMETOOLONG) or one under a non-folder is nothing."""
+    try:
+        path.lstat()
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in it
+        return False
+    except OSError as exc:
+        return exc.errno != errno.ENAMETOOLONG
+    return True
 
 
 def _format_validation_error(err: ValidationError) -> str:

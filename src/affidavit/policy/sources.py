@@ -29,6 +29,7 @@ Examples:
 from __future__ import annotations
 
 import logging
+import math
 import posixpath
 import re
 from collections.abc import Sequence
@@ -43,6 +44,9 @@ from affidavit.core.types import Chunk
 logger = logging.getLogger(__name__)
 
 DEFAULT_DATE_KEYS: tuple[str, ...] = ("published_at", "date", "year")
+FUTURE_TOLERANCE_DAYS = 1
+"""A source dated up to this many days after today (UTC) is fresh (its time zone may be ahead);
+a later date is unknown, not fresh."""
 _HOST_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
 _WEB_SCHEMES = {"http", "https"}
 _PLAIN_URL = re.compile(r"(?i)https?://([a-z0-9.-]+)(?::\d{1,5})?(?:[/?#][^\s]*)?$")
@@ -251,6 +255,8 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
     if isinstance(value, bool) or value is None:
         return None, f"unusable date value {value!r}"
     if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"number {value!r} is not a date"  # JSON NaN, or 1e400 read as inf
         n = int(value)
         if 1000 <= n <= 9999 and float(value) == n:
             return date(n, 1, 1), "year only: taken as 1 January"
@@ -267,7 +273,7 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
     s = value.strip()
     if not s:
         return None, "empty date"
-    if re.fullmatch(r"\d{4}", s):
+    if re.fullmatch(r"\d{4}", s) and int(s) > 0:
         return date(int(s), 1, 1), "year only: taken as 1 January"
     if re.fullmatch(r"\d{9,13}", s):
         return parse_source_date(int(s))
@@ -277,7 +283,7 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
     except ValueError:
         pass
     m = re.fullmatch(r"(\d{4})-(\d{1,2})", s)
-    if m and 1 <= int(m.group(2)) <= 12:
+    if m and int(m.group(1)) > 0 and 1 <= int(m.group(2)) <= 12:
         return date(int(m.group(1)), int(m.group(2)), 1), "year and month only: taken as the 1st"
     cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", s)
     for fmt in _DATE_FORMATS:
@@ -326,6 +332,17 @@ def assess_freshness(
         )
     now = today or datetime.now(UTC).date()
     age = (now - when).days
+    if age < -FUTURE_TOLERANCE_DAYS:
+        # fail closed: a publication date that has not come yet is wrong, so the source's age
+        # is unknown (which counts as stale), never "fresh"
+        return SourceFreshness(
+            chunk_id=chunk.id,
+            url=chunk.url,
+            status="unknown",
+            source_date=when.isoformat(),
+            metadata_key=key,
+            note=(note + "; " if note else "") + f"date {when.isoformat()} is in the future",
+        )
     if age < 0:
         note = (note + "; " if note else "") + "date is in the future"
         age = 0

@@ -177,26 +177,37 @@ def check_log_entry(
 ) -> list[str]:
     """Why a certificate's log entry does not hold, offline (an empty list: it holds).
 
-    Checks that the checkpoint is signed by a trusted key, that the entry is this certificate's
+    Checks that the checkpoint is signed by the log's key, that the entry is this certificate's
     hash, and that the inclusion proof leads from it to the checkpoint's root. With ``newer`` (a
     signed checkpoint note) it also checks that the newer tree extends the certificate's, with
     ``consistency`` or, failing that, a proof built from ``log``.
 
+    A certificate is logged in its issuer's log, whose checkpoints its signing key signs: only
+    the key among ``keys`` with the certificate's ``key_id`` vouches for the checkpoint and
+    ``newer``. Another trusted key, another log's, does not (the entry is outside the signature,
+    so anyone holding such a key could log the certificate where the issuer's monitors never
+    look).
+
     Args:
         cert: the certificate, with its ``log_entry``.
-        keys: the log keys trusted.
+        keys: the keys trusted; only the certificate's signer's counts.
         newer: a later checkpoint of the same log.
         consistency: the proof from the certificate's checkpoint to ``newer``.
         log: a log to build that proof from when ``consistency`` is None.
     """
-    keys = list(keys)
     found = cert.log_entry
     if found is None:
         return ["the certificate carries no log entry (`affidavit certificate prove CERT`)"]
+    keys = [k for k in keys if cert.key_id and key_id(k) == cert.key_id]
+    if not keys:
+        return [
+            f"checkpoint: the log's key (the certificate's, {cert.key_id or '(unsigned)'}) is not "
+            "among the trusted keys"
+        ]
     try:
         checkpoint = open_checkpoint(found.checkpoint.note, keys)
     except ProofError as exc:
-        return [f"checkpoint: {exc.message}"]
+        return [f"checkpoint: {exc.message} (its log's key is the certificate's, {cert.key_id})"]
     reasons: list[str] = []
     if checkpoint != found.checkpoint:
         reasons.append("checkpoint: its fields differ from the signed note they were read from")
@@ -227,7 +238,9 @@ def check_log_entry(
     try:
         later = open_checkpoint(newer, keys)
     except ProofError as exc:
-        return [f"newer checkpoint: {exc.message}"]
+        return [
+            f"newer checkpoint: {exc.message} (its log's key is the certificate's, {cert.key_id})"
+        ]
     if consistency is None and log is not None and checkpoint.tree_size < later.tree_size:
         try:
             consistency = log.prove_consistency(checkpoint.tree_size, later.tree_size)

@@ -366,3 +366,20 @@ def test_text_past_the_claim_limit_is_not_passed_unchecked() -> None:
     assert not r.trust_passed and "Napoleon" not in r.guarded_response
     # under the limit nothing changes
     assert affidavit.audit("q", chunks, answer.rsplit(" The", 1)[0], cfg).trust_passed
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Einstein was a carpenter.", "Albert Einstein was a carpenter.", "einstein was a carpenter."],
+)
+def test_names_alone_do_not_carry_a_lexical_match(answer: str) -> None:
+    """Coverage counted the name: "Einstein was a carpenter." covered half its content words
+    (einstein, not carpenter) in "Albert Einstein was born in Ulm" and passed at 0.5. What a
+    claim says about a name, a word besides the names, must be covered as well."""
+    chunks = [{"text": "Albert Einstein was born in Ulm.", "url": "https://example.org/e"}]
+    report = affidavit.audit("Who was Einstein?", chunks, answer)
+    claim = report.claims[0]
+    assert not claim.supported and not report.trust_passed, claim
+    assert claim.reason is not None and "only names" in claim.reason
+    said = affidavit.audit("Who was Einstein?", chunks, "Einstein was born in Ulm.")
+    assert said.claims[0].supported and said.trust_passed

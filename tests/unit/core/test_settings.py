@@ -157,3 +157,29 @@ def test_a_path_with_a_nul_character_is_a_config_error(tmp_path: Path, toml: str
     cfg.write_text(toml)
     with pytest.raises(ConfigError, match="NUL"):
         load_settings(cfg)
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "folder"])
+def test_a_config_beside_the_input_that_cannot_be_read_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """An affidavit.toml beside the input (or in the working directory) that is there but not a
+    readable file was skipped in silence: the audit ran on the defaults, without the allowlist,
+    mode or freshness the config holds (fail open). It is refused, as an explicit one is."""
+    monkeypatch.chdir(tmp_path)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    inp = inputs / "in.json"
+    inp.write_text("{}")
+    cfg = inputs / "affidavit.toml"
+    if kind == "dangling link":
+        cfg.symlink_to(tmp_path / "deployed" / "affidavit.toml")
+    else:
+        cfg.mkdir()
+    with pytest.raises(ConfigError, match=r"affidavit\.toml"):
+        load_settings(beside=inp)
+    with pytest.raises(ConfigError, match=r"affidavit\.toml"):
+        load_settings(beside=inputs)
+    monkeypatch.chdir(inputs)
+    with pytest.raises(ConfigError, match=r"affidavit\.toml"):
+        load_settings()

@@ -79,6 +79,13 @@ def test_empty_allowlist_keeps_local_paths_but_blocks_malformed_web_urls() -> No
         (True, None),
         ("2024-13-45", None),
         ([2024], None),
+        # hostile metadata (a JSON NaN, 1e400, a year 0): an unusable date, never a crash
+        (float("nan"), None),
+        (float("inf"), None),
+        (float("-inf"), None),
+        ("0000", None),
+        ("0000-01", None),
+        (0, None),
     ],
 )
 def test_parse_source_date_never_raises(value: object, expected: date | None) -> None:
@@ -99,6 +106,18 @@ def test_freshness_verdicts() -> None:
     assert none.status == "unknown"
     off = assess_freshness(Chunk(text="e", metadata={"year": 2020}), AuditSettings(), today)
     assert off.status == "not_applicable"
+
+
+def test_a_source_dated_in_the_future_has_no_established_age() -> None:
+    """A date past tomorrow cannot be a publication date: it made any source "fresh" (age 0),
+    so a stale source passed ``stale_action = "fail"`` by claiming a future date. Its age is
+    unknown, which counts as stale; a day ahead is allowed for time zones."""
+    s = AuditSettings(max_age_days=30)
+    today = date(2026, 1, 1)
+    far = assess_freshness(Chunk(text="a", metadata={"date": "2999-01-01"}), s, today)
+    assert far.status == "unknown" and "future" in far.note
+    tomorrow = assess_freshness(Chunk(text="b", metadata={"date": "2026-01-02"}), s, today)
+    assert (tomorrow.status, tomorrow.age_days) == ("fresh", 0)
 
 
 def test_an_allowlist_names_local_sources_as_file_paths() -> None:

@@ -23,7 +23,12 @@ from affidavit.certify.keys import generate_key
 from affidavit.cli.main import app
 from affidavit.core.errors import TransparencyLogError
 from affidavit.core.settings import Settings
-from affidavit.tlog.certificates import certificate_entry, default_log_path, log_certificate
+from affidavit.tlog.certificates import (
+    certificate_entry,
+    check_log_entry,
+    default_log_path,
+    log_certificate,
+)
 from affidavit.tlog.merkle import EMPTY_ROOT, MemoryTree, leaf_hash
 from affidavit.tlog.monitor import Witness
 from affidavit.tlog.note import sign_checkpoint
@@ -316,6 +321,61 @@ def test_certificate_prove_and_a_newer_checkpoint(
     code, out = run("certificate", "verify", str(lone_path), "--log")
     assert code == 1 and "carries no log entry" in out
     assert certificate_entry(lone) not in _entries(log)
+
+
+def _other_log(home: Path) -> tuple[Ed25519PrivateKey, Path, Settings]:
+    """A second trusted log operator: its own key (public PEM written) and its own log."""
+    other = Settings(home=home.parent / "other")
+    key = generate_key(home.parent / "other" / "keys" / "signing.pem")
+    return key, home.parent / "other" / "keys" / "signing.pub.pem", other
+
+
+def test_a_checkpoint_of_another_trusted_log_does_not_vouch_for_a_certificate(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """The log entry is outside the certificate's signature: anyone holding another trusted
+    log key could log the certificate in their own log and pass it off as logged, though the
+    issuer's log (the one monitors watch) never held it."""
+    key, _, paths = issued
+    other_key, other_pub, other = _other_log(home)
+    settings = Settings(home=home, tlog={"enabled": False})
+    hidden = sign_certificate(build_certificate("Q?", "hidden", [], [], None, settings, []), key)
+    moved = log_certificate(hidden, other, other_key)
+    reasons = check_log_entry(moved, [key.public_key(), other_key.public_key()])
+    assert reasons and "checkpoint" in reasons[0], reasons
+    path = home.parent / "moved.json"
+    path.write_text(moved.model_dump_json())
+    code, out = run("certificate", "verify", str(path), "--log", "--public-key", str(other_pub))
+    assert code == 1 and "log: checkpoint" in out, out
+    # without --log too: the entry the file carries is checked against the issuer's key
+    code, out = run("certificate", "verify", str(path), "--public-key", str(other_pub))
+    assert code == 1 and "log: checkpoint" in out, out
+    # the issuer's own log still vouches for its own certificates with the other key trusted
+    code, out = run(
+        "certificate", "verify", str(paths[0]), "--log", "--public-key", str(other_pub)
+    )  # fmt: skip
+    assert code == 0, out
+
+
+def test_a_newer_checkpoint_signed_by_another_trusted_log_is_refused(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """A newer checkpoint must be the issuer's log's: another trusted key signing one under the
+    same origin (here the same tree, re-signed) cannot vouch that the log grew consistently."""
+    _, log, paths = issued
+    other_key, other_pub, _ = _other_log(home)
+    entries = _entries(log)
+    tree = MemoryTree()
+    for e in entries:
+        tree.append_hash(leaf_hash(e))
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    fake = home.parent / "fake.checkpoint"
+    fake.write_text(sign_checkpoint(origin, len(entries), tree.root(), other_key))
+    code, out = run(
+        "certificate", "verify", str(paths[-1]), "--log", "--checkpoint", str(fake),
+        "--public-key", str(other_pub),
+    )  # fmt: skip
+    assert code == 1 and "newer checkpoint" in out, out
 
 
 @contextlib.contextmanager
