@@ -165,3 +165,19 @@ def test_reversed_dates_are_one_plain_error_line(env: Path) -> None:
     r = CliRunner().invoke(app, ["search", "x", "--since", "2021-01-01", "--until", "2020-01-01"])
     assert r.exit_code == 2, r.output
     assert r.output.strip() == "error: bad filter: date_from 2021-01-01 is after date_to 2020-01-01"
+
+
+def test_ingest_says_which_pdf_pages_have_no_text(env: Path, tmp_path: Path) -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    sample = PdfReader(DATA / "sample.pdf")
+    writer = PdfWriter()
+    writer.add_page(sample.pages[0])
+    writer.add_blank_page(width=612, height=792)
+    writer.add_blank_page(width=612, height=792)
+    with (env / "sample.pdf").open("wb") as fh:
+        writer.write(fh)
+    (env / "sample.jsonl").unlink()  # its bad lines fail on purpose
+    r = CliRunner().invoke(app, ["ingest", str(env), "--store", str(tmp_path / "st")])
+    assert r.exit_code == 0, r.output
+    assert "pages 2-3 have no extractable text" in " ".join(r.output.split())

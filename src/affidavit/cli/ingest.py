@@ -93,9 +93,12 @@ def _print_report(report: IngestReport) -> None:
     table.add_row(*(str(v) for v in counts.values()))
     console.print(table)
     console.print(f"chunks in store: {report.chunks_total}")
-    for o in report.failed:
+    for o in report.outcomes:
         # file names and reasons quote the input: escaped, never interpreted
-        console.print(f"[red]failed[/red] {safe(o.source)}: {safe(o.reason)}")
+        if o.status == "failed":
+            console.print(f"[red]failed[/red] {safe(o.source)}: {safe(o.reason)}")
+        elif o.status in ("added", "replaced") and o.reason:  # stored, but not all of it
+            console.print(f"[yellow]note[/yellow] {safe(o.source)}: {safe(o.reason)}")
 
 
 def ingest(

@@ -45,6 +45,9 @@ MAX_PDF_TEXT_CHARS = 50_000_000  # as much as the largest text file by default (
 PDF_TEXT_CHARS_PER_BYTE = 20
 _PDF_TEXT_FLOOR = 64_000  # a tiny honest PDF may hold a page or two of text
 
+# The form of `content_doc_id`: a JSONL record may use it only for the id of its own text.
+_CONTENT_ID = re.compile(r"doc-[0-9a-f]{20}")
+
 
 def decode_utf8(raw: bytes, source: str) -> str:
     """Decode UTF-8 (a BOM is dropped); anything else is an ``IngestError`` naming the byte."""
@@ -164,10 +167,12 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
             )
         parts: list[str] = []
         pages: list[list[int]] = []
+        blank: list[int] = []
         pos = 0
         for number, page in enumerate(reader.pages, start=1):
             page_text = (page.extract_text() or "").strip()
             if not page_text:
+                blank.append(number)
                 continue
             if parts:
                 pos += 2  # the "\n\n" joiner
@@ -202,6 +207,8 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
     meta = _base_metadata(path)
     meta["pages"] = pages
     meta["page_count"] = n_pages
+    if blank:
+        meta["pages_without_text"] = page_ranges(blank)
     if created:
         meta["date"] = created
     text = "\n\n".join(parts)
@@ -215,6 +222,22 @@ def load_pdf(path: Path, raw: bytes) -> list[Document]:
             metadata=meta,
         )
     ]
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """Page numbers in order as ranges.
+
+    Examples:
+        >>> page_ranges([2, 3, 4, 7, 9, 10])
+        '2-4, 7, 9-10'
+    """
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _inflate_member(raw: bytes, info: zipfile.ZipInfo, budget: int, source: str) -> int:
@@ -315,10 +338,15 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
     check_zip_bomb(path, raw=raw)
     try:
         d = docx.Document(io.BytesIO(raw))
-        blocks = [p.text.strip() for p in d.paragraphs if p.text.strip()]
+        styles_hide = bool(d.styles.element.xpath(".//w:vanish"))
+        blocks = [t for t in (_shown_text(p, styles_hide).strip() for p in d.paragraphs) if t]
         for table in d.tables:
             for row in table.rows:
-                cells = [c.text.strip() for c in row.cells if c.text.strip()]
+                shown = (
+                    "\n".join(_shown_text(p, styles_hide) for p in c.paragraphs).strip()
+                    for c in row.cells
+                )
+                cells = [t for t in shown if t]
                 if cells:
                     blocks.append(" | ".join(cells))
         props = d.core_properties
@@ -345,15 +373,53 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
     ]
 
 
+# Elements no reader of the page sees are no evidence: the ``hidden`` attribute (not
+# "until-found", which the browser's find reveals), <template>, and an inline style of
+# display:none or visibility:hidden (spaces and case aside). Rules of a style sheet are not read.
+_STYLE = "translate(@style, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ \t\r\n', 'abcdefghijklmnopqrstuvwxyz')"
+HIDDEN_HTML_XPATH = (
+    "//*[@hidden and translate(@hidden, 'UNTILFOD', 'untilfod') != 'until-found'] | //template"
+    f" | //*[contains({_STYLE}, 'display:none') or contains({_STYLE}, 'visibility:hidden')]"
+)
+
+
+def _shown_text(paragraph: Any, styles_hide: bool) -> str:
+    """A DOCX paragraph's text without its hidden runs (``w:vanish`` set on the run, its
+    character style or the paragraph's style): text Word does not show is no evidence.
+
+    ``styles_hide``: some style of the document sets ``w:vanish``.
+    """
+    from docx.oxml.ns import qn
+    from docx.text.run import Run
+
+    p = paragraph._p
+    if not styles_hide and not p.xpath(".//w:vanish"):
+        return str(paragraph.text)  # nothing hidden: as python-docx reads it
+
+    def hidden(run: Run) -> bool:
+        for font in (run.font, *(s.font for s in (run.style, paragraph.style) if s is not None)):
+            if font.hidden is not None:
+                return bool(font.hidden)
+        return False
+
+    parts: list[str] = []
+    for element in p.xpath("w:r | w:hyperlink"):
+        runs = [element] if element.tag == qn("w:r") else element.xpath("w:r")
+        parts += [r.text for r in runs if not hidden(Run(r, paragraph))]
+    return "".join(parts)
+
+
 def load_html(path: Path, raw: bytes) -> list[Document]:
-    """HTML main text via trafilatura (navigation and boilerplate dropped)."""
+    """HTML main text via trafilatura (navigation, boilerplate and hidden elements dropped)."""
     try:
         import trafilatura
     except ImportError as exc:
         raise MissingDependencyError("trafilatura", "ingest", purpose="reading HTML") from exc
     html = decode_utf8(raw, str(path))
     try:
-        result = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False)
+        result = trafilatura.bare_extraction(
+            html, with_metadata=True, include_comments=False, prune_xpath=HIDDEN_HTML_XPATH
+        )
     except Exception as exc:  # trafilatura wraps lxml errors inconsistently
         raise IngestError(f"unreadable HTML: {exc}", source=str(path)) from exc
     text = getattr(result, "text", None) if result is not None else None
@@ -411,6 +477,18 @@ def iter_jsonl(path: Path, raw: bytes) -> Iterator[tuple[int, Document | IngestE
         rec_id = obj.get("id")
         if rec_id is None or isinstance(rec_id, (dict, list)) or str(rec_id) == "":
             yield lineno, IngestError('record has no usable "id"', source=where)
+            continue
+        if _CONTENT_ID.fullmatch(str(rec_id)) and str(rec_id) != content_doc_id(body):
+            # ids of this form name a file's content: one taken by other text would make that
+            # file "the same content" as this record, and its own text never stored
+            yield (
+                lineno,
+                IngestError(
+                    f"id {str(rec_id)!r} has the form of a content id (doc- and 20 hex digits) "
+                    "but is not the content id of this record's text; give the record another id",
+                    source=where,
+                ),
+            )
             continue
         meta_in = obj.get("metadata") or {}
         if not isinstance(meta_in, dict):

@@ -230,17 +230,16 @@ class Ingestor:
 
     def _load(self, path: Path, run: _Run) -> list[Document]:
         size = path.stat().st_size
-        limit = self.settings.max_file_mb * 1024 * 1024
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        too_large = f"above the {self.settings.max_file_mb:g} MB limit (ingest.max_file_mb)"
         if size > limit:
-            raise IngestError(
-                f"file is {size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB "
-                "limit (ingest.max_file_mb)",
-                source=str(path),
-            )
+            raise IngestError(f"file is {size / 1048576:.1f} MB, {too_large}", source=str(path))
         if size == 0:
             raise IngestError("file is empty (0 bytes)", source=str(path))
         with path.open("rb") as fh:
-            raw = fh.read()
+            raw = fh.read(limit + 1)  # never more: the file may grow while it is read
+        if len(raw) > limit:
+            raise IngestError(f"file grew while it was read, {too_large}", source=str(path))
         kind = detect(path, raw[:8192])
         if kind == "pdf":
             return load_pdf(path, raw)
@@ -317,6 +316,9 @@ class Ingestor:
                 )
             )
             return
+        if _is_record(doc) and old is not None and origin not in old.origins:
+            self._record_of_another_file(doc, old, origin, run)
+            return
         run.seen_ids[doc.id] = doc.source
         if old is not None and old.content_hash == doc.content_hash:
             run.outcomes.append(
@@ -357,10 +359,47 @@ class Ingestor:
         replaces = old is not None or (not _is_record(doc) and run.stored_from(origin))
         status = "replaced" if replaces else "added"
         outcome = FileOutcome(
-            source=doc.source, status=status, doc_id=doc.id, chunks=len(chunks), mime=doc.mime
+            source=doc.source,
+            status=status,
+            doc_id=doc.id,
+            chunks=len(chunks),
+            mime=doc.mime,
+            reason=_left_out(doc),
         )
         run.pending.append(_Pending(doc, chunks, origin, outcome))
         run.pending_chunks += len(chunks)
+
+    @staticmethod
+    def _record_of_another_file(doc: Document, old: DocRecord, origin: str, run: _Run) -> None:
+        """A record whose id is stored from another file: the same record (a renamed or copied
+        JSONL file) gets this file's name, so --prune of the old name keeps it; other text under
+        that id fails, and the stored document stays (it was replaced, and its file's text lost)."""
+        if old.content_hash != doc.content_hash:
+            run.outcomes.append(
+                FileOutcome(
+                    source=doc.source,
+                    status="failed",
+                    doc_id=doc.id,
+                    mime=doc.mime,
+                    reason=f"id {doc.id!r} is already used by {old.source or old.origin} (another "
+                    "file); a record replaces only a record of the same file: give it another "
+                    "id, or delete that document first",
+                )
+            )
+            run.failed_origins.add(origin)
+            return
+        run.seen_ids[doc.id] = doc.source
+        run.names.append((doc.id, origin, doc.source))
+        run.outcomes.append(
+            FileOutcome(
+                source=doc.source,
+                status="skipped",
+                doc_id=doc.id,
+                chunks=old.chunks,
+                mime=doc.mime,
+                reason=f"unchanged, also in {old.source or old.origin} (this name recorded)",
+            )
+        )
 
     # -- batches --------------------------------------------------------------------------------
 
@@ -417,9 +456,10 @@ class Ingestor:
         documents it no longer holds (an edited file's old version; deleted when nameless)."""
         if self.owner is None:
             return
+        # each of these was read whole from its input (a record of a JSONL file, even when
+        # another line of that file failed): its name is recorded
         for doc_id, origin, source in run.names:
-            if origin not in run.failed_origins:
-                self.owner.add_name(doc_id, origin, source)
+            self.owner.add_name(doc_id, origin, source)
         moved = [
             (rec.doc_id, origin)
             for origin, ids in run.files
@@ -481,6 +521,18 @@ def _stopped(exc: StoreUnusableError, run: _Run) -> StoreUnusableError:
         "skipped)",
         source=exc.source,
         stored=stored,
+    )
+
+
+def _left_out(doc: Document) -> str:
+    """What of a stored file could not be read as text (said in its outcome), or ""."""
+    blank = doc.metadata.get("pages_without_text") if not _is_record(doc) else None
+    if not isinstance(blank, str) or not blank:
+        return ""
+    one = blank.isdigit()
+    return (
+        f"page{'' if one else 's'} {blank} {'has' if one else 'have'} no extractable text "
+        "(scanned images? run OCR first): not searchable, not citable"
     )
 
 

@@ -23,7 +23,10 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
 
     Hidden entries (names starting with ``.``) are skipped; so are the ``skip`` folders (the
     store itself). A directory reached again through a symlink is reported as a loop; a broken
-    symlink or an unreadable directory is reported too.
+    symlink or an unreadable directory is reported too. A symlink inside a folder that leads out
+    of it is reported and not followed: whoever can write to the folder must not make the
+    ingesting user's other files (``~/.ssh``, ``/etc``) searchable. A path given itself, link
+    or not, is read.
 
     Examples:
         >>> [f.path.name for f in walk([tmp_path])]  # doctest: +SKIP
@@ -33,12 +36,13 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
     seen_files: set[str] = set()
     skip_real = {os.path.realpath(s) for s in skip}
 
-    def visit(p: Path, top: bool, root: Path) -> Iterator[Found]:
+    def visit(p: Path, top: bool, root: Path, inside: str) -> Iterator[Found]:
         if not top and p.name.startswith("."):
             return
         try:
+            link = p.is_symlink()
             exists = p.exists()
-            broken = os.readlink(p) if p.is_symlink() and not exists else None
+            broken = os.readlink(p) if link and not exists else None
             real = os.path.realpath(p)
             is_dir, is_file = p.is_dir(), p.is_file()
         except OSError as exc:
@@ -50,6 +54,14 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
             yield Found(p, f"broken symlink (points to {broken})", root)
             return
         if real in skip_real:
+            return
+        if link and not top and os.path.commonpath([real, inside]) != inside:
+            yield Found(
+                p,
+                f"symlink to {real}, outside the folder being ingested: not followed "
+                "(give that path itself to ingest it)",
+                root,
+            )
             return
         if is_dir:
             if real in seen_dirs:
@@ -64,7 +76,7 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
                 yield Found(p, f"cannot list folder: {exc.strerror or exc}", root)
                 return
             for e in entries:
-                yield from visit(Path(e.path), False, root)
+                yield from visit(Path(e.path), False, root, inside)
         elif is_file:
             if real in seen_files:
                 return  # the same file reached twice (e.g. through a symlink): ingest it once
@@ -76,4 +88,4 @@ def walk(paths: Sequence[Path | str], *, skip: Sequence[Path] = ()) -> Iterator[
             yield Found(p, "not a regular file (device, socket or pipe)", root)
 
     for raw in paths:
-        yield from visit(Path(raw), True, Path(raw))
+        yield from visit(Path(raw), True, Path(raw), os.path.realpath(raw))

@@ -135,3 +135,24 @@ def test_a_corrupt_zip_directory_is_unsupported_not_a_crash(
     assert callable(corrupt)
     with pytest.raises(UnsupportedType, match="corrupt zip"):
         _detect(tmp_path, "x.docx", corrupt(_docx_zip()))
+
+
+def test_walk_never_follows_a_symlink_out_of_the_folder(tmp_path: Path) -> None:
+    """A link in an ingested folder to a file or folder elsewhere (~/.ssh, /etc) was followed:
+    whoever could write to the folder made the ingesting user's private files searchable."""
+    docs, private = tmp_path / "docs", tmp_path / "private"
+    docs.mkdir()
+    private.mkdir()
+    (docs / "a.txt").write_text("a")
+    (private / "key.txt").write_text("secret")
+    os.symlink(private / "key.txt", docs / "key.txt")
+    os.symlink(private, docs / "more")
+    (docs / "sub").mkdir()
+    os.symlink(docs / "a.txt", docs / "sub" / "same.txt")  # inside the folder: read (once)
+    found = list(walk([docs]))
+    assert [f.path.name for f in found if f.error is None] == ["a.txt"]
+    errors = {f.path.name: f.error or "" for f in found if f.error}
+    assert set(errors) == {"key.txt", "more"}
+    assert all("outside the folder" in e and "not followed" in e for e in errors.values())
+    # named on the command line, the target is ingested
+    assert [f.path.name for f in walk([docs / "key.txt"])] == ["key.txt"]

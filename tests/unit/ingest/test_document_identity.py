@@ -116,3 +116,73 @@ def test_prune_moves_the_name_of_a_renamed_file(store: Store, tmp_path: Path) ->
     report = _ingest(store, docs, prune=True)
     assert report.counts()["pruned"] == 1 and store.count() == (0, 0)
     assert store.check() == []  # type: ignore[attr-defined]
+
+
+def _records(path: Path, rows: list[tuple[str, str]]) -> Path:
+    import json
+
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("bad_line", [False, True])
+def test_prune_keeps_the_records_of_a_renamed_jsonl(
+    store: Store, tmp_path: Path, bad_line: bool
+) -> None:
+    """A renamed JSONL file's records were reported 'unchanged', then pruned: the store lost
+    every one of them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _records(docs / "old.jsonl", [("r1", EIFFEL), ("r2", CURIE)])
+    _ingest(store, docs, prune=True)
+    counts = store.count()
+    (docs / "old.jsonl").rename(docs / "new.jsonl")
+    if bad_line:  # another line of the renamed file fails this time: its records are kept too
+        with (docs / "new.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write('{"id": "r3", "text": \n')
+    report = _ingest(store, docs, prune=True)
+    assert report.counts()["added"] == 0 and report.counts()["failed"] == int(bad_line)
+    assert store.count() == counts
+    assert {r.source for r in store.records().values()} == {"new.jsonl#L1", "new.jsonl#L2"}
+    assert store.check() == []  # type: ignore[attr-defined]
+
+
+def test_a_record_never_replaces_a_document_of_another_file(store: Store, tmp_path: Path) -> None:
+    """The same id in a second JSONL file, or a record named by a file's content id, replaced
+    the stored document (reported 'replaced'): the first file's text was lost."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _records(docs / "a.jsonl", [("r1", EIFFEL)])
+    (docs / "tower.txt").write_text(CURIE, encoding="utf-8")
+    _ingest(store, docs)
+    before = {d: store.get_document(d).text for d in store.records()}  # type: ignore[union-attr]
+    other = tmp_path / "other"
+    other.mkdir()
+    # the second record's text differs from the file's only in white space: the same content id
+    taken = [("r1", "Another data set's record one."), (content_doc_id(CURIE), CURIE + "  ")]
+    report = _ingest(store, _records(other / "b.jsonl", taken))
+    assert report.counts()["failed"] == 2 and report.counts()["replaced"] == 0
+    reasons = {Path(o.source).name: o.reason for o in report.failed}
+    assert "already used by a.jsonl#L1" in reasons["b.jsonl#L1"]
+    assert "already used by tower.txt" in reasons["b.jsonl#L2"]
+    assert {d: store.get_document(d).text for d in store.records()} == before  # type: ignore[union-attr]
+
+
+def test_a_record_cannot_take_the_content_id_of_a_file_ingested_later(
+    store: Store, tmp_path: Path
+) -> None:
+    """A record named 'doc-<hash of a file's text>' made that file 'same content' when it came:
+    the file's text was never stored."""
+    first = tmp_path / "first"
+    first.mkdir()
+    _records(first / "a.jsonl", [(content_doc_id(EIFFEL), "Something else entirely.")])
+    report = _ingest(store, first)
+    assert report.counts()["failed"] == 1 and "content id" in report.failed[0].reason
+    second = tmp_path / "second"
+    second.mkdir()
+    (second / "tower.txt").write_text(EIFFEL, encoding="utf-8")
+    assert _ingest(store, second).counts()["added"] == 1
+    assert store.get_document(content_doc_id(EIFFEL)).text == EIFFEL  # type: ignore[union-attr]
+    # a record whose id is the content id of its own text is that content: kept
+    _records(first / "a.jsonl", [(content_doc_id(CURIE), CURIE)])
+    assert _ingest(store, first).counts()["added"] == 1

@@ -148,3 +148,26 @@ def test_a_docx_with_an_unreadable_zip_directory_fails_only_that_file(tmp_path: 
     assert out["good.txt"][0] == "added"
     status, reason = out["odd.docx"]
     assert status == "failed" and "zip" in (reason or "")
+
+
+# -- a page without text is said, not silently left out ----------------------------------------
+
+
+def test_pdf_pages_without_text_are_reported(tmp_path: Path) -> None:
+    """A scanned page between text pages was dropped without a word: the report said 'added'
+    and nothing told the user that page 2 cannot be searched or cited."""
+    from pypdf import PdfReader, PdfWriter
+
+    sample = PdfReader(Path(__file__).resolve().parents[2] / "data" / "ingest" / "sample.pdf")
+    writer = PdfWriter()
+    writer.add_page(sample.pages[0])
+    writer.add_blank_page(width=612, height=792)  # a page of images only reads as this
+    writer.add_page(sample.pages[1])
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with (docs / "mixed.pdf").open("wb") as fh:
+        writer.write(fh)
+    [doc] = load_pdf(docs / "mixed.pdf", (docs / "mixed.pdf").read_bytes())
+    assert doc.metadata["page_count"] == 3 and doc.metadata["pages_without_text"] == "2"
+    status, reason = _run(docs, tmp_path)["mixed.pdf"]
+    assert status == "added" and "page 2 has no extractable text" in (reason or "")

@@ -84,6 +84,34 @@ def test_size_limit(tmp_path: Path) -> None:
     assert "limit" in f.reason and "max_file_mb" in f.reason
 
 
+def test_size_limit_holds_for_a_file_that_grows_while_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size was taken before the file was read, then read whole: a file still being
+    written (a download, a copy) was read past ingest.max_file_mb, however large it had grown."""
+    import os
+
+    d = tmp_path / "d"
+    d.mkdir()
+    big = d / "growing.txt"
+    big.write_text("word " * 300_000, encoding="utf-8")  # 1.5 MB by the time it is read
+    real_stat = Path.stat
+
+    def stat_when_small(self: Path, **kw: object) -> os.stat_result:
+        st = real_stat(self, **kw)  # type: ignore[arg-type]
+        if self.name != "growing.txt":
+            return st
+        fields = list(st)
+        fields[6] = 1000  # st_size when it was looked at
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(Path, "stat", stat_when_small)
+    store = LocalStore(tmp_path / "s")
+    report = Ingestor(store, FakeEmbedder(), IngestSettings(max_file_mb=1)).ingest([d])
+    [f] = report.failed
+    assert "max_file_mb" in f.reason and store.count() == (0, 0)
+
+
 def test_jsonl_keeps_ids_and_reports_bad_lines(tmp_path: Path) -> None:
     p = tmp_path / "c.jsonl"
     rows = [
