@@ -37,9 +37,11 @@ from affidavit.verify.lexical import (
 )
 from affidavit.verify.numbers import (
     MONTHS,
+    Citation,
     DateMention,
     Quantity,
     describe_quantity,
+    find_citations,
     find_dates,
     find_quantities,
 )
@@ -413,6 +415,39 @@ def check_dates(
         reason="every date in the claim is in the evidence",
         claim_value=", ".join(d.describe() for d in claim_d),
     )
+
+
+def check_citations(claim_text: str, evidence_text: str) -> CheckResult | None:
+    """A failing date check when the claim cites an author with a year the evidence never gives
+    that author but gives another ("Chen et al., 2008" beside "Chen et al., 2020"), else None.
+
+    A citation year states no date (it names a paper), so an author the evidence does not cite
+    says nothing either way: a claim may cite a paper its evidence does not.
+
+    Examples:
+        >>> check_citations("It rose (Chen et al., 2008).", "It rose (Chen et al., 2020).").reason
+        'the citation Chen et al., 2008 disagrees with Chen et al., 2020 in the evidence'
+        >>> check_citations("It rose (Chen et al., 2008).", "It rose (Qin et al., 2020).") is None
+        True
+    """
+    cited = find_citations(claim_text)
+    if not cited:
+        return None
+    given: dict[str, list[Citation]] = {}
+    for c in find_citations(evidence_text):
+        given.setdefault(c.key, []).append(c)
+    for c in cited:
+        others = given.get(c.key, [])
+        if others and all(o.year != c.year for o in others):
+            closest = min(others, key=lambda o: abs(o.year - c.year))
+            return CheckResult(
+                check="date",
+                status="fail",
+                reason=f"the citation {c.text} disagrees with {closest.text} in the evidence",
+                claim_value=c.text,
+                evidence_value=closest.text,
+            )
+    return None
 
 
 def _dated_by_context(c: DateMention, ev_d: Sequence[DateMention]) -> bool:
@@ -1354,6 +1389,8 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
     else:
         numbers, units = check_numbers((), ())
         dates = check_dates((), ())
+    if dates.status != "fail":
+        dates = check_citations(claim_text, evidence_text) or dates
     entity = check_entities(claim_text, evidence_text)
     polarity = check_polarity(claim_text, window, local_evidence(claim_text, evidence_text, 1))
     comparative = check_comparatives(claim_text, window)

@@ -805,3 +805,47 @@ def test_a_number_joined_to_a_lettered_word_is_part_of_a_name(text: str) -> None
 @pytest.mark.parametrize(("text", "values"), [("ages 3-5", [3, 5]), ("item #5", [5])])
 def test_ranges_and_ranks_stay_numbers(text: str, values: list[int]) -> None:
     assert [q.value for q in find_quantities(text)] == values
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "status"),
+    [
+        # the year of a citation the evidence gives its author with another year: wrong reference
+        (
+            "Neutrophils rose in patients (Chen et al., 2020, Qin et al., 2009).",
+            "Neutrophils rose in patients (Chen et al., 2020, Qin et al., 2020).",
+            "fail",
+        ),
+        (
+            "IFN-I reduced replication (Lokugamage et al., 2008).",
+            "IFN-I reduced replication, as others found (Lokugamage et al., 2020).",
+            "fail",
+        ),
+        # the same citation, or an author the evidence does not cite: nothing against it
+        (
+            "IFN-I reduced replication (Lokugamage et al., 2020).",
+            "IFN-I reduced replication, as others found (Lokugamage et al., 2020).",
+            "not_applicable",
+        ),
+        (
+            "IFN-I reduced replication (Smith and Jones, 2008).",
+            "IFN-I reduced replication, as others found (Lokugamage et al., 2020).",
+            "not_applicable",
+        ),
+    ],
+)
+def test_a_citation_year_changed_for_the_same_author_is_a_date_failure(
+    claim: str, evidence: str, status: str
+) -> None:
+    """The perturbation benchmark's changed dates passed when the year sat in an author-year
+    citation (read as a reference since Citation-Integrity's claims cite papers their evidence
+    does not); the evidence citing the same author with another year is a wrong reference."""
+    dates = {r.check: r for r in run_checks(claim, evidence)}["date"]
+    assert dates.status == status, dates
+
+
+def test_another_paper_of_the_same_first_author_is_no_changed_citation() -> None:
+    """Citation-Integrity: "Daly and Robinson (2021)" beside "Daly et al., 2020" are two papers."""
+    claim = "A second paper is Daly and Robinson (2021) [<|cit|>]."
+    evidence = "Lockdowns raised distress (Daly et al., 2020)."
+    assert {r.check: r for r in run_checks(claim, evidence)}["date"].status != "fail"
