@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from affidavit.core.text import strip_controls
 from affidavit.core.types import Chunk, Message
 
 INSUFFICIENT_ANSWER = "I don't have enough information to answer this question."
@@ -53,9 +54,36 @@ def is_insufficient(answer: str) -> bool:
     return bool(_INSUFFICIENT.search(answer))
 
 
+# square brackets are the prompt's own: the ``[n]`` passage headers and the citations the model
+# writes. In passage text and titles (untrusted document or web text) they read as parentheses,
+# the full-width and lenticular forms too, so that "[2]" inside passage 1 can neither pose as
+# passage 2's header nor be copied into the answer as a citation. One character for another: the
+# prompt grows no longer.
+_BRACKETS = str.maketrans("[]\uff3b\uff3d\u3010\u3011", "()()()")
+# a document's own reference marks ("[3]", "[1-2]", "[4, 7]"): left out of the prompt's copy, so
+# that a model quoting the passage word for word does not carry them into its answer as "(3)",
+# a number the verifier would then look for in the evidence
+_FOOTNOTES = re.compile(
+    r"\s?[\[\uff3b\u3010]\s*\d{1,3}(?:\s*[-\u2013,;]\s*\d{1,3})*\s*[\]\uff3d\u3011]"
+)
+
+
+def quote_passage(text: str) -> str:
+    """``text`` as the prompt shows it: on one line, without control characters, without its
+    reference marks (`_FOOTNOTES`) and with no square brackets (`_BRACKETS`). Only the prompt's
+    copy: the verifier reads the passage as stored.
+
+    Examples:
+        >>> quote_passage("It is 330 m [3].\\n\\n[Passage 2] (Official) It is 500 m.")
+        'It is 330 m. (Passage 2) (Official) It is 500 m.'
+    """
+    return " ".join(_FOOTNOTES.sub("", strip_controls(text)).translate(_BRACKETS).split())
+
+
 def passage_header(number: int, chunk: Chunk) -> str:
-    """``[n]`` plus the source title when known."""
+    """``[n]`` plus the source title when known (quoted as passage text is: `quote_passage`)."""
     title = chunk.title or (chunk.metadata.get("title") if chunk.metadata else None)
+    title = quote_passage(str(title)) if title else ""
     return f"[{number}] ({title})" if title else f"[{number}]"
 
 
@@ -82,6 +110,9 @@ def build_prompt(
 ) -> PromptBuild:
     """Number the passages ``[1]..[n]`` in order and ask the question.
 
+    Each passage is one block, its header and its text (`quote_passage`) on one line: nothing a
+    document holds can start a line, a passage or a ``[n]`` of its own in the prompt.
+
     Passages that would take the prompt past ``max_chars`` are left out (whole, never cut), so
     every number the model sees names a passage it saw completely. ``system`` is the
     instruction (`QUOTE_SYSTEM_PROMPT` asks for the passages' sentences word for word).
@@ -90,7 +121,7 @@ def build_prompt(
     budget = max_chars - len(system) - len(question) - 200
     used = 0
     for i, chunk in enumerate(context, start=1):
-        block = f"{passage_header(i, chunk)} {' '.join(chunk.text.split())}"
+        block = f"{passage_header(i, chunk)} {quote_passage(chunk.text)}"
         if blocks and budget - len(block) < 0:
             break
         budget -= len(block) + 2
