@@ -49,14 +49,15 @@ FUTURE_TOLERANCE_DAYS = 1
 a later date is unknown, not fresh."""
 _HOST_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
 _WEB_SCHEMES = {"http", "https"}
-_PLAIN_URL = re.compile(r"(?i)https?://([a-z0-9.-]+)(?::\d{1,5})?(?:[/?#][^\s]*)?$")
+_PLAIN_URL = re.compile(r"(?i)https?://([a-z0-9.-]+)(?::(\d{1,5}))?(?:[/?#][^\s]*)?$")
+_MAX_PORT = 65535
 
 
 def url_domain(url: str) -> str | None:
     """The normalised host of a web URL (lower case, no ``www.``, no port), or None if malformed.
 
-    Only ``http``/``https`` URLs with a valid host (a dotted name, ``localhost`` or an IP) count
-    as well-formed web sources; ``file:`` and bare paths have no domain.
+    Only ``http``/``https`` URLs with a valid host (a dotted name, ``localhost`` or an IP) and
+    no port past 65535 count as well-formed web sources; ``file:`` and bare paths have no domain.
 
     Examples:
         >>> url_domain("https://WWW.Example.org:8080/a?b=1")
@@ -67,6 +68,8 @@ def url_domain(url: str) -> str | None:
     fast = _PLAIN_URL.match(url)
     if fast is not None:
         # the common case, without urlsplit: http(s)://host[:port][/...]
+        if fast.group(2) is not None and int(fast.group(2)) > _MAX_PORT:
+            return None  # as urlsplit: a port no client can reach is no web source
         host = fast.group(1).lower().rstrip(".")
         host = host.removeprefix("www.")
         if _HOST_RE.match(host) and ("." in host or host == "localhost"):
@@ -80,7 +83,7 @@ def url_domain(url: str) -> str | None:
     if parts.scheme.lower() not in _WEB_SCHEMES or not host:
         return None
     try:
-        _ = parts.port  # raises on a non-numeric port
+        _ = parts.port  # raises on a non-numeric port, or one past 65535
     except ValueError:
         return None
     host = host.lower().rstrip(".")

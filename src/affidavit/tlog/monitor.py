@@ -6,7 +6,11 @@ ever signed, and reports the first divergence. It catches an entry deleted, reor
 rewritten behind the checkpoints' back, but not a keeper who rewrites the entries, the nodes and
 the whole history and re-signs it all: only someone who kept an earlier checkpoint can. That
 is the `Witness`: it keeps the last checkpoint it saw of each log and accepts a new one
-only with a proof that the new tree extends the old.
+only with a proof that the new tree extends the old, signed by the same key.
+
+A log is one key's: the one its origin names (the default ``affidavit/<key id>``), else the
+one that signed its first checkpoint. Both checks refuse a checkpoint under a log's origin that
+only another trusted key (another log's) signed.
 
 Examples:
     >>> import tempfile, pathlib
@@ -28,23 +32,44 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from affidavit.certify.keys import key_id
 from affidavit.core.errors import InputError, ProofError, TransparencyLogError
 from affidavit.core.limits import read_bounded
 from affidavit.core.locks import exclusive
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogVerification, WitnessResult
-from affidavit.tlog.certificates import check_consistency
+from affidavit.tlog.certificates import check_consistency, origin_key_id
 from affidavit.tlog.merkle import EMPTY_ROOT, HASH_SIZE, CompactRange, leaf_hash
-from affidavit.tlog.note import MAX_NOTE_BYTES, open_checkpoint, parse_checkpoint
+from affidavit.tlog.note import MAX_NOTE_BYTES, note_signers, open_checkpoint, parse_checkpoint
 from affidavit.tlog.store import ENTRIES, FileLog
 
 __all__ = ["Witness", "verify_log"]
 
 _BLOCK = 1 << 14  # entries read at a time
+_KEY_ID = re.compile(r"[0-9a-f]{16}")
+_MAX_KEYS_BYTES = 1 << 12
+
+
+def _signer_ids(note: str, keys: list[Ed25519PublicKey]) -> set[str]:
+    """The ids of the trusted keys that signed a note (which already opened with ``keys``)."""
+    return {key_id(k) for k in note_signers(note, keys)}
+
+
+def _not_signed_by(origin: str, owners: set[str], signed: set[str], whose: str) -> str | None:
+    """Why a checkpoint of ``origin`` signed by ``signed`` is not its log's (``owners``), or
+    None. Another trusted key, another log's, does not speak for this one."""
+    missing = sorted(owners - signed)
+    if not missing:
+        return None
+    return (
+        f"the checkpoint of log {origin!r} is not signed by its key ({', '.join(missing)}, "
+        f"{whose}); another trusted key does not speak for this log"
+    )
 
 
 def _signed_history(
@@ -57,11 +82,21 @@ def _signed_history(
         notes.append(latest.note)  # a kill kept it out of the history: it is checked anyway
     out: list[Checkpoint] = []
     roots: dict[int, str] = {}
+    # one key signs a log: the one its origin names, else the one that signed its first
+    # checkpoint; a checkpoint only another trusted key signed is not this log's
+    named = origin_key_id(latest.origin)
+    owners: set[str] | None = {named} if named else None
+    whose = "which its origin names" if named else "which signed checkpoint #1"
     for i, note in enumerate(notes, start=1):
         try:
             cp = open_checkpoint(note, keys, origin=latest.origin)
+            signed = _signer_ids(note, keys)
         except ProofError as exc:
             return out, f"checkpoint #{i}: {exc.message}"
+        owners = signed if owners is None else owners
+        foreign = _not_signed_by(cp.origin, owners, signed, whose)
+        if foreign is not None:
+            return out, f"checkpoint #{i}: {foreign}"
         if out and cp.tree_size < out[-1].tree_size:
             return out, (
                 f"checkpoint #{i}: size {cp.tree_size} signed after size {out[-1].tree_size} "
@@ -136,8 +171,8 @@ def _stored_node_mismatch(log: FileLog, nodes: dict[int, list[bytes]]) -> str | 
 def verify_log(log: FileLog, keys: Iterable[Ed25519PublicKey]) -> LogVerification:
     """Recompute a log from its entries and compare every stored node and checkpoint.
 
-    Reads the whole log once (``O(n)`` hashes) and checks every checkpoint's signature; the
-    first divergence is reported.
+    Reads the whole log once (``O(n)`` hashes) and checks every checkpoint's signature, by the
+    log's key (see the module); the first divergence is reported.
     """
     try:
         latest = log.checkpoint()
@@ -175,8 +210,15 @@ def verify_log(log: FileLog, keys: Iterable[Ed25519PublicKey]) -> LogVerificatio
 class Witness:
     """Keeps the last checkpoint seen of each log and refuses any that does not extend it.
 
+    A log is one key's: the one its origin names (``affidavit/<key id>``), else the one that
+    signed the first checkpoint seen of it. A later checkpoint of that origin must carry that
+    key's signature; another trusted key's (another log's) neither advances the state nor raises
+    a fork alarm. The key ids are kept beside the checkpoint; a state folder written before they
+    were (the checkpoint alone) takes the trusted keys that signed that checkpoint.
+
     Args:
-        state: folder of the last checkpoints, one file per origin (created when needed).
+        state: folder of the last checkpoints, one file per origin (created when needed), and
+            of the keys of each log.
         keys: the log keys trusted; a checkpoint signed by none of them is refused.
     """
 
@@ -187,6 +229,9 @@ class Witness:
     def _path(self, origin: str) -> Path:
         name = hashlib.sha256(origin.encode("utf-8")).hexdigest()[:32]
         return self.state / f"{name}.checkpoint"
+
+    def _keys_path(self, origin: str) -> Path:
+        return self._path(origin).with_suffix(".keys")
 
     def last(self, origin: str) -> Checkpoint | None:
         """The last checkpoint accepted for ``origin`` (None before the first).
@@ -218,6 +263,45 @@ class Witness:
                 f"{damaged}: {exc.message}; {advice}", source=str(path)
             ) from None
 
+    def log_keys(self, origin: str) -> set[str] | None:
+        """The ids of the keys recorded as ``origin``'s (None: none recorded, an older state).
+
+        Raises:
+            TransparencyLogError: the keys file is damaged (never taken for "none recorded").
+            OSError: it cannot be read.
+        """
+        path = self._keys_path(origin)
+        try:
+            with path.open("rb") as fh:
+                raw = read_bounded(fh, _MAX_KEYS_BYTES, f"witness state {path}")
+        except FileNotFoundError:
+            return None
+        except InputError as exc:
+            raise TransparencyLogError(exc.message, source=str(path)) from None
+        ids = set(raw.decode("ascii", "replace").split())
+        if not ids or not all(_KEY_ID.fullmatch(i) for i in ids):
+            raise TransparencyLogError(
+                f"witness state {path} is damaged: not key ids; restore it from a backup",
+                source=str(path),
+            )
+        return ids
+
+    def _owners(self, old: Checkpoint) -> tuple[set[str], str]:
+        """The ids of the log's key(s), and whose they are (for a refusal's reason)."""
+        named = origin_key_id(old.origin)
+        if named is not None:
+            return {named}, "which its origin names"
+        recorded = self.log_keys(old.origin)
+        if recorded is not None:
+            return recorded, "which signed the first checkpoint seen"
+        # an older state: the checkpoint alone; its log's key is the one that signed it
+        try:
+            owners = _signer_ids(old.note, self.keys)
+        except ProofError:
+            return set(), "none of the trusted keys signs the last checkpoint seen"
+        self._write(self._keys_path(old.origin), "".join(f"{i}\n" for i in sorted(owners)))
+        return owners, "which signed the last checkpoint seen"
+
     def observe(
         self,
         note: str,
@@ -244,6 +328,7 @@ class Witness:
     ) -> WitnessResult:
         try:
             new = open_checkpoint(note, self.keys)
+            signed = _signer_ids(note, self.keys)
         except ProofError as exc:
             origin = note.split("\n", 1)[0][:200]
             return WitnessResult(
@@ -255,7 +340,18 @@ class Witness:
             )
         old = self.last(new.origin)
         if old is None:
-            self._keep(new)
+            named = origin_key_id(new.origin)
+            owners = {named} if named else signed
+            foreign = _not_signed_by(new.origin, owners, signed, "which its origin names")
+            if foreign is not None:
+                return WitnessResult(
+                    accepted=False,
+                    origin=new.origin,
+                    tree_size=new.tree_size,
+                    kind="invalid",
+                    reason=foreign,
+                )
+            self._keep(new, owners)
             return WitnessResult(
                 accepted=True,
                 origin=new.origin,
@@ -264,6 +360,16 @@ class Witness:
                 reason=f"first checkpoint seen of this log (size {new.tree_size}), kept",
             )
         seen = {"origin": new.origin, "previous_size": old.tree_size, "tree_size": new.tree_size}
+        owners, whose = self._owners(old)
+        if not owners:
+            reason = (
+                f"{whose} of log {new.origin!r}: trust its key again, or remove "
+                f"{self._path(new.origin)} to start over"
+            )
+            return WitnessResult(accepted=False, kind="invalid", reason=reason, **seen)
+        foreign = _not_signed_by(new.origin, owners, signed, whose)
+        if foreign is not None:
+            return WitnessResult(accepted=False, kind="invalid", reason=foreign, **seen)
         if proof is None and log is not None and 0 < old.tree_size < new.tree_size:
             try:
                 proof = log.prove_consistency(old.tree_size, new.tree_size)
@@ -280,11 +386,20 @@ class Witness:
         reason = f"the tree of size {new.tree_size} extends the one of size {old.tree_size}"
         return WitnessResult(accepted=True, kind="consistent", reason=reason, **seen)
 
-    def _keep(self, checkpoint: Checkpoint) -> None:
-        path = self._path(checkpoint.origin)
+    def _keep(self, checkpoint: Checkpoint, owners: set[str] | None = None) -> None:
+        """Keep ``checkpoint`` as the last seen of its log, and on a first sight ``owners``,
+        its log's key ids (written first: a kill between the two leaves no checkpoint, so the
+        next one is a first sight again and the keys are written anew)."""
+        if owners is not None:
+            keys = "".join(f"{i}\n" for i in sorted(owners))
+            self._write(self._keys_path(checkpoint.origin), keys)
+        self._write(self._path(checkpoint.origin), checkpoint.note)
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
         tmp = path.with_name(f".{path.name}.tmp")
         with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(checkpoint.note)
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -36,6 +36,7 @@ from affidavit.core.tlog import Checkpoint
 __all__ = [
     "MAX_NOTE_BYTES",
     "key_hash",
+    "note_signers",
     "open_checkpoint",
     "open_note",
     "parse_checkpoint",
@@ -90,15 +91,10 @@ def sign_note(text: str, name: str, key: Ed25519PrivateKey) -> str:
     return f"{text}\n{SIG_PREFIX}{name} {blob}\n"
 
 
-def open_note(note: str, keys: Iterable[Ed25519PublicKey]) -> tuple[str, list[str]]:
-    """Check a signed note: its text, and the names of the trusted keys that signed it.
-
-    A signature by a key not in ``keys`` is skipped (a note may carry a witness's too); one
-    whose key hash names a trusted key must verify.
-
-    Raises:
-        ProofError: malformed, no signature by a trusted key, or a bad signature.
-    """
+def _signatures(
+    note: str, keys: Iterable[Ed25519PublicKey]
+) -> tuple[str, list[tuple[str, Ed25519PublicKey]]]:
+    """The note's text, and the name and key of each trusted signature (every one checked)."""
     if len(note.encode("utf-8", "surrogatepass")) > MAX_NOTE_BYTES:
         raise ProofError(f"note is over {MAX_NOTE_BYTES} bytes")
     split = note.rfind("\n\n")
@@ -109,7 +105,7 @@ def open_note(note: str, keys: Iterable[Ed25519PublicKey]) -> tuple[str, list[st
     if len(sig_lines) > MAX_SIGNATURES:
         raise ProofError(f"malformed note: more than {MAX_SIGNATURES} signatures")
     trusted = list(keys)
-    signers: list[str] = []
+    signed: list[tuple[str, Ed25519PublicKey]] = []
     for line in sig_lines:
         if not line.startswith(SIG_PREFIX):
             raise ProofError(f"malformed signature line {line[:80]!r}")
@@ -128,11 +124,37 @@ def open_note(note: str, keys: Iterable[Ed25519PublicKey]) -> tuple[str, list[st
                 public.verify(raw[4:], text.encode("utf-8"))
             except InvalidSignature:
                 raise ProofError(f"the signature of {name!r} does not match the note") from None
-            signers.append(name)
+            signed.append((name, public))
             break
-    if not signers:
+    if not signed:
         raise ProofError("the note carries no signature by a trusted key")
-    return text, signers
+    return text, signed
+
+
+def open_note(note: str, keys: Iterable[Ed25519PublicKey]) -> tuple[str, list[str]]:
+    """Check a signed note: its text, and the names of the trusted keys that signed it.
+
+    A signature by a key not in ``keys`` is skipped (a note may carry a witness's too); one
+    whose key hash names a trusted key must verify.
+
+    Raises:
+        ProofError: malformed, no signature by a trusted key, or a bad signature.
+    """
+    text, signed = _signatures(note, keys)
+    return text, [name for name, _ in signed]
+
+
+def note_signers(note: str, keys: Iterable[Ed25519PublicKey]) -> list[Ed25519PublicKey]:
+    """The keys among ``keys`` whose signature the note carries (checked as `open_note` does),
+    each once: which of several trusted keys vouch for it.
+
+    Raises:
+        ProofError: malformed, no signature by a trusted key, or a bad signature.
+    """
+    found: dict[bytes, Ed25519PublicKey] = {}
+    for _, public in _signatures(note, keys)[1]:
+        found.setdefault(raw_public_key(public), public)
+    return list(found.values())
 
 
 def sign_checkpoint(origin: str, size: int, root: bytes, key: Ed25519PrivateKey) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from affidavit.core.errors import WebSearchError
 from affidavit.correct.web.fetch import SafeFetcher
-from affidavit.correct.web.guard import UrlGuard, address_refusal, domain_allowed
+from affidavit.correct.web.guard import UrlGuard, address_refusal, domain_allowed, url_host
 
 
 def _resolver(mapping: dict[str, list[str]]):  # type: ignore[no-untyped-def]
@@ -173,3 +173,14 @@ def test_address_refusal_public_is_none() -> None:
 def test_fetcher_refuses_before_connecting(url: str) -> None:
     with pytest.raises(WebSearchError, match="refused"):
         SafeFetcher(timeout_s=0.5).fetch(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://good.org:99999/", "https://good.org:65536/x", "http://a.good.org:123456/"]
+)
+def test_a_port_past_65535_is_a_malformed_url_never_an_allowlisted_host(url: str) -> None:
+    """``domain_allowed`` read only the host, so "https://good.org:99999/" passed a good.org
+    allowlist (the fetcher refused it later; the allowlist itself must not pass it)."""
+    assert url_host(url) is None
+    assert not domain_allowed(url, ["good.org"]) and not domain_allowed(url, None)
+    assert domain_allowed("https://good.org:65535/", ["good.org"])

@@ -143,3 +143,24 @@ def test_an_allowlist_names_local_sources_as_file_paths() -> None:
     for allowlist in ([], ["example.org"], ["file:"], ["file: "]):
         assert not local_allowed("docs/guide.md", allowlist), allowlist
     assert local_allowed("anything/at/all.txt", ["file:*"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://good.org:99999/",
+        "https://good.org:65536/x",
+        "http://www.good.org:99999",
+        "https://good.org:99999/a b",  # the urlsplit path, not the fast one
+    ],
+)
+def test_a_port_past_65535_is_a_malformed_url_not_an_allowlisted_one(url: str) -> None:
+    """``https://good.org:99999/`` was read as good.org and passed an allowlist naming it; no
+    client can reach such a port, so it is malformed like any other broken URL."""
+    assert url_domain(url) is None
+    for allowlist in (["good.org"], None):
+        kept, blocked = apply_allowlist(
+            [Chunk(text="a", url=url)], AuditSettings(allowlist=allowlist)
+        )
+        assert kept == [] and [b.reason for b in blocked] == ["malformed_url"]
+    assert url_domain("https://good.org:65535/") == "good.org"  # the largest port still counts

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from typing import ClassVar
 
 import numpy as np
@@ -112,3 +115,120 @@ def test_sentence_transformers_missing(tmp_path: object) -> None:
             make_embedder(EmbedSettings(backend="sentence_transformers", model_path="/x"))
     else:
         pytest.skip("sentence-transformers is installed here")
+
+
+# -- secrets and hostile endpoints ---------------------------------------------------------------
+
+SECRET_URL = "https://svc:pw-SECRET1@emb.test/v1?api-key=qs-SECRET2&v=7"
+
+
+@contextlib.contextmanager
+def serving(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    """A loopback server whose every POST is answered by ``answer``; yields its address."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            answer(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join()
+
+
+def test_a_secret_in_the_base_url_is_left_out_of_the_embedder_configuration() -> None:
+    """``config()`` goes into certificates and traces: it named the password and the key."""
+    e = OpenAIEmbedder(SECRET_URL, "mini", dim=4)
+    assert "SECRET" not in json.dumps(e.config()) + e.base_url + e.name
+    assert e.config()["base_url"].endswith("emb.test/v1?api-key=%2A%2A%2A&v=7")
+    with pytest.raises(ConfigError) as caught:
+        OpenAIEmbedder("ftp://svc:pw-SECRET1@emb.test/v1", "mini")
+    assert "SECRET" not in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_no_secret_reaches_an_embedder_error_or_the_log(
+    status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def echo(h: BaseHTTPRequestHandler) -> None:
+        # a server (or proxy) that echoes what it was sent in its error body
+        seen.append((h.path, h.headers.get("Authorization")))
+        body = f"refused {h.path} {dict(h.headers)}".encode()
+        h.send_response(status)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    with serving(echo) as host:
+        url = f"http://svc:pw-SECRET1@{host}/v1?api-key=qs-SECRET2&v=7"
+        e = OpenAIEmbedder(url, "mini", dim=4, timeout_s=5)
+        assert "SECRET" not in json.dumps(e.config())
+        with caplog.at_level("DEBUG"), pytest.raises(RetrievalError) as caught:
+            e.embed(["a"])
+    err = caught.value
+    for text in (str(err), repr(err.context), str(err.source), caplog.text):
+        assert "SECRET" not in text
+    assert str(status) in str(err)
+    # the secrets still reach the server: the password as Basic auth, the key in the query
+    path, auth = seen[0]
+    assert path == "/v1/embeddings?api-key=qs-SECRET2&v=7"
+    assert auth == "Basic " + base64.b64encode(b"svc:pw-SECRET1").decode()
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_endless_embedding_answer_is_not_read_whole(status: int) -> None:
+    sent = [0]
+
+    def endless(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.end_headers()
+        try:
+            while sent[0] < 64 * MIB:
+                h.wfile.write(b" " * (1 << 16))
+                sent[0] += 1 << 16
+        except OSError:
+            pass  # the client hung up
+
+    with serving(endless) as host:
+        e = OpenAIEmbedder(f"http://{host}/v1", "mini", dim=4, timeout_s=20)
+        with pytest.raises(RetrievalError, match="MiB" if status == 200 else "500"):
+            e.embed(["a"])
+    assert sent[0] < 32 * MIB  # it hung up near its cap, not after reading everything
+
+
+def test_an_embedding_answer_trickling_in_is_bounded_by_the_timeout() -> None:
+    """httpx's timeout is per read: a byte every 0.05 s kept the client waiting for ever."""
+
+    def trickle(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.end_headers()
+        try:
+            for _ in range(60):
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass
+
+    with serving(trickle) as host:
+        e = OpenAIEmbedder(f"http://{host}/v1", "mini", dim=4, timeout_s=0.3)
+        started = time.perf_counter()
+        with pytest.raises(RetrievalError, match="timeout_s"):
+            e.embed(["a"])
+        assert time.perf_counter() - started < 2.0

@@ -6,6 +6,7 @@ log entry was tampered with."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import shutil
 import threading
@@ -19,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
 from affidavit.certify import build_certificate, sign_certificate
-from affidavit.certify.keys import generate_key
+from affidavit.certify.keys import generate_key, key_id
 from affidavit.cli.main import app
 from affidavit.core.errors import TransparencyLogError
 from affidavit.core.settings import Settings
@@ -30,7 +31,7 @@ from affidavit.tlog.certificates import (
     log_certificate,
 )
 from affidavit.tlog.merkle import EMPTY_ROOT, MemoryTree, leaf_hash
-from affidavit.tlog.monitor import Witness
+from affidavit.tlog.monitor import Witness, verify_log
 from affidavit.tlog.note import sign_checkpoint
 from affidavit.tlog.store import FileLog
 
@@ -488,3 +489,156 @@ def test_a_damaged_witness_state_file_is_an_input_error(
     with pytest.raises(TransparencyLogError, match=said):
         Witness(state, []).last(checkpoint.origin)
     assert kept.read_bytes() == damage  # left as it was, for its keeper to look at
+
+
+# -- a log's origin is tied to its key -----------------------------------------------------------
+
+
+def _hijack(log: Path, dest: Path, key: Ed25519PrivateKey, extra: int = 2) -> FileLog:
+    """What a holder of another trusted key can make from a log's public entries: a copy whose
+    checkpoints, under the same origin, that key signs, grown by ``extra`` entries of its own."""
+    shutil.copytree(log, dest)
+    current = FileLog(dest).checkpoint()
+    assert current is not None
+    root = bytes.fromhex(current.root_hash)
+    (dest / "checkpoint").write_text(sign_checkpoint(current.origin, current.tree_size, root, key))
+    evil = FileLog(dest)
+    if extra:
+        evil.append([bytes([0xEE, i]) * 16 for i in range(extra)], key, current.origin)
+    return evil
+
+
+@pytest.fixture
+def two_logs(tmp_path: Path) -> tuple[Ed25519PrivateKey, Ed25519PrivateKey, FileLog]:
+    """Key A's log (an origin that names no key, so only the witness's memory ties them), and
+    key B: both trusted."""
+    a, b = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    log = FileLog(tmp_path / "a")
+    for i in range(5):
+        log.append([bytes([i]) * 32], a, "example.com/log")
+    return a, b, log
+
+
+def test_another_trusted_key_cannot_advance_the_witness_state_of_a_log(
+    two_logs: tuple[Ed25519PrivateKey, Ed25519PrivateKey, FileLog], tmp_path: Path
+) -> None:
+    """Any trusted key's signature was enough: B signed a checkpoint under A's origin, proved
+    it consistent from A's public entries, and the witness kept it as A's log."""
+    a, b, log = two_logs
+    witness = Witness(tmp_path / "witness", [a.public_key(), b.public_key()])
+    seen = log.checkpoint()
+    assert seen is not None and witness.observe(seen.note).kind == "first-sight"
+    evil = _hijack(log.path, tmp_path / "evil", b)
+    forged = evil.checkpoint()
+    assert forged is not None and forged.tree_size == seen.tree_size + 2
+    result = witness.observe(forged.note, log=evil)
+    assert not result.accepted and result.kind == "invalid", result
+    assert key_id(a.public_key()) in result.reason and "example.com/log" in result.reason
+    assert witness.last(seen.origin) == seen  # the state still holds A's checkpoint
+    # nor does a second root for the size seen, signed by B, raise a fork alarm for A's log
+    fork = sign_checkpoint(seen.origin, seen.tree_size, bytes(32), b)
+    assert witness.observe(fork).kind == "invalid"
+    # A's own next checkpoint is still taken
+    log.append([bytes([9]) * 32], a, seen.origin)
+    grown = log.checkpoint()
+    assert grown is not None and witness.observe(grown.note, log=log).kind == "consistent"
+
+
+def test_a_witness_state_of_before_keys_were_recorded_trusts_the_key_of_its_checkpoint(
+    two_logs: tuple[Ed25519PrivateKey, Ed25519PrivateKey, FileLog], tmp_path: Path
+) -> None:
+    """A state folder written before the log's key was recorded holds only the checkpoint: the
+    key that signed that checkpoint is the log's, no other trusted key."""
+    a, b, log = two_logs
+    state = tmp_path / "witness"
+    seen = log.checkpoint()
+    assert seen is not None
+    state.mkdir()
+    name = hashlib.sha256(seen.origin.encode()).hexdigest()[:32]
+    (state / f"{name}.checkpoint").write_text(seen.note)  # the old layout: the note alone
+    witness = Witness(state, [a.public_key(), b.public_key()])
+    evil = _hijack(log.path, tmp_path / "evil", b)
+    forged = evil.checkpoint()
+    assert forged is not None
+    result = witness.observe(forged.note, log=evil)
+    assert not result.accepted and result.kind == "invalid", result
+    log.append([bytes([9]) * 32], a, seen.origin)
+    grown = log.checkpoint()
+    assert grown is not None and witness.observe(grown.note, log=log).kind == "consistent"
+    assert not witness.observe(forged.note, log=evil).accepted
+    assert (state / f"{name}.keys").read_text() == key_id(a.public_key()) + "\n"  # recorded
+    # an old state whose checkpoint no trusted key signs any more accepts nothing
+    (state / f"{name}.keys").unlink()
+    result = Witness(state, [b.public_key()]).observe(forged.note, log=evil)
+    assert not result.accepted and "trust its key again" in result.reason, result
+
+
+def test_a_log_whose_origin_names_its_key_is_not_taken_from_another_key_even_at_first_sight(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], tmp_path: Path
+) -> None:
+    """The default origin, ``affidavit/<key id>``, names the log's key: a checkpoint under it
+    signed by another trusted key is refused on the first sight too."""
+    key, log, _ = issued
+    other = Ed25519PrivateKey.generate()
+    evil = _hijack(log, tmp_path / "evil", other)
+    forged = evil.checkpoint()
+    assert forged is not None and forged.origin == f"affidavit/{key_id(key.public_key())}"
+    witness = Witness(tmp_path / "witness", [key.public_key(), other.public_key()])
+    result = witness.observe(forged.note, log=evil)
+    assert not result.accepted and result.kind == "invalid", result
+    assert key_id(key.public_key()) in result.reason
+    assert witness.last(forged.origin) is None
+    own = FileLog(log).checkpoint()
+    assert own is not None and witness.observe(own.note).kind == "first-sight"
+
+
+def test_log_witness_refuses_a_checkpoint_of_the_log_signed_by_another_trusted_key(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """``affidavit log witness`` with a second log operator's key trusted (--public-key)."""
+    _, log, _ = issued
+    other_key, other_pub, _ = _other_log(home)
+    state = home.parent / "witness"
+    assert run("log", "witness", str(log), "--state", str(state))[0] == 0
+    evil = _hijack(log, home.parent / "evil", other_key)
+    forged = evil.checkpoint()
+    assert forged is not None
+    fake, proof = home.parent / "forged.checkpoint", home.parent / "proof.json"
+    fake.write_text(forged.note)
+    proof.write_text(evil.prove_consistency(N, forged.tree_size).model_dump_json())
+    code, out = run(
+        "log", "witness", str(fake), "--proof", str(proof), "--state", str(state),
+        "--public-key", str(other_pub),
+    )  # fmt: skip
+    assert code == 1 and "REFUSED (invalid)" in out, out
+    code, out = run(
+        "log", "witness", str(evil.path), "--state", str(state), "--public-key", str(other_pub)
+    )
+    assert code == 1 and "REFUSED (invalid)" in out, out
+    assert run("log", "witness", str(log), "--state", str(state))[0] == 0
+
+
+def test_log_verify_refuses_checkpoints_signed_by_another_trusted_key(
+    two_logs: tuple[Ed25519PrivateKey, Ed25519PrivateKey, FileLog],
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+    home: Path,
+    tmp_path: Path,
+) -> None:
+    """Every checkpoint of a log was opened with any trusted key: B could sign the later ones
+    of A's log (or a rewritten log under A's origin) and `log verify` called it valid."""
+    a, b, log = two_logs
+    evil = _hijack(log.path, tmp_path / "grown", b)
+    both = [a.public_key(), b.public_key()]
+    result = verify_log(evil, both)
+    assert not result.valid and "key" in result.reasons[0], result
+    assert verify_log(log, both).valid
+    # a whole log rewritten under the origin naming key A, every checkpoint signed by B
+    key, own, _ = issued
+    other_key, other_pub, _ = _other_log(home)
+    entries = _entries(own)
+    entries[1] = bytes(32)
+    _rewrite(own, entries)
+    note = _resign(own, other_key, entries)
+    (own / "checkpoints").write_bytes(len(note.encode()).to_bytes(4, "big") + note.encode())
+    code, out = run("log", "verify", "--public-key", str(other_pub))
+    assert code == 1 and key_id(key.public_key()) in out, out

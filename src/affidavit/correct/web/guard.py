@@ -55,7 +55,9 @@ def url_host(url: str) -> str | None:
     """The host of a URL in its `ascii_domain` form (IPv6 without brackets), or None when
     malformed."""
     try:
-        host = urlsplit(url).hostname
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018  raises ValueError past 65535: malformed, not the host's
     except ValueError:
         return None
     return ascii_domain(host) if host else None
