@@ -330,7 +330,15 @@ def check_zip_bomb(
 
 
 def load_docx(path: Path, raw: bytes) -> list[Document]:
-    """DOCX via python-docx: paragraphs (and table cells) separated by blank lines."""
+    """DOCX via python-docx: the body in document order (paragraphs; a table a row a block, its
+    cells joined by " | "), then the footnotes and endnotes the body refers to, blocks separated
+    by blank lines.
+
+    python-docx reads only paragraphs and tables standing directly in the body, and only the
+    plain runs of a paragraph: tracked insertions, content controls, text boxes and notes were
+    left out without a word. They are read here; deleted and hidden text stays out. What is
+    still left out (headers and footers, comments, equations) is named in ``metadata.left_out``.
+    """
     try:
         import docx
     except ImportError as exc:
@@ -339,16 +347,11 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
     try:
         d = docx.Document(io.BytesIO(raw))
         styles_hide = bool(d.styles.element.xpath(".//w:vanish"))
-        blocks = [t for t in (_shown_text(p, styles_hide).strip() for p in d.paragraphs) if t]
-        for table in d.tables:
-            for row in table.rows:
-                shown = (
-                    "\n".join(_shown_text(p, styles_hide) for p in c.paragraphs).strip()
-                    for c in row.cells
-                )
-                cells = [t for t in shown if t]
-                if cells:
-                    blocks.append(" | ".join(cells))
+        body = d.element.body
+        _as_read(body)
+        blocks = list(_docx_blocks(body, d._body, styles_hide))
+        blocks += _docx_notes(d, body, styles_hide)
+        left_out = _docx_left_out(d, body)
         props = d.core_properties
     except Exception as exc:  # python-docx surfaces lxml/zip/KeyError variants
         raise IngestError(f"corrupt or unreadable DOCX: {exc}", source=str(path)) from exc
@@ -360,6 +363,8 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
         meta["date"] = created
     if props.author:
         meta["author"] = props.author
+    if left_out:
+        meta["left_out"] = left_out
     text = "\n\n".join(blocks)
     return [
         Document(
@@ -371,6 +376,191 @@ def load_docx(path: Path, raw: bytes) -> list[Document]:
             metadata=meta,
         )
     ]
+
+
+# Wrappers whose content a reader of the final document sees as if they were not there: tracked
+# insertions and moves, content controls (their ``w:sdtContent``), custom XML, smart tags, simple
+# fields (their shown result is runs inside) and bidi overrides. Their content is lifted into
+# place so python-docx, which reads only direct children, sees it.
+_DOCX_UNWRAP = (
+    "w:ins",
+    "w:moveTo",
+    "w:sdt",
+    "w:sdtContent",
+    "w:customXml",
+    "w:smartTag",
+    "w:fldSimple",
+    "w:dir",
+    "w:bdo",
+)
+# Not seen by a reader of the final document: tracked deletions and moves away (their runs hold
+# ``w:delText``, or ``w:t`` in some writers), and the properties of the wrappers above
+# (a content control's properties hold its placeholder and list entries, not its shown text).
+_DOCX_DROP = ("w:del", "w:moveFrom", "w:sdtPr", "w:sdtEndPr", "w:customXmlPr", "w:smartTagPr")
+# Separator lines between the body and the notes: no text of the author's.
+_NOTE_FURNITURE = ("separator", "continuationSeparator", "continuationNotice")
+
+
+def _as_read(element: Any) -> None:
+    """Rewrite ``element`` (in memory) into the text a reader of the final document sees:
+    deleted content removed, the wrappers of ``_DOCX_UNWRAP`` replaced by their content."""
+    from docx.oxml.ns import qn
+
+    for el in list(element.iter(*(qn(t) for t in _DOCX_DROP))):
+        parent = el.getparent()
+        if parent is not None:
+            parent.remove(el)
+    for el in list(element.iter(*(qn(t) for t in _DOCX_UNWRAP))):
+        parent = el.getparent()
+        if parent is None:
+            continue
+        for child in list(el):
+            el.addprevious(child)  # moves ``child`` out, in order; no O(n) index in a long body
+        parent.remove(el)
+
+
+def _docx_items(element: Any, parent: Any) -> Iterator[Any]:
+    """The paragraphs and tables directly in ``element``, in document order."""
+    from docx.oxml.ns import qn
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for child in element:
+        if child.tag == qn("w:p"):
+            yield Paragraph(child, parent)
+        elif child.tag == qn("w:tbl"):
+            yield Table(child, parent)
+
+
+def _docx_blocks(element: Any, parent: Any, styles_hide: bool) -> Iterator[str]:
+    """The non-empty blocks of a body, text box or note: a paragraph's shown text (then the
+    text boxes it anchors), or a table row."""
+    from docx.text.paragraph import Paragraph
+
+    for item in _docx_items(element, parent):
+        if isinstance(item, Paragraph):
+            text = _shown_text(item, styles_hide).strip()
+            if text:
+                yield text
+            for box in _text_boxes(item._p):
+                yield from _docx_blocks(box, parent, styles_hide)
+        else:
+            yield from _table_rows(item, styles_hide)
+
+
+def _table_rows(table: Any, styles_hide: bool) -> Iterator[str]:
+    """A table's rows, each its non-empty cells joined by " | " (a merged cell once for each
+    grid column or row it spans, as python-docx gives it). A cell's paragraphs are joined by
+    line breaks, with the text boxes they anchor and the rows of tables nested in the cell."""
+    from docx.text.paragraph import Paragraph
+
+    for row in table.rows:
+        cells = []
+        for cell in row.cells:
+            parts: list[str] = []
+            for item in _docx_items(cell._tc, cell):
+                if isinstance(item, Paragraph):
+                    parts.append(_shown_text(item, styles_hide))
+                    for box in _text_boxes(item._p):
+                        parts += _docx_blocks(box, cell, styles_hide)
+                else:
+                    parts += _table_rows(item, styles_hide)
+            text = "\n".join(parts).strip()
+            if text:
+                cells.append(text)
+        if cells:
+            yield " | ".join(cells)
+
+
+def _text_boxes(p: Any) -> list[Any]:
+    """The ``w:txbxContent`` of the text boxes anchored in paragraph ``p``, each once: Word
+    writes a box twice (DrawingML in ``mc:Choice``, VML in ``mc:Fallback``), and the fallback
+    copy is skipped when the choice holds a box. A box inside a box is read with the outer."""
+    from docx.oxml.ns import qn
+
+    box_tag = qn("w:txbxContent")
+    fallback = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+    boxes = []
+    for box in p.iter(box_tag):
+        keep = True
+        anc = box.getparent()
+        while anc is not None and anc is not p:
+            if anc.tag == box_tag:
+                keep = False
+            elif anc.tag == fallback:
+                alternate = anc.getparent()
+                if alternate is not None and any(
+                    c is not anc and next(c.iter(box_tag), None) is not None for c in alternate
+                ):
+                    keep = False
+            anc = anc.getparent()
+        if keep:
+            boxes.append(box)
+    return boxes
+
+
+def _docx_notes(d: Any, body: Any, styles_hide: bool) -> list[str]:
+    """The blocks of the footnotes, then the endnotes, the body refers to, in the order it
+    refers to them. A note whose reference was deleted is not shown, so it is not read."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+
+    blocks: list[str] = []
+    for kind, reltype in (("footnote", RT.FOOTNOTES), ("endnote", RT.ENDNOTES)):
+        refs = list(dict.fromkeys(r.get(qn("w:id")) for r in body.iter(qn(f"w:{kind}Reference"))))
+        parts = [
+            r.target_part
+            for r in d.part.rels.values()
+            if r.reltype == reltype and not r.is_external
+        ]
+        if not refs or not parts:
+            continue
+        part = parts[0]
+        notes = getattr(part, "element", None)
+        if notes is None:  # python-docx keeps a notes part as bytes
+            notes = parse_xml(part.blob)
+        _as_read(notes)
+        by_id = {
+            n.get(qn("w:id")): n
+            for n in notes.iter(qn(f"w:{kind}"))
+            if n.get(qn("w:type")) not in _NOTE_FURNITURE
+        }
+        for ref in refs:
+            if ref in by_id:
+                blocks += _docx_blocks(by_id[ref], d._body, styles_hide)
+    return blocks
+
+
+def _docx_left_out(d: Any, body: Any) -> str:
+    """What of a DOCX a reader sees but the loader leaves out, or "": headers and footers
+    (page furniture repeated on every page), comments (review notes in the margin) and
+    equations (no plain-text form). Said in the metadata so the outcome can tell the user."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+
+    def has_text(reltypes: tuple[str, ...]) -> bool:
+        for rel in d.part.rels.values():
+            if rel.reltype not in reltypes or rel.is_external:
+                continue
+            part = rel.target_part
+            element = getattr(part, "element", None)
+            if element is None:
+                element = parse_xml(part.blob)
+            if any((t.text or "").strip() for t in element.iter(qn("w:t"))):
+                return True
+        return False
+
+    left = []
+    if has_text((RT.HEADER, RT.FOOTER)):
+        left.append("header and footer text")
+    if has_text((RT.COMMENTS,)):
+        left.append("comments")
+    math_text = "{http://schemas.openxmlformats.org/officeDocument/2006/math}t"
+    if any((t.text or "").strip() for t in body.iter(math_text)):
+        left.append("equations")
+    return ", ".join(left)
 
 
 # Elements no reader of the page sees are no evidence: the ``hidden`` attribute (not

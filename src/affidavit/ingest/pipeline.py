@@ -525,15 +525,22 @@ def _stopped(exc: StoreUnusableError, run: _Run) -> StoreUnusableError:
 
 
 def _left_out(doc: Document) -> str:
-    """What of a stored file could not be read as text (said in its outcome), or ""."""
-    blank = doc.metadata.get("pages_without_text") if not _is_record(doc) else None
-    if not isinstance(blank, str) or not blank:
+    """What of a stored file could not be read as text, or was left out on purpose (said in
+    its outcome), or ""."""
+    if _is_record(doc):  # a JSONL record's metadata is its writer's, not the loader's
         return ""
-    one = blank.isdigit()
-    return (
-        f"page{'' if one else 's'} {blank} {'has' if one else 'have'} no extractable text "
-        "(scanned images? run OCR first): not searchable, not citable"
-    )
+    said = []
+    blank = doc.metadata.get("pages_without_text")
+    if isinstance(blank, str) and blank:
+        one = blank.isdigit()
+        said.append(
+            f"page{'' if one else 's'} {blank} {'has' if one else 'have'} no extractable text "
+            "(scanned images? run OCR first): not searchable, not citable"
+        )
+    left_out = doc.metadata.get("left_out")
+    if isinstance(left_out, str) and left_out:
+        said.append(f"{left_out} left out (not searchable, not citable)")
+    return "; ".join(said)
 
 
 def _is_record(doc: Document) -> bool:
