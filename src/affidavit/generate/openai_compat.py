@@ -23,7 +23,6 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
-from urllib.parse import urlencode
 
 import httpx
 
@@ -42,22 +41,6 @@ MAX_ERROR_BYTES = 64 << 10
 MAX_STREAM_LINE_BYTES = 1 << 20
 # finish reasons that mean the answer was cut short, not finished
 _CUT = frozenset({"length", "content_filter"})
-
-
-_SECRET_PARAM = re.compile(r"key|token|secret|sig|auth|pass|cred", re.IGNORECASE)
-
-
-def _shown_url(url: str) -> str:
-    """``url`` as errors, logs and certificates name it: no password, no secret parameter."""
-    parsed = httpx.URL(url)
-    if parsed.userinfo:
-        parsed = parsed.copy_with(username=parsed.username or None, password=None)
-        if parsed.username:
-            parsed = parsed.copy_with(username="***")
-    params = [(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in parsed.params.multi_items()]
-    if params:
-        parsed = parsed.copy_with(query=urlencode(params).encode())
-    return str(parsed)
 
 
 def _messages_payload(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -110,16 +93,27 @@ class OpenAICompatGenerator:
             raise ConfigError(
                 f"json_mode must be one of auto, json_schema, prompt; got {json_mode!r}"
             )
-        url = httpx.URL(base_url.rstrip("/"))
+        from affidavit.core.urls import SECRET_PARAM, HiddenSecretsTransport, Redactor
+
+        try:
+            url = httpx.URL(base_url.rstrip("/"))
+            self._redactor = Redactor(str(url), [api_key])
+        except httpx.InvalidURL:
+            raise ConfigError("generate.base_url is not a valid URL") from None
         # what errors, logs and the recorded configuration name: no password, no secret
         # parameter (``base_url`` and ``shown_url`` are the same, kept for readers of either)
-        self.base_url = self.shown_url = _shown_url(str(url))
-        secret_params = [v for k, v in url.params.multi_items() if _SECRET_PARAM.search(k)]
-        self._secrets = [x for x in (api_key, url.password, *secret_params) if x]
-        self._raw_url = str(url)
-        # a password in the URL goes as Basic auth, never in a URL that httpx logs
+        self.base_url = self.shown_url = self._redactor.shown_url
+        # the query is kept (httpx's base_url would put the path after it); a password goes as
+        # Basic auth and a secret query value is put back by the transport, never in a URL that
+        # httpx logs
         auth = httpx.BasicAuth(url.username, url.password) if url.userinfo else None
-        url = url.copy_with(username=None, password=None) if url.userinfo else url
+        path = url.path.rstrip("/") + "/chat/completions"
+        real = url.copy_with(path=path, username=None, password=None)
+        if any(SECRET_PARAM.search(k) for k in url.params):
+            hidden = HiddenSecretsTransport(transport, real)
+            self._endpoint, transport = hidden.shown, hidden
+        else:
+            self._endpoint = real
         self.model = model
         self.name = f"openai:{model}"
         self.timeout_s = timeout_s
@@ -136,7 +130,6 @@ class OpenAICompatGenerator:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
-            base_url=url,
             auth=auth,
             headers=headers,
             timeout=httpx.Timeout(timeout_s),
@@ -175,9 +168,7 @@ class OpenAICompatGenerator:
 
     def _redact(self, text: str) -> str:
         """``text`` (a server's answer, an exception's message) without the secrets sent."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text.replace(self._raw_url, self.shown_url)
+        return self._redactor.redact(text)
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
@@ -198,7 +189,7 @@ class OpenAICompatGenerator:
         for attempt in range(self.max_retries + 1):
             response: httpx.Response | None = None
             try:
-                request = self._client.build_request("POST", "/chat/completions", json=body)
+                request = self._client.build_request("POST", self._endpoint, json=body)
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
                 last = self._redact(f"{type(exc).__name__}: {exc}")

@@ -180,3 +180,29 @@ def test_a_retry_after_that_is_no_delay_falls_back_to_the_backoff(retry_after: s
     llm = _llm(lambda _: httpx.Response(503, headers={"retry-after": retry_after}), max_retries=1)
     with pytest.raises(GenerationError, match="2 attempts"):
         llm.generate(MESSAGES)
+
+
+@pytest.mark.parametrize(
+    "base", ["https://llm.test/v1", "https://llm.test/v1/", "https://llm.test"]
+)
+def test_a_key_in_the_base_url_query_reaches_the_server_and_never_the_log(
+    base: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """httpx's base_url put the path after the query ("/v1?api-key=K/chat/completions": the key
+    corrupted, the wrong endpoint) and logged the key with the request line."""
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        return httpx.Response(
+            200, json={"choices": [{"message": {"content": "Hi."}, "finish_reason": "stop"}]}
+        )
+
+    llm = OpenAICompatGenerator(
+        f"{base}?api-key=qs-SECRET2&v=7", transport=httpx.MockTransport(handler)
+    )
+    with caplog.at_level("DEBUG"):
+        assert llm.generate(MESSAGES) == "Hi."
+    path = base.removeprefix("https://llm.test").rstrip("/")
+    assert sent == [f"https://llm.test{path}/chat/completions?api-key=qs-SECRET2&v=7"]
+    assert "SECRET" not in caplog.text + json.dumps(llm.config())
