@@ -12,9 +12,9 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from affidavit.core.types import Chunk, Frozen
 
@@ -29,6 +29,15 @@ class RelevanceScore(Frozen):
     error: str | None = Field(
         default=None, description="Set when scoring failed; the score is then 0 (fail closed)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _failed_scores_zero(cls, data: Any) -> Any:
+        # fail closed whoever made it: a score that reports a failure is 0, never what a
+        # plugged-in evaluator left on it (a timed-out grade of 9 counted as relevant)
+        if isinstance(data, dict) and data.get("error") is not None and data.get("score") != 0:
+            return {**data, "score": 0.0}
+        return data
 
 
 class ChunkGrade(Frozen):
@@ -213,7 +222,9 @@ class CorrectionTrace(Frozen):
         default=None, description="The web fallback, when the classification asked for it."
     )
     dropped: tuple[str, ...] = Field(
-        default=(), description="Why each passage that contributed nothing was dropped."
+        default=(),
+        description="Why each passage that contributed nothing was dropped (or not graded), and "
+        "each web page's text that was cut (max_web_chars).",
     )
     errors: tuple[str, ...] = Field(default=(), description="Failures met along the way.")
     fallback: str | None = Field(

@@ -15,16 +15,20 @@ from affidavit.core.correction import Classification
 from affidavit.core.errors import ConfigError
 
 
-def classify(scores: Sequence[float], *, upper: float, lower: float) -> Classification:
+def classify(
+    scores: Sequence[float], *, upper: float, lower: float, failed: int = 0
+) -> Classification:
     """Classify a retrieval by its chunk grades.
 
     Correct when the best grade is ``>= upper``; Incorrect when every grade is ``< lower``
-    (also when nothing was retrieved); otherwise Ambiguous.
+    (also when nothing was retrieved or no chunk could be graded); otherwise Ambiguous.
 
     Args:
-        scores: the 0-10 grade of every evaluated chunk.
+        scores: the 0-10 grade of every chunk that was graded (a failed grade is left out: it
+            never counts, whatever the thresholds, ``lower = 0`` included).
         upper: the upper threshold (``settings.correct.upper_threshold``).
         lower: the lower threshold (``settings.correct.lower_threshold``).
+        failed: how many chunks could not be graded (named in the reason).
 
     Raises:
         ConfigError: ``lower > upper``.
@@ -40,7 +44,9 @@ def classify(scores: Sequence[float], *, upper: float, lower: float) -> Classifi
             max_score=0.0,
             upper_threshold=upper,
             lower_threshold=lower,
-            reason="no chunk was retrieved",
+            reason=f"no chunk could be graded ({failed} failed)"
+            if failed
+            else "no chunk was retrieved",
         )
     if best >= upper:
         kind, reason = "correct", f"best grade {best:.2f} >= upper threshold {upper:g}"
@@ -51,6 +57,8 @@ def classify(scores: Sequence[float], *, upper: float, lower: float) -> Classifi
             "ambiguous",
             f"best grade {best:.2f} is between lower {lower:g} and upper {upper:g}",
         )
+    if failed:
+        reason += f"; {failed} chunk(s) could not be graded and do not count"
     return Classification(
         kind=kind, max_score=best, upper_threshold=upper, lower_threshold=lower, reason=reason
     )

@@ -197,6 +197,9 @@ class ModelRelevanceEvaluator:
                 score=round(float(10.0 * pi), 4),
                 reason=f"cos={f[0]:.3f} bm25={f[1]:.3f} p={pi:.3f}",
             )
+            if np.isfinite(pi)
+            # fail closed for this passage only (a NaN vector raised for the whole batch)
+            else RelevanceScore(score=0.0, error=f"relevance is not a number (cos={f[0]})")
             for f, pi in zip(feats, p, strict=True)
         ]
 

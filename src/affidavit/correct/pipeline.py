@@ -13,11 +13,14 @@ Steps of `CorrectiveRetrieval.run`:
    ``fallback`` says so).
 5. Web: the question is rewritten into a search query by the LLM (the original is used when that
    fails, and the failure recorded), searched, filtered by the domain allowlist, pages fetched
-   through the SSRF guard (the snippet is used when a fetch fails), graded and refined like local
-   chunks. At most ``top_k_web_results`` pages are used.
+   through the SSRF guard (the snippet is used when a fetch fails), cut at a sentence end to
+   ``max_web_chars`` (recorded), graded and refined like local chunks. At most
+   ``top_k_web_results`` pages are used.
 
-Nothing here raises for a failed grade, rewrite, search or fetch: each is recorded in the trace
-and the run continues with what is left (a failed grade is 0, so it can only remove context).
+Nothing here raises for a failed grade, sentence score, rewrite, search or fetch: each is recorded
+in the trace and the run continues with what is left. A grade that could not be computed (or a
+chunk with no text) never counts, whatever the thresholds: it is left out of the classification,
+and neither its chunk nor its web page, nor a sentence whose score failed, is used.
 
 Examples:
     >>> from affidavit.core.settings import CorrectSettings
@@ -57,7 +60,7 @@ from affidavit.core.text import escape_surrogates, strip_controls
 from affidavit.core.types import Chunk, Hit
 from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
 from affidavit.correct.classify import classify
-from affidavit.correct.refine import refine_chunk, refine_many
+from affidavit.correct.refine import refine_chunk, refine_many, split_sentences
 from affidavit.correct.web.guard import domain_allowed
 
 if TYPE_CHECKING:
@@ -91,6 +94,28 @@ def _printable(r: WebResult) -> WebResult:
     return r.model_copy(update=update) if update else r
 
 
+def _cut_at_sentence_end(text: str, max_chars: int) -> tuple[str, str | None]:
+    """``text`` cut to at most ``max_chars`` at a sentence end, and what was cut (None: nothing).
+
+    Never mid-sentence: a cut inside "1,000,000 people" left "1,000" standing as evidence.
+    """
+    if len(text) <= max_chars:
+        return text, None
+    end = 0
+    for _, e in split_sentences(text):
+        if e > max_chars:
+            break
+        end = e
+    if end == 0:
+        return "", (
+            f"web text not used: its first sentence is longer than max_web_chars ({max_chars})"
+        )
+    return text[:end], (
+        f"web text cut to its first {end} of {len(text)} characters, at a sentence end "
+        f"(max_web_chars {max_chars})"
+    )
+
+
 class CorrectiveRetrieval:
     """The CRAG stage: the single entry point the ``ask`` pipeline calls.
 
@@ -103,7 +128,8 @@ class CorrectiveRetrieval:
         sentence_evaluator: scores sentences during refinement (default: ``evaluator``). With
             a slow LLM evaluator, the model evaluator here keeps refinement affordable.
         settings: the ``correct`` section (thresholds, top-k, allowlist).
-        max_web_chars: web page text is cut to this many characters before refinement.
+        max_web_chars: web page text is cut to at most this many characters, at a sentence
+            end, before refinement (the cut is recorded in the trace's ``dropped``).
 
     Examples:
         >>> from affidavit.correct.fakes import KeywordEvaluator
@@ -171,6 +197,15 @@ class CorrectiveRetrieval:
             ]
         return scores
 
+    def _grade_chunks(
+        self, question: str, chunks: Sequence[Chunk], errors: list[str]
+    ) -> list[RelevanceScore]:
+        """Grade each chunk; a chunk with no text is not graded (its title alone would be)."""
+        todo = [i for i, c in enumerate(chunks) if c.text.strip()]
+        graded = iter(self._grade(question, [self._graded_text(chunks[i]) for i in todo], errors))
+        empty = RelevanceScore(score=0.0, error="the passage has no text: nothing to grade")
+        return [next(graded) if c.text.strip() else empty for c in chunks]
+
     def _graded_text(self, chunk: Chunk) -> str:
         """The text a chunk is graded on: with its document's title first when the chunk does
         not name it (a later chunk says "the tower", never "the Eiffel Tower"; graded alone it
@@ -198,7 +233,7 @@ class CorrectiveRetrieval:
         chunks = [h.chunk if isinstance(h, Hit) else h for h in items]
 
         t0 = time.perf_counter()
-        scores = self._grade(question, [self._graded_text(c) for c in chunks], errors)
+        scores = self._grade_chunks(question, chunks, errors)
         timings["evaluate"] = _ms(t0)
         grades = tuple(
             ChunkGrade(
@@ -212,8 +247,12 @@ class CorrectiveRetrieval:
             )
             for i, (h, c, sc) in enumerate(zip(items, chunks, scores, strict=True), start=1)
         )
+        # a grade that could not be computed never counts (fail closed, whatever the thresholds)
         classification = classify(
-            [g.score for g in grades], upper=s.upper_threshold, lower=s.lower_threshold
+            [g.score for g in grades if g.error is None],
+            upper=s.upper_threshold,
+            lower=s.lower_threshold,
+            failed=sum(g.error is not None for g in grades),
         )
 
         if classification.kind == "correct":
@@ -223,14 +262,20 @@ class CorrectiveRetrieval:
         else:
             floor = None
         selected = (
-            [(c, g.score) for c, g in zip(chunks, grades, strict=True) if g.score >= floor]
+            [
+                (c, g.score)
+                for c, g in zip(chunks, grades, strict=True)
+                if g.error is None and g.score >= floor
+            ]
             if floor is not None
             else []
         )
         dropped = [
-            f"{g.chunk_id}: grade {g.score:.2f} < {floor:g}"
+            f"{g.chunk_id}: not graded ({g.error})"
+            if g.error is not None
+            else f"{g.chunk_id}: grade {g.score:.2f} < {floor:g}"
             for g in grades
-            if floor is not None and g.score < floor
+            if floor is not None and (g.error is not None or g.score < floor)
         ]
         t0 = time.perf_counter()
         local, why = refine_many(
@@ -242,6 +287,7 @@ class CorrectiveRetrieval:
             origin="local",
             window=s.sentence_window,
             whole_threshold=s.keep_whole_threshold,
+            errors=errors,
         )
         timings["refine"] = _ms(t0)
         dropped.extend(why)
@@ -353,6 +399,7 @@ class CorrectiveRetrieval:
         t0 = time.perf_counter()
         results: list[WebResult] = []
         usable: list[tuple[WebResult, Chunk]] = []
+        web_notes: list[str] = []
         for r in map(_printable, raw):
             if len(usable) >= s.top_k_web_results:
                 results.append(r)
@@ -379,7 +426,11 @@ class CorrectiveRetrieval:
                     r = r.model_copy(update={"fetch_error": exc.message})
                 except AffidavitError as exc:  # e.g. trafilatura missing
                     r = r.model_copy(update={"fetch_error": exc.message})
-            text = (r.content or r.snippet or "").strip()[: self.max_web_chars]
+            text, cut = _cut_at_sentence_end(
+                (r.content or r.snippet or "").strip(), self.max_web_chars
+            )
+            if cut is not None:
+                web_notes.append(f"{r.url}: {cut}")
             if not text:
                 results.append(r)
                 continue
@@ -400,21 +451,29 @@ class CorrectiveRetrieval:
 
         t0 = time.perf_counter()
         scores = self._grade(question, [c.text for _, c in usable], errors)
+        # a page whose grade failed is not used, like a local chunk (fail closed)
+        failed = [(r, sc) for (r, _), sc in zip(usable, scores, strict=True) if sc.error]
+        web_notes.extend(f"{r.url}: not graded ({sc.error})" for r, sc in failed)
+        results = [
+            x.model_copy(update={"used": False}) if any(x is r for r, _ in failed) else x
+            for x in results
+        ]
         refined, dropped = refine_many(
             question,
-            [(c, sc.score) for (_, c), sc in zip(usable, scores, strict=True)],
+            [(c, sc.score) for (_, c), sc in zip(usable, scores, strict=True) if sc.error is None],
             evaluator=self.sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="web",
             window=s.sentence_window,
             whole_threshold=s.keep_whole_threshold,
+            errors=errors,
         )
         timings["web_refine"] = _ms(t0)
         return (
             refined,
             WebTrace(provider=self.web.name, query=rewrite, results=tuple(results)),
-            (dropped),
+            [*web_notes, *dropped],
         )
 
 

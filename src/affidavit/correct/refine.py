@@ -87,6 +87,7 @@ def refine_chunk(
     origin: str = "local",
     window: int = 0,
     whole_threshold: float | None = None,
+    errors: list[str] | None = None,
 ) -> RefinedContext | None:
     """Refine one passage; ``None`` when nothing in it is relevant enough to keep.
 
@@ -105,6 +106,8 @@ def refine_chunk(
             match the question.
         whole_threshold: a passage graded ``>=`` this is kept whole (its sentences are still
             scored, for the trace); None: every passage is refined to its passing sentences.
+        errors: a failure of the evaluator is appended here (for the trace) as well as
+            recorded on each sentence; a sentence whose score failed is never kept.
     """
     if window < 0:
         raise ValueError(f"window must be >= 0, got {window}")
@@ -116,13 +119,20 @@ def refine_chunk(
         if window > 0
     ]
     texts = sentences + joined
-    raw: list[RelevanceScore] = evaluator.score(question, texts) if texts else []
+    try:
+        raw: list[RelevanceScore] = evaluator.score(question, texts) if texts else []
+    except Exception as exc:  # fail closed: no sentence is kept on a score that was not computed
+        log.warning("sentence evaluator failed", extra={"error": repr(exc), "chunk": chunk.id})
+        err = f"sentence evaluator failed: {exc!r}"
+        if errors is not None:
+            errors.append(f"{chunk.id}: {err}")
+        raw = [RelevanceScore(score=0.0, error=err) for _ in texts]
     own: list[RelevanceScore] | None = None
     if len(raw) == len(texts):
         own = raw[: len(sentences)]
         scores = list(own)
         for i, jsc in enumerate(raw[len(sentences) :], start=1):
-            if jsc.score > scores[i].score:
+            if jsc.error is None and jsc.score > scores[i].score:
                 scores[i] = RelevanceScore(
                     score=jsc.score, reason=f"with previous: {jsc.reason}", error=jsc.error
                 )
@@ -134,12 +144,19 @@ def refine_chunk(
             "evaluator returned wrong number of scores",
             extra={"expected": len(sentences), "got": len(scores), "chunk": chunk.id},
         )
+        if errors is not None:
+            errors.append(
+                f"{chunk.id}: sentence evaluator returned {len(scores)} scores for "
+                f"{len(sentences)} sentences"
+            )
         scores = [
             RelevanceScore(score=0.0, error="evaluator returned wrong number of scores")
             for _ in sentences
         ]
     kept_spans = [
-        (s, e) for (s, e), sc in zip(spans, scores, strict=True) if sc.score >= strip_threshold
+        (s, e)
+        for (s, e), sc in zip(spans, scores, strict=True)
+        if sc.error is None and sc.score >= strip_threshold
     ]
     kept_whole = (not kept_spans and grade >= keep_whole_threshold) or (
         whole_threshold is not None and grade >= whole_threshold
@@ -152,7 +169,7 @@ def refine_chunk(
             end=e,
             score=sc.score,
             own_score=own[i].score if own is not None else None,
-            kept=kept_whole or sc.score >= strip_threshold,
+            kept=kept_whole or (sc.error is None and sc.score >= strip_threshold),
             error=sc.error,
         )
         for i, ((s, e), sc) in enumerate(zip(spans, scores, strict=True))
@@ -180,8 +197,10 @@ def refine_many(
     origin: str = "local",
     window: int = 0,
     whole_threshold: float | None = None,
+    errors: list[str] | None = None,
 ) -> tuple[list[RefinedContext], list[str]]:
-    """Refine several passages; returns the refined contexts and why others were dropped."""
+    """Refine several passages; returns the refined contexts and why others were dropped
+    (evaluator failures go to ``errors``, see `refine_chunk`)."""
     out: list[RefinedContext] = []
     dropped: list[str] = []
     for chunk, grade in items:
@@ -195,6 +214,7 @@ def refine_many(
             origin=origin,
             window=window,
             whole_threshold=whole_threshold,
+            errors=errors,
         )
         if r is None:
             dropped.append(

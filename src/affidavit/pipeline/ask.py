@@ -53,7 +53,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -878,7 +878,7 @@ def _trace(
 ) -> Trace:
     scores: list[ScoredChunk] = []
     classification = None
-    detail: Mapping[str, Any] = {}
+    detail: dict[str, Any] = {}
     queries: list[str] = []
     web: list[WebResultTrace] = []
     if correction is not None:
@@ -892,6 +892,8 @@ def _trace(
             "evaluator": t.evaluator,
             "classification_reason": t.classification.reason,
             "max_score": t.classification.max_score,
+            "upper_threshold": t.classification.upper_threshold,
+            "lower_threshold": t.classification.lower_threshold,
             "strip_threshold": t.strip_threshold,
             "dropped": list(t.dropped),
             "fallback": t.fallback,
@@ -901,6 +903,8 @@ def _trace(
         if t.web is not None:
             if t.web.query is not None:
                 queries.append(t.web.query.query)
+                # whether the LLM's rewrite was sent, or the question because it failed (why)
+                detail["web_query"] = t.web.query.model_dump(mode="json")
             web = [
                 WebResultTrace(
                     url=r.url,

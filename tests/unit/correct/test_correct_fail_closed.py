@@ -1,0 +1,208 @@
+"""Corrective retrieval fails closed: a grade that could not be computed never counts, a
+scorer that crashes or returns NaN is recorded, and web text is never cut mid-sentence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from affidavit.core.correction import RelevanceScore, WebResult
+from affidavit.core.settings import CorrectSettings
+from affidavit.core.types import Chunk
+from affidavit.correct import CorrectiveRetrieval
+from affidavit.correct.evaluator import ModelRelevanceEvaluator
+from affidavit.correct.fakes import KeywordEvaluator
+from affidavit.correct.refine import refine_chunk
+
+CHUNK = Chunk(text="The tower is 330 metres tall. It opened in 1889.", url="https://a.example/1")
+QUESTION = "How tall is the tower?"
+
+
+class Crashing:
+    name = "crash"
+
+    def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
+        raise RuntimeError("evaluator timed out")
+
+
+class FailedButHigh:
+    """Reports a failure but leaves a high score on it (the contract says 0; not every
+    evaluator someone plugs in keeps it)."""
+
+    name = "failed-but-high"
+
+    def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
+        return [RelevanceScore(score=9.0, error="timed out") for _ in passages]
+
+
+def test_failed_grades_never_count_even_with_a_zero_lower_threshold() -> None:
+    # lower_threshold 0 ("never Incorrect"): a failed grade (0) used to be >= 0, so a chunk
+    # the evaluator could not grade was selected as Ambiguous context and kept whole
+    settings = CorrectSettings(lower_threshold=0.0, keep_whole_threshold=None)
+    crag = CorrectiveRetrieval(Crashing(), settings=settings, sentence_evaluator=KeywordEvaluator())
+    r = crag.run(QUESTION, [CHUNK])
+    assert r.classification.kind == "incorrect"
+    assert r.context == ()
+    assert r.trace.grades[0].error is not None
+    assert r.classification.reason == "no chunk could be graded (1 failed)"
+    # and with both thresholds at 0 it is not "correct" either
+    both = CorrectSettings(lower_threshold=0.0, upper_threshold=0.0)
+    r = CorrectiveRetrieval(Crashing(), settings=both, sentence_evaluator=KeywordEvaluator()).run(
+        QUESTION, [CHUNK]
+    )
+    assert r.classification.kind == "incorrect" and r.context == ()
+
+
+def test_a_grade_with_an_error_never_counts_whatever_its_score() -> None:
+    r = CorrectiveRetrieval(FailedButHigh(), sentence_evaluator=KeywordEvaluator()).run(
+        QUESTION, [CHUNK]
+    )
+    assert r.classification.kind == "incorrect"
+    assert r.context == ()
+    assert r.trace.grades[0].score == 0.0 and r.trace.grades[0].error == "timed out"
+
+
+def test_a_sentence_whose_score_failed_is_never_kept() -> None:
+    # strip_threshold 0: a failed sentence score (0) used to pass it
+    out = refine_chunk(
+        QUESTION,
+        CHUNK,
+        grade=6.0,
+        evaluator=FailedButHigh(),
+        strip_threshold=0.0,
+        keep_whole_threshold=8.0,
+    )
+    assert out is None
+
+
+def test_a_crashing_sentence_evaluator_fails_closed_and_is_recorded() -> None:
+    # the chunk grader works, the sentence scorer crashes: the run used to raise
+    grader = KeywordEvaluator(fixed={CHUNK.text: 6.0})
+    settings = CorrectSettings(keep_whole_threshold=None, keep_best_when_empty=False)
+    r = CorrectiveRetrieval(grader, settings=settings, sentence_evaluator=Crashing()).run(
+        QUESTION, [CHUNK]
+    )
+    assert r.classification.kind == "ambiguous"
+    assert r.context == ()
+    assert any("evaluator timed out" in e for e in r.trace.errors)
+    # a chunk graded >= upper is still kept whole; its sentences say why they were not scored
+    r = CorrectiveRetrieval(
+        KeywordEvaluator(fixed={CHUNK.text: 9.0}), settings=settings, sentence_evaluator=Crashing()
+    ).run(QUESTION, [CHUNK])
+    assert [c.kept_whole for c in r.context] == [True]
+    assert all(s.error and "timed out" in s.error for s in r.context[0].strips)
+
+
+def test_a_nan_from_the_model_evaluator_fails_that_passage_closed() -> None:
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        vecs = np.array([[1.0, 0.0] for _ in texts])
+        vecs[2] = np.nan  # e.g. a zero vector normalised
+        return vecs
+
+    ev = ModelRelevanceEvaluator(embed, calibration={"coef": [2.0, 1.0, 0.0], "intercept": -1.0})
+    out = ev.score("tower height", ["tower height", "broken"])  # used to raise ValidationError
+    assert out[0].error is None and out[0].score > 0
+    assert out[1].score == 0.0 and out[1].error is not None and "not a number" in out[1].error
+
+
+class _Web:
+    name = "fakeweb"
+
+    def __init__(self, results: list[WebResult]) -> None:
+        self.results = results
+
+    def search(self, query: str, *, max_results: int) -> list[WebResult]:
+        return self.results[:max_results]
+
+
+def test_web_text_is_cut_at_a_sentence_end_and_the_cut_is_recorded() -> None:
+    # the page was cut at max_web_chars mid-number: "... is 1,000" stood as evidence for a
+    # population of 1,000 and nothing in the trace said the page had been cut
+    first = "Filler sentence about the town. " * 3
+    page = first + "The population of the town is 1,000,000 people. More text follows here."
+    cut_at = page.index("1,000,000") + len("1,000")
+    ev = KeywordEvaluator()
+    crag = CorrectiveRetrieval(
+        ev,
+        web=_Web([WebResult(url="https://w.example/p", content=page, provider="fakeweb", rank=1)]),
+        settings=CorrectSettings(keep_whole_threshold=0.0),
+        max_web_chars=cut_at,
+    )
+    r = crag.run("population of the town", [])
+    web = [c for c in r.context if c.origin == "web"]
+    assert len(web) == 1
+    assert web[0].chunk.text == first.strip()
+    assert "1,000" not in web[0].chunk.text
+    assert any("https://w.example/p" in d and "cut" in d for d in r.trace.dropped)
+
+
+def test_a_chunk_with_no_text_is_not_graded_on_its_title() -> None:
+    # grade_with_title graded "Eiffel Tower\n" and an empty passage reached the prompt whole
+    empty = Chunk(text="  ", title="Tower height", url="https://a.example/empty")
+    r = CorrectiveRetrieval(KeywordEvaluator()).run("tower height", [empty])
+    assert r.context == ()
+    assert r.trace.grades[0].score == 0.0 and r.trace.grades[0].error is not None
+
+
+def test_the_ask_trace_keeps_the_thresholds_and_the_rewrite() -> None:
+    # the ask trace kept the query but not why it was the question itself (the rewrite failed),
+    # nor the numeric thresholds the classification applied
+    from affidavit.claims.extractor import RuleBasedExtractor
+    from affidavit.core.errors import GenerationError
+    from affidavit.core.settings import load_settings
+    from affidavit.core.types import Hit
+    from affidavit.correct.fakes import ScriptedGenerator
+    from affidavit.correct.rewrite import LLMQueryRewriter
+    from affidavit.pipeline import AskPipeline
+    from affidavit.testing.fake_llm import FakeGenerator
+
+    class OneHit:
+        def search(self, query: str, k: int = 10, mode: str = "hybrid", filters: object = None):  # type: ignore[no-untyped-def]
+            return [Hit(chunk=CHUNK, score=1.0, rank=1, mode="bm25")]
+
+    class NoVerifier:
+        def verify(self, claim: object, chunks: object) -> object:
+            raise AssertionError("nothing to verify: no context")
+
+    settings = CorrectSettings(upper_threshold=7.5, lower_threshold=2.5)
+    crag = CorrectiveRetrieval(
+        KeywordEvaluator(fixed={CHUNK.text: 1.0}),
+        web=_Web([]),
+        rewriter=LLMQueryRewriter(ScriptedGenerator([GenerationError("llm down")])),
+        settings=settings,
+    )
+    llm = FakeGenerator(["never called [1]."])
+    pipe = AskPipeline(
+        retriever=OneHit(),
+        generator=llm,
+        extractor=RuleBasedExtractor(),
+        verifier=NoVerifier(),  # type: ignore[arg-type]
+        settings=load_settings(),
+        corrector=crag,
+    )
+    result = pipe.ask(QUESTION)
+    detail = result.trace.corrective_detail
+    assert result.trace.classification == "incorrect"
+    assert (detail["upper_threshold"], detail["lower_threshold"]) == (7.5, 2.5)
+    assert detail["web_query"] == {
+        "original": QUESTION,
+        "query": QUESTION,
+        "rewritten": False,
+        "error": "rewrite failed: llm down",
+    }
+
+
+def test_a_web_page_whose_grade_failed_is_not_used_and_says_why() -> None:
+    # a local chunk whose grade failed is never used; a web page's was refined all the same
+    # (its sentences kept), and the failure appeared nowhere in the trace
+    page = "The tower is 330 metres tall. It opened in 1889."
+    crag = CorrectiveRetrieval(
+        FailedButHigh(),
+        web=_Web([WebResult(url="https://w.example/p", content=page, provider="fakeweb", rank=1)]),
+        sentence_evaluator=KeywordEvaluator(),
+    )
+    r = crag.run(QUESTION, [])
+    assert [c.origin for c in r.context] == []
+    assert any(d.startswith("https://w.example/p") and "timed out" in d for d in r.trace.dropped)
+    assert r.trace.web is not None and [x.used for x in r.trace.web.results] == [False]
