@@ -83,26 +83,33 @@ _WORD_BEFORE = re.compile(r"([\w.\-']+)$")
 # checked, so nothing that states a fact may pass for one: a year or a name in brackets
 # ("(1925) The bridge opened.", "(NASA) ..."), an area code, an initial ("J. Smith won ...").
 _BULLET = re.compile(
-    r"^[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|\d{1,3}[.)]"
-    r"|\((?:\d{1,2}|[a-zA-Z]|[ivx]{1,4}|[IVX]{1,4})\)|\(?[a-zA-Z]\)(?=\s)"
+    r"^[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219\u00b7\u25aa\u25cf]|(?P<num>\d{1,3})[.)]"
+    r"|\((?:(?P<pnum>\d{1,2})|[a-zA-Z]|[ivx]{1,4}|[IVX]{1,4})\)|\(?[a-zA-Z]\)(?=\s)"
     r"|(?P<letter>[a-zA-Z])\.(?=\s))[ \t]+"
 )
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+")
 # "c." at the start of a line is a list letter only next to its neighbour ("b." or "d."), else
 # an initial ("J. Smith", "E. coli")
 _LETTER_ITEM = re.compile(r"^[ \t]*([a-zA-Z])\.[ \t]", re.MULTILINE)
+# "(12)" or "12." at the start of a line is a list number only next to its neighbour ("(11)" or
+# "(13)", any of the numbered styles), else it is part of the sentence: "(12) people died" states
+# a number, which must be checked, not shown beside the checked sentence as a marker
+_NUMBER_ITEM = re.compile(r"^[ \t]*(?:(\d{1,3})[.)]|\((\d{1,2})\))[ \t]", re.MULTILINE)
 
 
 def list_letters(answer: str) -> frozenset[str]:
-    """The letters that open a line as ``"x. "`` in ``answer`` (for `line_marker`)."""
-    return frozenset(m.group(1) for m in _LETTER_ITEM.finditer(answer))
+    """The letters that open a line as ``"x. "``, and the numbers that open a line as ``"n."``,
+    ``"n)"`` or ``"(n)"``, in ``answer`` (for `line_marker`)."""
+    letters = {m.group(1) for m in _LETTER_ITEM.finditer(answer)}
+    numbers = {str(int(m.group(1) or m.group(2))) for m in _NUMBER_ITEM.finditer(answer)}
+    return frozenset(letters | numbers)
 
 
 def line_marker(line: str, letters: frozenset[str]) -> int:
     """The length of the list or heading marker opening ``line`` (0 when none).
 
-    ``letters``: `list_letters` of the whole answer; a lone ``"J. "`` is an initial, not a
-    marker.
+    ``letters``: `list_letters` of the whole answer; a lone ``"J. "`` is an initial and a lone
+    ``"(12) "`` a number of the sentence, not markers.
 
     Examples:
         >>> line_marker("- Oslo is in Norway.", frozenset())
@@ -111,13 +118,21 @@ def line_marker(line: str, letters: frozenset[str]) -> int:
         0
         >>> line_marker("J. Smith won.", frozenset("J")), line_marker("b. Two.", frozenset("ab"))
         (0, 3)
+        >>> line_marker("(12) people died.", frozenset({"12"}))
+        0
+        >>> line_marker("(2) Two died.", frozenset({"1", "2"}))
+        4
     """
     m = _HEADING.match(line) or _BULLET.match(line)
     if m is None:
         return 0
-    letter = m.groupdict().get("letter")
+    found = m.groupdict()
+    letter = found.get("letter")
     if letter and not {chr(ord(letter) - 1), chr(ord(letter) + 1)} & letters:
         return 0
+    number = found.get("num") or found.get("pnum")
+    if number and not {str(int(number) - 1), str(int(number) + 1)} & letters:
+        return 0  # a lone "(12)" opens a sentence about twelve of something
     return m.end()
 
 

@@ -149,6 +149,10 @@ def test_a_sentence_repeating_a_verified_claim_and_adding_one_is_checked_whole()
         ("J. Smith won the prize [1].", "J."),
         ("E. Smith won the prize [1].\nThe Harbour Bridge opened in 1932 [1].", "E."),
         ("(555) The Harbour Bridge opened in 1932 [1].", "555"),
+        # a lone "(12)" or "12." is a number of its sentence, not a list marker: checked with it
+        ("(12) the Harbour Bridge opened in 1932 [1].", "12"),
+        ("Paris is the capital of France [2].\n(12) Adam Smith won the prize [1].", "12"),
+        ("7. The Harbour Bridge opened in 1932 [1].", "7"),
     ],
 )
 def test_a_line_opening_that_is_not_a_list_marker_is_checked(draft: str, unchecked: str) -> None:
@@ -163,7 +167,9 @@ def test_list_markers_still_frame_verified_items() -> None:
         "b. Paris is the capital of France [2].\n"
         "(ii) Adam Smith won the prize [1].\n"
         "(3) The Harbour Bridge was opened in 1932 [1].\n"
-        "12. Paris is in France [2]."
+        "(4) The prize was won by Adam Smith [1].\n"
+        "12. Paris is in France [2].\n"
+        "13) Paris is the capital [2]."
     )
     result = _ask(draft)
     assert result.answer == draft
