@@ -25,10 +25,12 @@ query term once). ``avgdl`` (of chunks and of documents) is measured on the firs
 and then kept (stored vectors cannot be re-weighted), so scores differ slightly from the local
 store's bm25s index, whose avgdl is exact.
 
-Consistency: Qdrant has no multi-point transactions. A batch's chunks are written first (its old
-chunks deleted by doc id, then upserted in large batches) and the document records (with the
-content hash) last, so a crash leaves either the old record or none, and the next ingest rewrites
-the document.
+Consistency: Qdrant has no multi-point transactions. A batch's new chunks are written first (in
+large batches), the document records (with the content hash) next, and the old versions' chunks
+are removed last. A write that fails before the records are in is undone (its new chunks deleted,
+the old records put back), so the old version stays whole and searchable and no part of the new
+one is; a crash with no chance to undo leaves chunks without a record, which `check` reports and
+the next ingest of the document replaces.
 
 Examples:
     >>> store = QdrantStore(path=None)  # in memory  # doctest: +SKIP
@@ -336,8 +338,8 @@ class QdrantStore:
         c_avg, d_avg = float(meta["avgdl_chunks"]), float(meta["avgdl_docs"])
         ids = [it.document.id for it in items]
         before = self._doc_payloads(ids)
-        self._tombstone(self._chunk_ids_of(ids), "replaced")
-        self._delete_chunks(ids)
+        old_docs = self._doc_points_with_vectors(ids)
+        old_chunks = self._chunk_ids_of(ids)
         chunk_points, doc_points = [], []
         for it, terms_per_chunk, d_terms in zip(items, chunk_terms, doc_terms, strict=True):
             doc = it.document
@@ -384,10 +386,28 @@ class QdrantStore:
                     },
                 )
             )
-        for i in range(0, len(chunk_points), _UPSERT_BATCH):
-            self.client.upsert(self.chunks_col, chunk_points[i : i + _UPSERT_BATCH], wait=True)
-        for i in range(0, len(doc_points), _UPSERT_BATCH):
-            self.client.upsert(self.docs_col, doc_points[i : i + _UPSERT_BATCH], wait=True)
+        # new chunks first, document records next, the old version's chunks last: a write that
+        # fails before the records are in is undone, and the old version stays whole
+        old_pids = {_pid(cid) for cid, _ in old_chunks}
+        new_pids = [p.id for p in chunk_points if p.id not in old_pids]
+        try:
+            for i in range(0, len(chunk_points), _UPSERT_BATCH):
+                self.client.upsert(self.chunks_col, chunk_points[i : i + _UPSERT_BATCH], wait=True)
+            for i in range(0, len(doc_points), _UPSERT_BATCH):
+                self.client.upsert(self.docs_col, doc_points[i : i + _UPSERT_BATCH], wait=True)
+        except Exception:
+            self._undo_write(new_pids, [p.id for p in doc_points], old_docs)
+            raise
+        written = {p.id for p in chunk_points}
+        stale = [(cid, d) for cid, d in old_chunks if _pid(cid) not in written]
+        self._tombstone(stale, "replaced")
+        for i in range(0, len(stale), _UPSERT_BATCH):
+            self.client.delete(
+                self.chunks_col,
+                points_selector=m.PointIdsList(
+                    points=[_pid(cid) for cid, _ in stale[i : i + _UPSERT_BATCH]]
+                ),
+            )
         if self.client.collection_exists(self.deleted_col):
             # a chunk stored again (the same content after a delete) is no longer removed
             again = [_pid("deleted:" + p.payload["chunk"]["id"]) for p in chunk_points]
@@ -395,6 +415,40 @@ class QdrantStore:
                 self.client.delete(
                     self.deleted_col, points_selector=m.PointIdsList(points=again[i : i + 512])
                 )
+
+    def _doc_points_with_vectors(self, doc_ids: Sequence[str]) -> list[Any]:
+        """The stored document points (payload and vectors), to put back if a write fails."""
+        if not doc_ids or not self.client.collection_exists(self.docs_col):
+            return []
+        got = self.client.retrieve(
+            self.docs_col,
+            [_pid("doc:" + d) for d in doc_ids],
+            with_payload=True,
+            with_vectors=True,
+        )
+        return [self._m.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in got]
+
+    def _undo_write(
+        self, chunk_pids: Sequence[Any], doc_pids: Sequence[Any], old_docs: Sequence[Any]
+    ) -> None:
+        """Take back a failed write: the chunks it added, the records it wrote (the old records
+        put back). Best effort: the backend that failed may refuse this too (`check` reports
+        what is left)."""
+        m = self._m
+        try:
+            for i in range(0, len(chunk_pids), _UPSERT_BATCH):
+                self.client.delete(
+                    self.chunks_col,
+                    points_selector=m.PointIdsList(points=list(chunk_pids[i : i + _UPSERT_BATCH])),
+                )
+            kept = {str(p.id) for p in old_docs}
+            added = [p for p in doc_pids if str(p) not in kept]
+            if added:
+                self.client.delete(self.docs_col, points_selector=m.PointIdsList(points=added))
+            for i in range(0, len(old_docs), _UPSERT_BATCH):
+                self.client.upsert(self.docs_col, list(old_docs[i : i + _UPSERT_BATCH]), wait=True)
+        except Exception as exc:  # the backend that failed the write
+            logger.warning("could not undo a failed Qdrant write: %s", exc)
 
     def _doc_payloads(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not doc_ids or not self.client.collection_exists(self.docs_col):

@@ -149,3 +149,93 @@ def test_passage_granularity_over_qdrant_caps_its_native_fusion(tmp_path: Path) 
             first_of_each.append(h.chunk.id)
     assert [h.chunk.id for h in capped] == first_of_each[:4]
     s.close()
+
+
+class _FailingUpserts:
+    """The real local client, except that the ``fail_at``-th upsert into ``collection`` raises."""
+
+    def __init__(self, client: object, collection: str, fail_at: int) -> None:
+        self._client, self._collection, self._left = client, collection, fail_at
+
+    def upsert(self, collection_name: str, *args: object, **kw: object) -> object:
+        if collection_name == self._collection:
+            self._left -= 1
+            if self._left == 0:
+                raise RuntimeError("connection reset by peer")
+        return self._client.upsert(collection_name, *args, **kw)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+
+def _searchable(store: QdrantStore, c: StoreContract, doc_id: str) -> set[str]:
+    """Chunk ids of ``doc_id`` that any chunk-level search returns."""
+    q = "Eiffel Tower 330 metres tall Paris 1889"
+    hits = [
+        *store.search_lexical(q, 100),
+        *store.search_dense(c.embedder.embed([q])[0], 100),
+        *store.search_hybrid(q, c.embedder.embed([q])[0], 100),
+    ]
+    return {h.chunk.id for h in hits if h.chunk.doc_id == doc_id}
+
+
+@pytest.mark.parametrize(("collection", "fail_at"), [("chunks", 1), ("chunks", 2), ("docs", 1)])
+def test_a_failed_replace_keeps_the_stored_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collection: str, fail_at: int
+) -> None:
+    """A replace that fails midway (the connection drops) leaves the old version whole: its
+    record, its chunks (searchable, citable, not recorded as removed) and none of the new ones."""
+    import affidavit.store.qdrant as qdrant_module
+    from affidavit.core.errors import StoreError
+    from affidavit.core.types import Document
+
+    monkeypatch.setattr(qdrant_module, "_UPSERT_BATCH", 1)
+    c = StoreContract()
+    s = QdrantStore(path=tmp_path / "q")
+    s.upsert(c.items(), embedder=c.embedder.name)
+    old = c.items()[0]
+    old_ids = {ch.id for ch in old.chunks}
+    assert len(old_ids) >= 2
+    before = s.records()["eiffel"]
+    searchable = _searchable(s, c, "eiffel")
+    new = Document.model_validate(
+        old.document.model_copy(
+            update={
+                "text": "The Eiffel Tower is 330 metres tall. It stands in Paris. It is iron.",
+                "content_hash": "",
+            }
+        ).model_dump()
+    )
+    (item,) = c.items([new])
+    assert not {ch.id for ch in item.chunks} & old_ids
+    s.client = _FailingUpserts(s.client, f"affidavit_{collection}", fail_at)  # type: ignore[assignment]
+    with pytest.raises(StoreError):
+        s.upsert([item], embedder=c.embedder.name)
+    assert s.records()["eiffel"] == before
+    assert {ch.id for ch in s.get_chunks(sorted(old_ids))} == old_ids
+    assert s.deleted_chunks(sorted(old_ids)) == {}
+    assert _searchable(s, c, "eiffel") == searchable
+    assert s.check() == []
+    s.close()
+
+
+def test_a_failed_first_write_leaves_no_chunk_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new document whose write fails after some chunk batches went in is not searchable by
+    those chunks (they would be evidence of a document the store has no record of)."""
+    import affidavit.store.qdrant as qdrant_module
+    from affidavit.core.errors import StoreError
+
+    monkeypatch.setattr(qdrant_module, "_UPSERT_BATCH", 1)
+    c = StoreContract()
+    s = QdrantStore(path=tmp_path / "q")
+    s.upsert(c.items()[1:], embedder=c.embedder.name)
+    s.client = _FailingUpserts(s.client, "affidavit_chunks", 2)  # type: ignore[assignment]
+    with pytest.raises(StoreError):
+        s.upsert(c.items()[:1], embedder=c.embedder.name)
+    assert "eiffel" not in s.records()
+    assert _searchable(s, c, "eiffel") == set()
+    assert s.get_chunks([ch.id for ch in c.items()[0].chunks]) == []
+    assert s.check() == []
+    s.close()
