@@ -51,7 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.core.errors import MissingDependencyError, StoreError, StoreUnusableError
+from affidavit.core.errors import (
+    AffidavitError,
+    MissingDependencyError,
+    StoreError,
+    StoreUnusableError,
+)
 from affidavit.core.retrieval import DeletedChunk, SearchFilters
 from affidavit.core.types import Chunk, Document
 from affidavit.retrieve.base import Vectors
@@ -139,14 +144,17 @@ class QdrantStore:
         self._m = models
         try:
             if url is not None:
-                self.client = QdrantClient(url=url, api_key=api_key)
+                client = QdrantClient(url=url, api_key=api_key)
             elif path is not None:
                 Path(path).mkdir(parents=True, exist_ok=True)
-                self.client = QdrantClient(path=str(path))
+                client = QdrantClient(path=str(path))
             else:
-                self.client = QdrantClient(":memory:")
+                client = QdrantClient(":memory:")
         except Exception as exc:  # qdrant-client raises many untyped errors
             raise StoreError(f"cannot open Qdrant: {exc}", source=str(url or path)) from exc
+        # every later call too: a server that is down or refuses is a StoreError, never an
+        # untyped exception (an unreachable qdrant_url was exit 3, "a bug in affidavit")
+        self.client: Any = _Typed(client, str(url or path or ":memory:"))
         self.path = Path(path) if path is not None else None
         self.url = url
         self.analyzer = analyzer or Analyzer()
@@ -882,6 +890,34 @@ class QdrantStore:
             self.client.close()
         except Exception as exc:  # closing twice or after a failure
             logger.debug("qdrant close: %s", exc)
+
+
+class _Typed:
+    """A Qdrant client whose failures are `StoreError` (`StoreUnusableError` for a full or
+    failing disk), whatever qdrant-client or its transport raised."""
+
+    def __init__(self, client: Any, where: str) -> None:
+        self._client = client
+        self._where = where
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except AffidavitError:
+                raise
+            except Exception as exc:  # qdrant-client raises many untyped errors
+                error = StoreUnusableError if refuses_every_write(exc) else StoreError
+                raise error(
+                    f"Qdrant at {self._where} failed ({name}): {type(exc).__name__}: {exc}"[:500],
+                    source=self._where,
+                ) from exc
+
+        return call
 
 
 def _filter_payload(meta: dict[str, Any]) -> dict[str, Any]:

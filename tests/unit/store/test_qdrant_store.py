@@ -239,3 +239,33 @@ def test_a_failed_first_write_leaves_no_chunk_searchable(
     assert s.get_chunks([ch.id for ch in c.items()[0].chunks]) == []
     assert s.check() == []
     s.close()
+
+
+def test_an_unreachable_server_is_a_store_error_not_an_untyped_one() -> None:
+    """``qdrant_url`` pointing at nothing raised qdrant-client's ResponseHandlingException past
+    the constructor (the CLI's exit 3, "a bug in affidavit"); it is an environment error."""
+    from affidavit.core.errors import StoreError
+
+    with pytest.raises(StoreError, match=r"Qdrant at http://127\.0\.0\.1:9 failed"):
+        QdrantStore(url="http://127.0.0.1:9")
+
+
+class _Gone:
+    """A client whose server went away after the store was opened."""
+
+    def __getattr__(self, name: str) -> object:
+        def fail(*args: object, **kwargs: object) -> object:
+            raise ConnectionResetError("connection reset by peer")
+
+        return fail
+
+
+@pytest.mark.parametrize("call", ["get_document", "records", "count", "search_lexical"])
+def test_a_server_that_goes_away_is_a_store_error_on_every_call(call: str) -> None:
+    from affidavit.core.errors import StoreError
+
+    s = QdrantStore(path=None)
+    s.client._client = _Gone()
+    args = {"get_document": ("d",), "records": (), "count": (), "search_lexical": ("x", 3)}[call]
+    with pytest.raises(StoreError, match="connection reset"):
+        getattr(s, call)(*args)
