@@ -21,13 +21,13 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
         ''
     """
     from affidavit.core.errors import InputError
-    from affidavit.core.limits import loads_json
+    from affidavit.core.limits import loads_json, no_duplicate_keys
     from affidavit.core.text import find_lone_surrogate
 
     try:
         # InputError when nested too deeply; a duplicate key is refused: which of its values a
         # reader takes is up to the reader, so another tool could see one the audit never checked
-        data = loads_json(text, source, object_pairs_hook=_no_duplicates)
+        data = loads_json(text, source, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
@@ -69,15 +69,6 @@ def parse_input(text: str, source: str = "input") -> dict[str, Any]:
                 source=source,
             )
     return data
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key[:80]!r}")
-        out[key] = value
-    return out
 
 
 def _json_type(value: Any) -> str:

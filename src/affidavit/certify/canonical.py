@@ -16,6 +16,7 @@ from typing import Any
 import rfc8785
 
 from affidavit.core.errors import CertificateError, InputError
+from affidavit.core.limits import no_duplicate_keys
 
 __all__ = ["canonical_bytes", "loads_strict"]
 
@@ -33,15 +34,6 @@ def canonical_bytes(value: Any) -> bytes:
         raise CertificateError(f"value has no canonical JSON form: {exc}") from exc
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -53,7 +45,7 @@ def loads_strict(text: str | bytes, *, source: str | None = None) -> Any:
         InputError: not valid JSON, or a duplicate key or non-finite number.
     """
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         where = f"{source}: " if source else ""
         raise InputError(f"{where}not valid JSON ({exc})", source=source) from exc

@@ -121,6 +121,24 @@ def check_json_depth(text: str | bytes, source: str, max_depth: int = MAX_JSON_D
         )
 
 
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a duplicate key (``ValueError``): which of its values a
+    reader takes is up to the reader, so another tool could see a value that was never checked.
+
+    Examples:
+        >>> json.loads('{"a": 1, "a": 2}', object_pairs_hook=no_duplicate_keys)
+        Traceback (most recent call last):
+        ...
+        ValueError: duplicate key 'a'
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        out[key] = value
+    return out
+
+
 def loads_json(
     text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPTH, **kwargs: Any
 ) -> Any:

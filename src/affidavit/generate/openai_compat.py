@@ -242,32 +242,28 @@ class OpenAICompatGenerator:
 
     def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
         """The body, at most ``limit`` bytes (or a `GenerationError`, unless ``cut_off``: then
-        the first ``limit``), read whole within ``timeout_s`` (httpx's timeout is per read)."""
-        deadline = time.monotonic() + self.timeout_s
-        data = bytearray()
+        the first ``limit``), read whole within ``timeout_s``."""
+        from affidavit.core.urls import AnswerTooLarge, AnswerTooSlow, read_answer
+
         try:
-            for piece in response.iter_bytes():
-                data += piece
-                if len(data) > limit:
-                    if cut_off:
-                        return bytes(data[:limit])
-                    raise GenerationError(
-                        f"{self.shown_url} sent an answer over {limit >> 20} MiB; not read",
-                        source=self.shown_url,
-                    )
-                if time.monotonic() > deadline:
-                    raise GenerationError(
-                        f"{self.shown_url} did not finish its answer within timeout_s "
-                        f"({self.timeout_s:g} s)",
-                        source=self.shown_url,
-                    )
+            return read_answer(response, limit, self.timeout_s, cut_off=cut_off)
+        except AnswerTooLarge:
+            raise GenerationError(
+                f"{self.shown_url} sent an answer over {limit >> 20} MiB; not read",
+                source=self.shown_url,
+            ) from None
+        except AnswerTooSlow:
+            raise GenerationError(
+                f"{self.shown_url} did not finish its answer within timeout_s "
+                f"({self.timeout_s:g} s)",
+                source=self.shown_url,
+            ) from None
         except httpx.HTTPError as exc:
             raise GenerationError(
                 f"reading the answer from {self.shown_url} failed: "
                 + self._redact(f"{type(exc).__name__}: {exc}"),
                 source=self.shown_url,
             ) from exc
-        return bytes(data)
 
     def _complete(self, body: dict[str, Any]) -> str:
         response = self._send(body, stream=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from affidavit.core.errors import AffidavitError, IngestError, StoreError, StoreUnusableError
-from affidavit.core.retrieval import FileOutcome, IngestReport
+from affidavit.core.retrieval import FileOutcome, IngestReport, OutcomeStatus
 from affidavit.core.settings import IngestSettings
 from affidavit.core.text import find_lone_surrogate
 from affidavit.core.types import Chunk, Document
@@ -274,15 +274,7 @@ class Ingestor:
         bad = _unencodable(doc)
         if bad is not None:
             # SQLite, the tokenizer and JSON cannot take it: this item fails, the batch goes on
-            run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="failed",
-                    doc_id=doc.id,
-                    mime=doc.mime,
-                    reason=bad,
-                )
-            )
+            run.outcomes.append(_outcome(doc, "failed", bad))
             run.failed_origins.add(origin)
             return
         old = run.records.get(doc.id)
@@ -295,24 +287,20 @@ class Ingestor:
             run.names.append((doc.id, origin, doc.source))
             run.seen_ids.setdefault(doc.id, doc.source)
             run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="skipped",
-                    doc_id=doc.id,
+                _outcome(
+                    doc,
+                    "skipped",
+                    f"same content as {shown} (this name recorded)",
                     chunks=old.chunks if old is not None else 0,
-                    mime=doc.mime,
-                    reason=f"same content as {shown} (this name recorded)",
                 )
             )
             return
         if doc.id in run.seen_ids:
             run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="failed",
-                    doc_id=doc.id,
-                    mime=doc.mime,
-                    reason=f"duplicate document id {doc.id!r} (first in {run.seen_ids[doc.id]})",
+                _outcome(
+                    doc,
+                    "failed",
+                    f"duplicate document id {doc.id!r} (first in {run.seen_ids[doc.id]})",
                 )
             )
             return
@@ -321,51 +309,19 @@ class Ingestor:
             return
         run.seen_ids[doc.id] = doc.source
         if old is not None and old.content_hash == doc.content_hash:
-            run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="skipped",
-                    doc_id=doc.id,
-                    chunks=old.chunks,
-                    mime=doc.mime,
-                    reason="unchanged",
-                )
-            )
+            run.outcomes.append(_outcome(doc, "skipped", "unchanged", chunks=old.chunks))
             return
         try:
             chunks = self.chunker.chunk(doc)
         except AffidavitError as exc:
-            run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="failed",
-                    doc_id=doc.id,
-                    mime=doc.mime,
-                    reason=exc.message,
-                )
-            )
+            run.outcomes.append(_outcome(doc, "failed", exc.message))
             return
         if not chunks:
-            run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="failed",
-                    doc_id=doc.id,
-                    mime=doc.mime,
-                    reason="no text to index",
-                )
-            )
+            run.outcomes.append(_outcome(doc, "failed", "no text to index"))
             return
         replaces = old is not None or (not _is_record(doc) and run.stored_from(origin))
-        status = "replaced" if replaces else "added"
-        outcome = FileOutcome(
-            source=doc.source,
-            status=status,
-            doc_id=doc.id,
-            chunks=len(chunks),
-            mime=doc.mime,
-            reason=_left_out(doc),
-        )
+        status: OutcomeStatus = "replaced" if replaces else "added"
+        outcome = _outcome(doc, status, _left_out(doc), chunks=len(chunks))
         run.pending.append(_Pending(doc, chunks, origin, outcome))
         run.pending_chunks += len(chunks)
 
@@ -376,12 +332,10 @@ class Ingestor:
         that id fails, and the stored document stays (it was replaced, and its file's text lost)."""
         if old.content_hash != doc.content_hash:
             run.outcomes.append(
-                FileOutcome(
-                    source=doc.source,
-                    status="failed",
-                    doc_id=doc.id,
-                    mime=doc.mime,
-                    reason=f"id {doc.id!r} is already used by {old.source or old.origin} (another "
+                _outcome(
+                    doc,
+                    "failed",
+                    f"id {doc.id!r} is already used by {old.source or old.origin} (another "
                     "file); a record replaces only a record of the same file: give it another "
                     "id, or delete that document first",
                 )
@@ -391,13 +345,11 @@ class Ingestor:
         run.seen_ids[doc.id] = doc.source
         run.names.append((doc.id, origin, doc.source))
         run.outcomes.append(
-            FileOutcome(
-                source=doc.source,
-                status="skipped",
-                doc_id=doc.id,
+            _outcome(
+                doc,
+                "skipped",
+                f"unchanged, also in {old.source or old.origin} (this name recorded)",
                 chunks=old.chunks,
-                mime=doc.mime,
-                reason=f"unchanged, also in {old.source or old.origin} (this name recorded)",
             )
         )
 
@@ -521,6 +473,13 @@ def _stopped(exc: StoreUnusableError, run: _Run) -> StoreUnusableError:
         "skipped)",
         source=exc.source,
         stored=stored,
+    )
+
+
+def _outcome(doc: Document, status: OutcomeStatus, reason: str, chunks: int = 0) -> FileOutcome:
+    """What happened to one read document, in the report."""
+    return FileOutcome(
+        source=doc.source, status=status, doc_id=doc.id, chunks=chunks, mime=doc.mime, reason=reason
     )
 
 

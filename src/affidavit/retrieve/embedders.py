@@ -14,7 +14,6 @@ import hashlib
 import json
 import logging
 import re
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -322,21 +321,18 @@ class OpenAIEmbedder:
         return RetrievalError(message, source=self.shown_url, status=status)
 
     def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
-        """The body, at most ``limit`` bytes (or an error, unless ``cut_off``: then the first
-        ``limit``), read whole within ``timeout_s`` (httpx's timeout is per read)."""
-        deadline = time.monotonic() + self.timeout_s
-        data = bytearray()
-        for piece in response.iter_bytes():
-            data += piece
-            if len(data) > limit:
-                if cut_off:
-                    return bytes(data[:limit])
-                raise self._error(f"an answer over {limit / MIB:.1f} MiB; not read")
-            if time.monotonic() > deadline:
-                raise self._error(
-                    f"the answer was not finished within timeout_s ({self.timeout_s:g} s)"
-                )
-        return bytes(data)
+        """The body, at most ``limit`` bytes (unless ``cut_off``: then the first ``limit``),
+        read whole within ``timeout_s``."""
+        from affidavit.core.urls import AnswerTooLarge, AnswerTooSlow, read_answer
+
+        try:
+            return read_answer(response, limit, self.timeout_s, cut_off=cut_off)
+        except AnswerTooLarge:
+            raise self._error(f"an answer over {limit / MIB:.1f} MiB; not read") from None
+        except AnswerTooSlow:
+            raise self._error(
+                f"the answer was not finished within timeout_s ({self.timeout_s:g} s)"
+            ) from None
 
     def _post(self, batch: list[str]) -> Any:
         """The endpoint's JSON answer for one batch."""

@@ -207,6 +207,22 @@ def verify_log(log: FileLog, keys: Iterable[Ed25519PublicKey]) -> LogVerificatio
     )
 
 
+def _read_state(path: Path, limit: int) -> bytes | None:
+    """A witness state file, at most ``limit`` bytes (None: there is none yet).
+
+    Raises:
+        TransparencyLogError: it is larger than ``limit``.
+        OSError: it cannot be read.
+    """
+    try:
+        with path.open("rb") as fh:
+            return read_bounded(fh, limit, f"witness state {path}")
+    except FileNotFoundError:
+        return None
+    except InputError as exc:
+        raise TransparencyLogError(exc.message, source=str(path)) from None
+
+
 class Witness:
     """Keeps the last checkpoint seen of each log and refuses any that does not extend it.
 
@@ -243,13 +259,9 @@ class Witness:
             OSError: the state file cannot be read.
         """
         path = self._path(origin)
-        try:
-            with path.open("rb") as fh:
-                raw = read_bounded(fh, MAX_NOTE_BYTES, f"witness state {path}")
-        except FileNotFoundError:
+        raw = _read_state(path, MAX_NOTE_BYTES)
+        if raw is None:
             return None
-        except InputError as exc:
-            raise TransparencyLogError(exc.message, source=str(path)) from None
         damaged = f"witness state {path} is damaged"
         advice = "restore it from a backup (removed, the next checkpoint is taken as a first sight)"
         try:
@@ -271,13 +283,9 @@ class Witness:
             OSError: it cannot be read.
         """
         path = self._keys_path(origin)
-        try:
-            with path.open("rb") as fh:
-                raw = read_bounded(fh, _MAX_KEYS_BYTES, f"witness state {path}")
-        except FileNotFoundError:
+        raw = _read_state(path, _MAX_KEYS_BYTES)
+        if raw is None:
             return None
-        except InputError as exc:
-            raise TransparencyLogError(exc.message, source=str(path)) from None
         ids = set(raw.decode("ascii", "replace").split())
         if not ids or not all(_KEY_ID.fullmatch(i) for i in ids):
             raise TransparencyLogError(
