@@ -18,17 +18,27 @@ Examples:
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus, urlencode
 from urllib.request import getproxies, proxy_bypass
 
 import httpx
 
+# an answer is read by `affidavit.core.answers` (bounded on its decoded size); named here too
+from affidavit.core.answers import (
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    AnswerTooSlow,
+    AnswerUndecodable,
+    read_answer,
+)
+
 __all__ = [
+    "ACCEPT_ENCODING",
     "SECRET_PARAM",
     "AnswerTooLarge",
     "AnswerTooSlow",
+    "AnswerUndecodable",
     "HiddenSecretsTransport",
     "Redactor",
     "read_answer",
@@ -122,39 +132,3 @@ def _env_transport(url: httpx.URL) -> httpx.BaseTransport:
     if proxy and proxy_bypass(url.host):
         proxy = None
     return httpx.HTTPTransport(proxy=proxy)
-
-
-class AnswerTooLarge(Exception):
-    """An endpoint's answer went past the bytes the caller allows (see `read_answer`)."""
-
-
-class AnswerTooSlow(Exception):
-    """An endpoint's answer was not finished within the caller's time (see `read_answer`)."""
-
-
-def read_answer(
-    response: httpx.Response, limit: int, timeout_s: float, *, cut_off: bool = False
-) -> bytes:
-    """The body of a streamed ``response``, read whole within ``timeout_s`` (httpx's timeout
-    is per read, so an answer trickling in would never time out) and at most ``limit`` bytes.
-
-    Args:
-        cut_off: past ``limit``, return the first ``limit`` bytes (an error body shown in a
-            message) instead of raising.
-
-    Raises:
-        AnswerTooLarge: past ``limit`` (unless ``cut_off``).
-        AnswerTooSlow: not finished within ``timeout_s``.
-        httpx.HTTPError: the read failed.
-    """
-    deadline = time.monotonic() + timeout_s
-    data = bytearray()
-    for piece in response.iter_bytes():
-        data += piece
-        if len(data) > limit:
-            if cut_off:
-                return bytes(data[:limit])
-            raise AnswerTooLarge(limit)
-        if time.monotonic() > deadline:
-            raise AnswerTooSlow(timeout_s)
-    return bytes(data)

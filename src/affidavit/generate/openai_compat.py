@@ -21,11 +21,20 @@ import math
 import random
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import httpx
 
+from affidavit.core.answers import (
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    AnswerTooSlow,
+    AnswerUndecodable,
+    iter_answer,
+    iter_answer_text,
+    read_answer,
+)
 from affidavit.core.errors import ConfigError, GenerationError, GenerationTruncatedError
 from affidavit.core.types import Message
 from affidavit.generate._json import extract_json, schema_errors, schema_instruction
@@ -126,7 +135,8 @@ class OpenAICompatGenerator:
         self._schema_supported: bool | None = (
             None if json_mode == "auto" else (json_mode == "json_schema")
         )
-        headers = {"Content-Type": "application/json"}
+        # only what `read_answer` inflates in bounded steps (httpx also offers zstd and br)
+        headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
@@ -242,11 +252,11 @@ class OpenAICompatGenerator:
 
     def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
         """The body, at most ``limit`` bytes (or a `GenerationError`, unless ``cut_off``: then
-        the first ``limit``), read whole within ``timeout_s``."""
-        from affidavit.core.urls import AnswerTooLarge, AnswerTooSlow, read_answer
-
+        the first ``limit``), read whole within ``timeout_s``, inflated in bounded steps."""
         try:
             return read_answer(response, limit, self.timeout_s, cut_off=cut_off)
+        except AnswerUndecodable as exc:
+            raise self._undecodable(exc) from None
         except AnswerTooLarge:
             raise GenerationError(
                 f"{self.shown_url} sent an answer over {limit >> 20} MiB; not read",
@@ -264,6 +274,12 @@ class OpenAICompatGenerator:
                 + self._redact(f"{type(exc).__name__}: {exc}"),
                 source=self.shown_url,
             ) from exc
+
+    def _undecodable(self, exc: AnswerUndecodable) -> GenerationError:
+        return GenerationError(
+            f"{self.shown_url} sent an answer that cannot be decoded: {self._redact(str(exc))}",
+            source=self.shown_url,
+        )
 
     def _complete(self, body: dict[str, Any]) -> str:
         response = self._send(body, stream=True)
@@ -398,9 +414,14 @@ class OpenAICompatGenerator:
             raise _cut(finish, self.shown_url)
 
     def _lines(self, response: httpx.Response) -> Iterator[str]:
-        """The stream's lines, none over `MAX_STREAM_LINE_BYTES` (httpx buffers a line whole)."""
+        """The stream's lines, none over `MAX_STREAM_LINE_BYTES` (httpx buffers a line whole),
+        inflated in bounded steps (httpx inflated each read whole)."""
         buffer = ""
-        for text in response.iter_text():
+        try:
+            texts = iter_answer_text(iter_answer(response))
+        except AnswerUndecodable as exc:
+            raise self._undecodable(exc) from None
+        for text in _undecoded_as(texts, self._undecodable):
             buffer += text
             *lines, buffer = re.split(r"\r\n|\r|\n", buffer)
             yield from lines
@@ -412,6 +433,16 @@ class OpenAICompatGenerator:
                 )
         if buffer:
             yield buffer
+
+
+def _undecoded_as(
+    texts: Iterator[str], error: Callable[[AnswerUndecodable], GenerationError]
+) -> Iterator[str]:
+    """``texts``, a damaged compressed stream raised as ``error`` makes it."""
+    try:
+        yield from texts
+    except AnswerUndecodable as exc:
+        raise error(exc) from None
 
 
 def _cut(reason: str, source: str) -> GenerationTruncatedError:

@@ -270,7 +270,12 @@ class OpenAIEmbedder:
     ) -> None:
         import httpx
 
-        from affidavit.core.urls import SECRET_PARAM, HiddenSecretsTransport, Redactor
+        from affidavit.core.urls import (
+            ACCEPT_ENCODING,
+            SECRET_PARAM,
+            HiddenSecretsTransport,
+            Redactor,
+        )
 
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(
@@ -296,7 +301,10 @@ class OpenAIEmbedder:
             self._endpoint, transport = hidden.shown, hidden
         else:
             self._endpoint = real
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # only what `read_answer` inflates in bounded steps (httpx also offers zstd and br)
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
             auth=auth, headers=headers, timeout=timeout_s, transport=transport
         )
@@ -322,11 +330,18 @@ class OpenAIEmbedder:
 
     def _read(self, response: httpx.Response, limit: int, *, cut_off: bool = False) -> bytes:
         """The body, at most ``limit`` bytes (unless ``cut_off``: then the first ``limit``),
-        read whole within ``timeout_s``."""
-        from affidavit.core.urls import AnswerTooLarge, AnswerTooSlow, read_answer
+        read whole within ``timeout_s``, inflated in bounded steps."""
+        from affidavit.core.urls import (
+            AnswerTooLarge,
+            AnswerTooSlow,
+            AnswerUndecodable,
+            read_answer,
+        )
 
         try:
             return read_answer(response, limit, self.timeout_s, cut_off=cut_off)
+        except AnswerUndecodable as exc:
+            raise self._error(f"an answer that cannot be decoded: {exc}") from None
         except AnswerTooLarge:
             raise self._error(f"an answer over {limit / MIB:.1f} MiB; not read") from None
         except AnswerTooSlow:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from affidavit.core.answers import AnswerTooSlow, UnsupportedEncoding, iter_answer
 from affidavit.core.errors import InputError, TransparencyLogError
 from affidavit.core.limits import loads_json
 from affidavit.core.tlog import Checkpoint, ConsistencyProof
@@ -60,24 +61,26 @@ class RemoteLog:
         with httpx.stream(
             "GET", self.url + path, params=params, headers=self.headers, timeout=self.timeout_s
         ) as r:
-            encoding = r.headers.get("content-encoding", "").strip().lower()
-            if encoding not in ("", "identity"):
+            body = bytearray()
+            try:
+                # raw bytes, and no encoding but identity: httpx would inflate each read whole
+                # before the cap could apply
+                left = max(deadline - time.monotonic(), 0.0)
+                for block in iter_answer(r, left, accept="identity"):
+                    body += block
+                    if len(body) > self.max_bytes:
+                        return r.status_code, bytes(body[: self.max_bytes]), True
+            except UnsupportedEncoding as exc:
                 raise TransparencyLogError(
-                    f"{self.url}{path} answered with content encoding {encoding[:40]!r}, which "
+                    f"{self.url}{path} answered with content encoding {exc.encoding!r}, which "
                     "was not asked for (refused: a compressed answer can inflate past any cap)",
                     source=self.url,
-                )
-            body = bytearray()
-            # raw bytes: httpx would inflate each read whole before the cap could apply
-            for block in r.iter_raw():
-                body += block
-                if len(body) > self.max_bytes:
-                    return r.status_code, bytes(body[: self.max_bytes]), True
-                if time.monotonic() > deadline:  # an answer trickling in never times out a read
-                    raise TransparencyLogError(
-                        f"{self.url}{path} took longer than {self.timeout_s:g}s to answer",
-                        source=self.url,
-                    )
+                ) from None
+            except AnswerTooSlow:  # an answer trickling in never times out a read
+                raise TransparencyLogError(
+                    f"{self.url}{path} took longer than {self.timeout_s:g}s to answer",
+                    source=self.url,
+                ) from None
             return r.status_code, bytes(body), False
 
     def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:

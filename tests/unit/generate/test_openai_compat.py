@@ -206,3 +206,93 @@ def test_a_key_in_the_base_url_query_reaches_the_server_and_never_the_log(
     path = base.removeprefix("https://llm.test").rstrip("/")
     assert sent == [f"https://llm.test{path}/chat/completions?api-key=qs-SECRET2&v=7"]
     assert "SECRET" not in caplog.text + json.dumps(llm.config())
+
+
+# -- compressed answers (gzip bombs) -------------------------------------------------------------
+
+#: 32 MiB of spaces in about 32 KB: httpx inflated each read whole before any size check
+BOMB = __import__("gzip").compress(b" " * (32 << 20), 9)
+
+
+def _gzipped(body: bytes, status: int = 200, encoding: str = "gzip") -> httpx.Response:
+    return httpx.Response(
+        status,
+        headers={"content-type": "application/json", "content-encoding": encoding},
+        stream=httpx.ByteStream(body),  # as received: raw, not yet inflated
+    )
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    """The most memory allocated while ``fn`` ran (its GenerationError suppressed)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(GenerationError):
+            fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_gzip_bomb_answer_is_never_inflated_past_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from affidavit.generate import openai_compat
+
+    monkeypatch.setattr(openai_compat, "MAX_ANSWER_BYTES", 64 << 10)
+    llm = _llm(lambda _: _gzipped(BOMB), max_retries=0)
+    with pytest.raises(GenerationError, match="over"):
+        llm.generate(MESSAGES)
+    assert _peak(lambda: llm.generate(MESSAGES)) < 4 << 20
+
+
+def test_a_gzip_bomb_error_body_is_never_inflated_past_its_cap() -> None:
+    llm = _llm(lambda _: _gzipped(BOMB, status=500), max_retries=0)
+    with pytest.raises(GenerationError, match="HTTP 500"):
+        llm.generate(MESSAGES)
+    assert _peak(lambda: llm.generate(MESSAGES)) < 4 << 20
+
+
+def test_a_gzip_bomb_stream_is_never_inflated_whole() -> None:
+    llm = _llm(lambda _: _gzipped(BOMB), max_retries=0)
+    with pytest.raises(GenerationError, match="MiB"):
+        list(llm.stream(MESSAGES))
+    assert _peak(lambda: list(llm.stream(MESSAGES))) < 12 << 20
+
+
+def test_a_gzipped_answer_and_stream_are_read() -> None:
+    import gzip
+
+    done = {"choices": [{"message": {"content": "Hi."}, "finish_reason": "stop"}]}
+    # two gzip members, as a server that compresses each write sends them
+    body = gzip.compress(json.dumps(done).encode()[:10]) + gzip.compress(
+        json.dumps(done).encode()[10:]
+    )
+    assert _llm(lambda _: _gzipped(body)).generate(MESSAGES) == "Hi."
+    events = "".join(f"data: {json.dumps(_piece(t))}\n\n" for t in ("The bridge", " opened."))
+    sse = b"".join(gzip.compress(line.encode() + b"\n") for line in events.splitlines())
+    sse += gzip.compress(b"data: [DONE]\n\n")
+    got = list(_llm(lambda _: _gzipped(sse)).stream(MESSAGES))
+    assert got == ["The bridge", " opened."]
+
+
+def test_only_encodings_it_decodes_boundedly_are_asked_for() -> None:
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding", ""))
+        return httpx.Response(
+            200, json={"choices": [{"message": {"content": "Hi."}, "finish_reason": "stop"}]}
+        )
+
+    assert _llm(handler).generate(MESSAGES) == "Hi."
+    assert asked == ["gzip, deflate"]  # not zstd or br, which httpx would inflate whole
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "br", "gzip, gzip", "x-unknown"])
+def test_an_answer_in_an_encoding_not_asked_for_is_refused(encoding: str) -> None:
+    llm = _llm(lambda _: _gzipped(b'{"choices": []}', encoding=encoding), max_retries=0)
+    with pytest.raises(GenerationError, match="encoding") as caught:
+        llm.generate(MESSAGES)
+    assert "llm.test" in str(caught.value)
+    with pytest.raises(GenerationError, match="encoding"):
+        list(llm.stream(MESSAGES))

@@ -232,3 +232,74 @@ def test_an_embedding_answer_trickling_in_is_bounded_by_the_timeout() -> None:
         with pytest.raises(RetrievalError, match="timeout_s"):
             e.embed(["a"])
         assert time.perf_counter() - started < 2.0
+
+
+# -- compressed answers (gzip bombs) -------------------------------------------------------------
+
+#: 16 MiB of spaces in about 16 KB: httpx inflated each read whole before any size check
+BOMB = __import__("gzip").compress(b" " * (16 * MIB), 9)
+
+
+def _sending(body: bytes, status: int = 200, encoding: str = "gzip") -> Callable[..., None]:
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", encoding)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        with contextlib.suppress(OSError):
+            h.wfile.write(body)
+
+    return answer
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    """The most memory allocated while ``fn`` ran (its RetrievalError suppressed)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(RetrievalError):
+            fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_gzip_bomb_embedding_answer_is_never_inflated_past_the_cap(
+    status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from affidavit.retrieve import embedders
+
+    monkeypatch.setattr(embedders, "MAX_ANSWER_BYTES", 64 << 10)
+    with serving(_sending(BOMB, status)) as host:
+        e = OpenAIEmbedder(f"http://{host}/v1", "mini", dim=4, timeout_s=20)
+        with pytest.raises(RetrievalError, match="MiB" if status == 200 else "500"):
+            e.embed(["a"])
+        assert _peak(lambda: e.embed(["a"])) < 4 * MIB
+
+
+def test_a_gzipped_embedding_answer_is_read() -> None:
+    import gzip
+
+    answer = {"data": [{"index": 0, "embedding": [1.0, 0.0, 0.0, 0.0]}]}
+    raw = json.dumps(answer).encode()
+    asked: list[str | None] = []
+
+    def gzipped(h: BaseHTTPRequestHandler) -> None:
+        asked.append(h.headers.get("Accept-Encoding"))
+        _sending(gzip.compress(raw[:20]) + gzip.compress(raw[20:]))(h)
+
+    with serving(gzipped) as host:
+        vecs = OpenAIEmbedder(f"http://{host}/v1", "mini", dim=4, timeout_s=5).embed(["a"])
+    assert vecs.shape == (1, 4) and vecs[0][0] == pytest.approx(1.0)
+    assert asked == ["gzip, deflate"]  # not zstd or br, which httpx would inflate whole
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "br", "gzip, gzip"])
+def test_an_embedding_answer_in_an_encoding_not_asked_for_is_refused(encoding: str) -> None:
+    with serving(_sending(b'{"data": []}', encoding=encoding)) as host:
+        e = OpenAIEmbedder(f"http://{host}/v1", "mini", dim=4, timeout_s=5)
+        with pytest.raises(RetrievalError, match="encoding"):
+            e.embed(["a"])

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx
 
+from affidavit.core.answers import (
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    AnswerTooSlow,
+    AnswerUndecodable,
+    read_answer,
+)
 from affidavit.core.errors import WebSearchError
 
 MAX_ANSWER_BYTES = 8 << 20
@@ -26,40 +32,39 @@ def request_json(
 ) -> Any:
     """Send one request to a search API and return its decoded JSON body.
 
-    The answer is read raw and inflated here, never past `MAX_ANSWER_BYTES`, within
-    ``timeout_s`` in all (httpx would inflate each read whole before any cap applied).
+    The answer is read raw and inflated a bounded step at a time (`read_answer`), never past
+    `MAX_ANSWER_BYTES`, within ``timeout_s`` in all (httpx would inflate each read whole
+    before any cap applied).
 
     Raises:
         WebSearchError: network failure, timeout, HTTP error status, an answer over
             `MAX_ANSWER_BYTES` or in an encoding not asked for, or a non-JSON body. The message
             never contains the API key.
     """
-    from affidavit.correct.web.fetch import _Inflater
-
-    headers = {"Accept-Encoding": "gzip, deflate", **dict(kwargs.pop("headers", None) or {})}
-    deadline = time.monotonic() + timeout_s
+    headers = {"Accept-Encoding": ACCEPT_ENCODING, **dict(kwargs.pop("headers", None) or {})}
     try:
         with (
             httpx.Client(timeout=timeout_s, trust_env=False, transport=transport) as client,
             client.stream(method, url, headers=headers, **kwargs) as response,
         ):
-            inflater = _Inflater(url, response.headers.get("content-encoding", ""))
-            body = bytearray()
-            try:
-                for raw in response.iter_raw():
-                    body += inflater.inflate(raw, MAX_ANSWER_BYTES + 1 - len(body))
-                    if len(body) > MAX_ANSWER_BYTES:
-                        break
-                    if time.monotonic() > deadline:
-                        raise httpx.ReadTimeout("the answer took too long", request=None)
-            except httpx.StreamConsumed:  # a (test) transport that built its answer whole
-                body = bytearray(response.content)
-            if len(body) > MAX_ANSWER_BYTES:
-                raise WebSearchError(
-                    f"{provider} search answered with more than {MAX_ANSWER_BYTES} bytes",
-                    source=url,
-                    provider=provider,
-                )
+            accept = response.request.headers.get("accept-encoding", "")
+            body = read_answer(response, MAX_ANSWER_BYTES, timeout_s, accept=accept)
+    except AnswerTooLarge:
+        raise WebSearchError(
+            f"{provider} search answered with more than {MAX_ANSWER_BYTES} bytes",
+            source=url,
+            provider=provider,
+        ) from None
+    except AnswerTooSlow:
+        raise WebSearchError(
+            f"{provider} search timed out after {timeout_s}s", source=url, provider=provider
+        ) from None
+    except AnswerUndecodable as exc:
+        raise WebSearchError(
+            f"{provider} search answered in a way that cannot be decoded: {exc}",
+            source=url,
+            provider=provider,
+        ) from None
     except httpx.TimeoutException as exc:
         raise WebSearchError(
             f"{provider} search timed out after {timeout_s}s", source=url, provider=provider
@@ -69,7 +74,7 @@ def request_json(
             f"{provider} search failed: {type(exc).__name__}", source=url, provider=provider
         ) from exc
     if response.status_code >= 400:
-        detail = bytes(body[:200]).decode("utf-8", "replace").replace("\n", " ")
+        detail = body[:200].decode("utf-8", "replace").replace("\n", " ")
         raise WebSearchError(
             f"{provider} search returned HTTP {response.status_code}: {detail}",
             source=url,
@@ -77,7 +82,7 @@ def request_json(
             status=response.status_code,
         )
     try:
-        return json.loads(bytes(body))
+        return json.loads(body)
     except ValueError as exc:
         raise WebSearchError(
             f"{provider} search returned a non-JSON body", source=url, provider=provider

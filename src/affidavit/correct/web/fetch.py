@@ -18,13 +18,19 @@ import html
 import logging
 import re
 import time
-import zlib
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
+from affidavit.core.answers import (
+    ACCEPT_ENCODING,
+    AnswerTooSlow,
+    AnswerUndecodable,
+    UnsupportedEncoding,
+    read_answer,
+)
 from affidavit.core.errors import MissingDependencyError, WebSearchError
 from affidavit.core.text import escape_surrogates
 from affidavit.correct.base import FetchedPage
@@ -56,48 +62,6 @@ def _looks_binary(body: bytes) -> bool:
     head = body[:1024]
     controls = sum(1 for b in head if b < 9 or 13 < b < 32 or b == 127)
     return b"\x00" in head or (bool(head) and controls / len(head) > 0.05)
-
-
-class _Inflater:
-    """Decodes a body's ``Content-Encoding`` (none, gzip or deflate) without ever producing more
-    than asked for; any other encoding, or a stacked one (``gzip, gzip``), is refused."""
-
-    def __init__(self, url: str, encoding: str) -> None:
-        self.url = url
-        enc = encoding.strip().lower()
-        self.deflate = enc == "deflate"
-        self._zlib: Any = None
-        if enc in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif self.deflate:
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
-        elif enc not in ("", "identity"):
-            raise WebSearchError(
-                f"unsupported content encoding {encoding!r} at {url}",
-                source=url,
-                content_encoding=encoding,
-            )
-        self._started = False
-
-    def inflate(self, data: bytes, limit: int) -> bytes:
-        """At most ``limit`` (> 0) decoded bytes of ``data``."""
-        if self._zlib is None:
-            return data
-        try:
-            try:
-                out: bytes = self._zlib.decompress(data, limit)
-            except zlib.error:
-                if not self.deflate or self._started:
-                    raise
-                # "deflate" is sometimes sent raw, without its zlib header
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                out = self._zlib.decompress(data, limit)
-        except zlib.error as exc:
-            raise WebSearchError(
-                f"cannot decode the body of {self.url}: {exc}", source=self.url
-            ) from exc
-        self._started = True
-        return out
 
 
 class SafeFetcher:
@@ -145,7 +109,8 @@ class SafeFetcher:
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "text/html, text/plain;q=0.9",
-                "Accept-Encoding": "gzip, deflate",  # what `_Inflater` decodes, within max_bytes
+                # what `read_answer` inflates in bounded steps, within max_bytes
+                "Accept-Encoding": ACCEPT_ENCODING,
             },
         )
 
@@ -189,26 +154,30 @@ class SafeFetcher:
                 response.close()  # a redirect's body is never used
                 return response.status_code, response.headers, b""
             try:
-                inflater = _Inflater(url, response.headers.get("content-encoding", ""))
-                chunks: list[bytes] = []
-                size = 0
-                # raw bytes, inflated here: httpx would inflate each read whole (a few KB of
-                # gzip, or gzip in gzip, is gigabytes) before the size cap could apply
-                for raw in response.iter_raw():
-                    block = inflater.inflate(raw, self.max_bytes - size)
-                    chunks.append(block)
-                    size += len(block)
-                    if size >= self.max_bytes:
-                        break
-                    if time.monotonic() > deadline:  # a body trickling in never times out a read
-                        raise WebSearchError(
-                            f"fetch of {url} took longer than {self.timeout_s}s",
-                            source=url,
-                            timeout_s=self.timeout_s,
-                        )
-                body = b"".join(chunks)[: self.max_bytes]
+                # raw bytes, inflated a bounded step at a time: httpx would inflate each read
+                # whole (a few KB of gzip, or gzip in gzip, is gigabytes) before the size cap
+                body = read_answer(
+                    response,
+                    self.max_bytes,
+                    max(deadline - time.monotonic(), 0.0),
+                    cut_off=True,
+                )
             finally:
                 response.close()
+        except UnsupportedEncoding as exc:
+            raise WebSearchError(
+                f"unsupported content encoding {exc.encoding!r} at {url}",
+                source=url,
+                content_encoding=exc.encoding,
+            ) from None
+        except AnswerUndecodable as exc:
+            raise WebSearchError(f"cannot decode the body of {url}: {exc}", source=url) from None
+        except AnswerTooSlow:  # a body trickling in never times out a read
+            raise WebSearchError(
+                f"fetch of {url} took longer than {self.timeout_s}s",
+                source=url,
+                timeout_s=self.timeout_s,
+            ) from None
         except httpx.HTTPError as exc:
             raise WebSearchError(f"fetch failed for {url}: {exc!r}", source=url) from exc
         return response.status_code, response.headers, body

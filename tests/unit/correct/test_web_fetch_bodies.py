@@ -1,0 +1,86 @@
+"""`SafeFetcher` reads a compressed page raw and inflates it itself, boundedly: every gzip
+member, never past ``max_bytes``, and a damaged or truncated body is refused. Against a real
+loopback server."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from affidavit.core.errors import WebSearchError
+from affidavit.correct.web.fetch import SafeFetcher
+
+MIB = 1 << 20
+
+
+@contextlib.contextmanager
+def serving(body: bytes, encoding: str) -> Iterator[str]:
+    """A loopback server answering every GET with the text/plain ``body`` in ``encoding``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/page"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join()
+
+
+def _fetch(url: str, max_bytes: int = 100_000) -> str:
+    return SafeFetcher(allow_private_addresses=True, max_bytes=max_bytes).fetch(url).text
+
+
+def test_every_member_of_a_multi_member_gzip_page_is_read() -> None:
+    # RFC 1952: a gzip body is a series of members (the fetcher kept the first one only)
+    body = gzip.compress(b"The bridge opened in 1932. ") + gzip.compress(b"It is 1149 m long.")
+    with serving(body, "gzip") as url:
+        assert _fetch(url) == "The bridge opened in 1932. It is 1149 m long."
+
+
+def test_a_page_of_many_gzip_members_is_never_inflated_past_max_bytes() -> None:
+    member = gzip.compress(b"a" * MIB, 9)
+    with serving(member * 16, "gzip") as url:
+        tracemalloc.start()
+        try:
+            text = _fetch(url, max_bytes=1000)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert text == "a" * 1000
+    assert peak < 8 * MIB
+
+
+def test_a_truncated_gzip_page_is_refused() -> None:
+    body = gzip.compress(b"The bridge opened in 1932. " * 200)
+    with serving(body[:-8], "gzip") as url, pytest.raises(WebSearchError, match="decode"):
+        _fetch(url)
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "gzip, gzip"])
+def test_an_encoding_not_asked_for_is_refused(encoding: str) -> None:
+    with (
+        serving(b"The bridge opened in 1932.", encoding) as url,
+        pytest.raises(WebSearchError, match="content encoding"),
+    ):
+        _fetch(url)
