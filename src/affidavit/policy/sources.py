@@ -1,8 +1,11 @@
 """Source policy: which chunks may reach a prompt (allowlist) and how old their sources are.
 
 The allowlist matches domain suffixes ("example.org" allows "docs.example.org", not
-"badexample.org"). With no allowlist (None) every chunk passes except one whose URL is present
-but malformed; an allowlist set but empty allows no web source (it narrows, never opens).
+"badexample.org"; "www.example.org" allows "example.org" but not "docs.example.org"). With no
+allowlist (None) every chunk passes except one whose URL is present but malformed; an allowlist
+set but empty allows no web source (it narrows, never opens). URL hosts and allowlist entries
+are read by `affidavit.core.hosts`, as the web fallback's guard reads them: a URL two parsers
+could read two ways is malformed.
 
 A local source (a path such as ``docs/guide.md`` or ``/srv/docs/a.txt``, or a ``file:`` URL) is
 named in the allowlist as ``file:PATH``: ``file:docs`` allows every source under ``docs/``
@@ -35,8 +38,9 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
+from affidavit.core.hosts import UnsafeUrl, host_allowed, normalize_host, parse_web_url, web_host
 from affidavit.core.report import BlockedSource, SourceFreshness
 from affidavit.core.settings import AuditSettings
 from affidavit.core.types import Chunk
@@ -47,10 +51,6 @@ DEFAULT_DATE_KEYS: tuple[str, ...] = ("published_at", "date", "year")
 FUTURE_TOLERANCE_DAYS = 1
 """A source dated up to this many days after today (UTC) is fresh (its time zone may be ahead);
 a later date is unknown, not fresh."""
-_HOST_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9-]{1,63}$")
-_WEB_SCHEMES = {"http", "https"}
-_PLAIN_URL = re.compile(r"(?i)https?://([a-z0-9.-]+)(?::(\d{1,5}))?(?:[/?#][^\s]*)?$")
-_MAX_PORT = 65535
 
 
 def url_domain(url: str) -> str | None:
@@ -58,6 +58,10 @@ def url_domain(url: str) -> str | None:
 
     Only ``http``/``https`` URLs with a valid host (a dotted name, ``localhost`` or an IP) and
     no port past 65535 count as well-formed web sources; ``file:`` and bare paths have no domain.
+    The host is read by `affidavit.core.hosts.parse_web_url`, as the web fallback's guard reads
+    it: anything two parsers could read two ways (user information, a backslash or a control
+    character in the host, a percent-encoded host, an IPv4 address not in dotted decimal...)
+    is malformed. Spaces around the URL are ignored.
 
     Examples:
         >>> url_domain("https://WWW.Example.org:8080/a?b=1")
@@ -65,44 +69,22 @@ def url_domain(url: str) -> str | None:
         >>> url_domain("htp:/broken") is None
         True
     """
-    fast = _PLAIN_URL.match(url)
-    if fast is not None:
-        # the common case, without urlsplit: http(s)://host[:port][/...]
-        if fast.group(2) is not None and int(fast.group(2)) > _MAX_PORT:
-            return None  # as urlsplit: a port no client can reach is no web source
-        host = fast.group(1).lower().rstrip(".")
-        host = host.removeprefix("www.")
-        if _HOST_RE.match(host) and ("." in host or host == "localhost"):
-            return host
-        return None
     try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname
-    except ValueError:
+        parsed = parse_web_url(url.strip())
+    except UnsafeUrl:
         return None
-    if parts.scheme.lower() not in _WEB_SCHEMES or not host:
-        return None
-    try:
-        _ = parts.port  # raises on a non-numeric port, or one past 65535
-    except ValueError:
-        return None
-    host = host.lower().rstrip(".")
-    if host.startswith("www."):
-        host = host[4:]
-    if not _HOST_RE.match(host) or ("." not in host and host != "localhost"):
-        return None
-    return host
+    return parsed.host if parsed.is_ip else parsed.host.removeprefix("www.")
 
 
 def domain_allowed(domain: str, allowlist: Sequence[str]) -> bool:
-    """Suffix match on label boundaries: 'example.org' allows 'a.example.org'."""
-    for entry in allowlist:
-        e = entry.lower().strip().removeprefix("www.").rstrip(".")
-        if e.startswith(("http://", "https://")):
-            e = url_domain(e) or e
-        if domain == e or domain.endswith("." + e):
-            return True
-    return False
+    """Suffix match on label boundaries: 'example.org' allows 'a.example.org'.
+
+    ``domain`` is a host (as `url_domain` gives it); the allowlist is read as the web fallback's
+    guard reads it (`affidavit.core.hosts.host_allowed`): ``www.example.org`` allows
+    ``example.org`` but not ``a.example.org``, and an entry that names no host allows nothing.
+    """
+    host = normalize_host(domain)
+    return host is not None and host_allowed(host, allowlist)
 
 
 def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
@@ -117,8 +99,8 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
                 detail="the chunk has no source URL and require_url is set",
             )
         return None
-    domain = url_domain(url)
-    if domain is None:
+    host = web_host(url)
+    if host is None:
         if not _looks_like_web(url):  # a local path, a file: URL or a doc id
             if settings.allowlist is None or local_allowed(url, settings.allowlist):
                 return None
@@ -135,7 +117,8 @@ def check_source(chunk: Chunk, settings: AuditSettings) -> BlockedSource | None:
             reason="malformed_url",
             detail=f"'{url[:200]}' is not a well-formed http(s) URL",
         )
-    if settings.allowlist is not None and not domain_allowed(domain, settings.allowlist):
+    domain = url_domain(url) or host
+    if settings.allowlist is not None and not host_allowed(host, settings.allowlist):
         return BlockedSource(
             chunk_id=chunk.id,
             url=chunk.url,

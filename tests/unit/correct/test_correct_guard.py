@@ -184,3 +184,68 @@ def test_a_port_past_65535_is_a_malformed_url_never_an_allowlisted_host(url: str
     assert url_host(url) is None
     assert not domain_allowed(url, ["good.org"]) and not domain_allowed(url, None)
     assert domain_allowed("https://good.org:65535/", ["good.org"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        # other schemes: domain_allowed read their host (the pipeline's filter of web results)
+        "javascript://good.org/%0aalert(1)",
+        "ftp://good.org/",
+        "//good.org/",
+        "file://good.org/etc/passwd",
+        # Python reads good.org after the backslash; browsers end the host at it (evil.com)
+        "https://evil.com\\@good.org/",
+        # IDNA 2003 reads strasse.org; browsers (UTS 46) xn--strae-oqa.org
+        "https://stra\u00dfe.good.org.evil/",
+        # a percent-encoded host: no host name has '%'
+        "https://evil.com%2F.good.org/",
+        # tabs and newlines dropped by urlsplit: refused, not joined up
+        "https://evil.com\t.good.org/",
+        # not host names: an underscore, one label (the search list picks the real name)
+        "https://a_b.good.org/",
+        "https://good/",
+        # empty labels, port 0, an empty port, not Punycode
+        "https://good.org../",
+        "https://good.org:0/",
+        "https://good.org:/",
+        "https://xn--zz.good.org/",
+    ],
+)
+def test_ambiguous_urls_are_neither_allowed_nor_resolved(url: str) -> None:
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    assert url_host(url) is None
+    assert not domain_allowed(url, ["good.org", "strasse.org"]) and not domain_allowed(url, None)
+    for allowlist in (["good.org"], None):
+        with pytest.raises(WebSearchError, match="refused"):
+            UrlGuard(allowlist=allowlist, resolver=resolver).check(url)
+    assert asked == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://[fe80::1%25eth0]/"],
+)
+def test_addresses_not_in_their_one_written_form_are_refused_not_resolved(url: str) -> None:
+    """``0x7f.1`` went to the resolver as a name (the C library's inet_aton made it 127.0.0.1;
+    another resolver need not): an address is written one way, or it is malformed."""
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    with pytest.raises(WebSearchError, match="refused"):
+        UrlGuard(resolver=resolver, allow_private_addresses=True).check(url)
+    assert asked == [] and url_host(url) is None
+
+
+def test_a_www_entry_also_allows_the_bare_name_as_the_policy_does() -> None:
+    assert domain_allowed("https://good.org/", ["www.good.org"])
+    assert not domain_allowed("https://evil.good.org/", ["www.good.org"])
+    assert domain_allowed("https://sub.good.org/", ["https://good.org/"])  # an entry as a URL

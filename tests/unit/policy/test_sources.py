@@ -164,3 +164,53 @@ def test_a_port_past_65535_is_a_malformed_url_not_an_allowlisted_one(url: str) -
         )
         assert kept == [] and [b.reason for b in blocked] == ["malformed_url"]
     assert url_domain("https://good.org:65535/") == "good.org"  # the largest port still counts
+
+
+@pytest.mark.parametrize(
+    ("url", "allowlist"),
+    [
+        # Python reads the host after the backslash; browsers end the host at it (evil.com)
+        ("https://evil.com\\@allowed.com", ["allowed.com"]),
+        ("https://evil.com\\@allowed.com/x", None),
+        # tabs and newlines in the host, dropped by urlsplit: refused, not joined up
+        ("https://evil.com\t.allowed.com/", ["allowed.com"]),
+        ("https://allo\nwed.com/", None),
+        # a port in Arabic-Indic digits passed the fast path's \d (browsers refuse it)
+        ("https://allowed.com:\u0668\u0660/", ["allowed.com"]),
+        ("https://allowed.com:0/", ["allowed.com"]),  # no client connects to port 0
+        ("https://allowed.com:/", ["allowed.com"]),  # an empty port
+        ("https://allowed.com../", ["allowed.com"]),  # an empty label
+        ("http://0x7f.1/", None),  # 127.0.0.1 to browsers, a "domain" here
+        ("http://127.1/", None),
+        ("https://allowed.com@evil.com/", None),  # user information
+        ("https://xn--zz.allowed.com/", ["allowed.com"]),  # not valid Punycode
+    ],
+)
+def test_ambiguous_urls_are_malformed_never_a_domain(url: str, allowlist: list[str] | None) -> None:
+    """Each of these was read as a domain (and kept) by ``url_domain``, though a browser or
+    the web fallback's guard reads another host or none: ambiguous is malformed."""
+    assert url_domain(url) is None
+    kept, blocked = apply_allowlist([Chunk(text="a", url=url)], AuditSettings(allowlist=allowlist))
+    assert kept == [] and [b.reason for b in blocked] == ["malformed_url"]
+
+
+def test_a_www_entry_does_not_open_its_whole_domain() -> None:
+    """``www.`` was taken off allowlist entries: "www.allowed.com" allowed "evil.allowed.com"."""
+    s = AuditSettings(allowlist=["www.allowed.com"])
+    chunks = [
+        Chunk(text="a", url="https://evil.allowed.com/"),
+        Chunk(text="b", url="https://allowed.com/"),
+        Chunk(text="c", url="https://www.allowed.com/"),
+    ]
+    kept, blocked = apply_allowlist(chunks, s)
+    assert [c.text for c in kept] == ["b", "c"]
+    assert [(b.domain, b.reason) for b in blocked] == [("evil.allowed.com", "not_allowlisted")]
+
+
+def test_internationalised_hosts_are_read_in_their_idna_form() -> None:
+    # read as the guard and the resolver read them (they were all "malformed" here)
+    assert url_domain("https://B\u00fccher.example/") == "xn--bcher-kva.example"
+    assert url_domain("https://allowed\u3002com/") == "allowed.com"
+    assert url_domain("https://\u0430llowed.com/") == "xn--llowed-2nf.com"  # not allowed.com
+    assert url_domain("https://stra\u00dfe.example/") is None  # read two ways: refused
+    assert url_domain("http://[2606:4700:4700::1111]/") == "2606:4700:4700::1111"

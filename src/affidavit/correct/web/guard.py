@@ -10,15 +10,21 @@ Examples:
 from __future__ import annotations
 
 import ipaddress
-import re
 import socket
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from affidavit.core.errors import WebSearchError
+from affidavit.core.hosts import (
+    WEB_SCHEMES,
+    UnsafeUrl,
+    host_allowed,
+    normalize_host,
+    parse_web_url,
+    web_host,
+)
 
 Resolver = Callable[[str, int], list[str]]
-_HOST_CHARS = re.compile(r"[a-z0-9._:%-]+")
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -29,9 +35,10 @@ def system_resolver(host: str, port: int) -> list[str]:
 
 def ascii_domain(name: str) -> str | None:
     """``name`` as DNS sees it: IDNA (ASCII, ``xn--`` labels), lower-cased, without a trailing
-    dot; None when IDNA cannot encode it (an empty or over-long label) or it holds a character
-    no host name has (a NUL ends the name the C resolver reads: ``evil.example\\x00.good.org``
-    would pass a ``good.org`` allowlist and resolve ``evil.example``).
+    dot; None when it is not a host name or address as `affidavit.core.hosts.normalize_host`
+    reads it (an empty or over-long label, a NUL: ``evil.example\\x00.good.org`` would pass a
+    ``good.org`` allowlist and the C resolver would look up ``evil.example``; a ``%``, an
+    underscore, a name IDNA 2003 and browsers read differently...).
 
     The allowlist, the resolver, the ``Host`` header and TLS SNI all use this one form, so the
     name that is checked is the name that is connected to.
@@ -40,31 +47,19 @@ def ascii_domain(name: str) -> str | None:
         >>> ascii_domain("BÜCHER.example.")
         'xn--bcher-kva.example'
     """
-    name = name.strip().rstrip(".")
-    if not name:
-        return None
-    try:
-        ascii_name = name.encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        return None
-    # letters, digits, hyphens, dots, underscores; colons and a zone (%) for IPv6 literals
-    return ascii_name if _HOST_CHARS.fullmatch(ascii_name) else None
+    return normalize_host(name.strip())
 
 
 def url_host(url: str) -> str | None:
-    """The host of a URL in its `ascii_domain` form (IPv6 without brackets), or None when
-    malformed."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018  raises ValueError past 65535: malformed, not the host's
-    except ValueError:
-        return None
-    return ascii_domain(host) if host else None
+    """The host of an ``http(s)`` URL in its `ascii_domain` form (IPv6 without brackets), or
+    None when malformed or ambiguous (`affidavit.core.hosts.parse_web_url`, which the audit's
+    source allowlist uses too)."""
+    return web_host(url)
 
 
 def domain_allowed(url: str, allowlist: Sequence[str] | None) -> bool:
-    """True when the URL's host is an allowlisted domain or a subdomain of one.
+    """True when the URL is a well-formed ``http(s)`` URL whose host is an allowlisted domain or
+    a subdomain of one (`affidavit.core.hosts.host_allowed`: ``www.X`` and ``X`` are one site).
 
     ``None`` (no allowlist set) allows every well-formed URL. An allowlist that is set but
     empty, or holds only blank entries, allows none: a guard never opens by itself.
@@ -74,11 +69,7 @@ def domain_allowed(url: str, allowlist: Sequence[str] | None) -> bool:
         return False
     if allowlist is None:
         return True
-    for entry in allowlist:
-        d = ascii_domain(entry.strip().lstrip("."))
-        if d and (host == d or host.endswith("." + d)):
-            return True
-    return False
+    return host_allowed(host, allowlist)
 
 
 def address_refusal(ip: str) -> str | None:
@@ -142,15 +133,16 @@ class UrlGuard:
         except ValueError as exc:
             raise self._refuse(url, f"malformed URL ({exc})") from None
         scheme = parts.scheme.lower()
-        if scheme not in ("http", "https"):
+        if scheme not in WEB_SCHEMES:
             raise self._refuse(url, f"scheme {scheme!r} is not http(s)")
         if parts.username is not None or parts.password is not None:
             raise self._refuse(url, "credentials in URL")
         if not parts.hostname:
             raise self._refuse(url, "no host")
-        host = url_host(url)
-        if not host:
-            raise self._refuse(url, f"host {parts.hostname!r} is not a valid domain name")
+        try:
+            host = parse_web_url(url).host
+        except UnsafeUrl as exc:
+            raise self._refuse(url, f"malformed or ambiguous URL ({exc})") from None
         if not domain_allowed(url, self.allowlist):
             raise self._refuse(url, f"host {host} is not in the allowlist")
         try:
