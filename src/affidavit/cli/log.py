@@ -99,21 +99,26 @@ def log_keys(settings: Settings, public_key: list[Path] | None) -> list[Ed25519P
         return list(trusted_keys(settings, public_key or []).values())
 
 
-def read_checkpoint_file(path: Path, keys: list[Ed25519PublicKey]) -> Checkpoint:
-    """A signed checkpoint file, checked; exit 1 when its signature fails, 2 when unreadable."""
+def read_checkpoint_file(path: Path, keys: list[Ed25519PublicKey], log: FileLog) -> Checkpoint:
+    """A signed checkpoint file of ``log``: its origin, signed by its key (not merely by some
+    trusted key); exit 1 when it is not, 2 when it cannot be read."""
     from affidavit.core.errors import ProofError
     from affidavit.core.limits import read_file_bounded
-    from affidavit.tlog.note import MAX_NOTE_BYTES, open_checkpoint
+    from affidavit.tlog.monitor import open_log_checkpoint
+    from affidavit.tlog.note import MAX_NOTE_BYTES
 
     with usage_errors():
         raw = read_file_bounded(path, MAX_NOTE_BYTES, "checkpoint")
     try:
-        return open_checkpoint(raw.decode("utf-8"), keys)
+        note = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise fail_usage(f"{path}: not UTF-8 text") from None
-    except ProofError as exc:
-        typer.echo(f"INVALID checkpoint {safe_terminal(str(path))}: {exc.message}", err=True)
-        raise typer.Exit(EXIT_FAIL) from None
+    with usage_errors():  # the log's own checkpoint unreadable: exit 2
+        try:
+            return open_log_checkpoint(note, log, keys)
+        except ProofError as exc:
+            typer.echo(f"INVALID checkpoint {safe_terminal(str(path))}: {exc.message}", err=True)
+            raise typer.Exit(EXIT_FAIL) from None
 
 
 def read_proof_file(path: Path) -> ConsistencyProof:
@@ -199,12 +204,17 @@ def log_verify(
 
 
 def _tree(value: str, keys: list[Ed25519PublicKey], log: FileLog) -> Checkpoint:
-    """A size or a checkpoint file as a checkpoint to compare (a file is signature-checked; a
-    bare size takes its root from the log itself)."""
+    """A size or a checkpoint file as a checkpoint to compare (a file must be one of this log's,
+    signed by its key; a bare size takes its root from the log itself)."""
     from affidavit.core.tlog import Checkpoint
+    from affidavit.tlog.note import MAX_TREE_SIZE
 
-    if not value.isdigit():
-        return read_checkpoint_file(Path(value), keys)
+    if not (value.isascii() and value.isdigit()):
+        if value.isdigit():
+            raise fail_usage(f"{value[:40]!r} is no tree size: a size is written in 0-9")
+        return read_checkpoint_file(Path(value), keys, log)
+    if len(value) > len(str(MAX_TREE_SIZE)):
+        raise fail_usage(f"tree size {value[:40]}... is larger than any log")
     size = int(value)
     current = log.checkpoint()
     assert current is not None  # open_own_log refuses a log without one
@@ -226,8 +236,11 @@ def log_prove_consistency(
 ) -> None:
     """Prove that the newer tree extends the older; print the proof JSON (exit 1 if it does not).
 
-    Checkpoint files are checked (signature, then the proof against their roots); a size is
-    taken from the log itself.
+    A checkpoint file must be of this log: under its origin and signed by its key (the key the
+    origin names, else the one that signed the first checkpoint of the log; one signed by
+    another trusted key, or of another log, is refused with exit 1); the proof is then checked
+    against their roots. A size is taken from the log itself. The older tree comes first
+    (exit 2 otherwise).
     """
     from affidavit.tlog.certificates import check_consistency
 

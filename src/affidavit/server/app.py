@@ -875,7 +875,8 @@ def _routes(app: FastAPI, state: _State) -> None:
     @app.post(
         "/v1/certificates/verify",
         tags=["certify"],
-        summary="Check a certificate: schema, signature, trusted signer, evidence hashes.",
+        summary="Check a certificate: schema, signature, trusted signer, evidence hashes, and "
+        "the log entry it carries.",
         response_model=CertificateVerification,
     )
     async def verify_certificate(

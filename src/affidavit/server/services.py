@@ -265,7 +265,8 @@ class Services:
         return SearchResponse(query=query, mode=mode, hits=tuple(hits))
 
     def verify_certificate(self, tree: dict[str, Any]) -> CertificateVerification:
-        """``affidavit certificate verify --store``: schema, signature, trust, evidence hashes."""
+        """``affidavit certificate verify --store``: schema, signature, trust, evidence hashes,
+        and the log entry the certificate carries, if any (offline, as the CLI checks it)."""
         from affidavit.certify.keys import trusted_keys
         from affidavit.certify.replay import store_lookup
         from affidavit.certify.verify import verify_certificate
@@ -283,7 +284,20 @@ class Services:
             return None  # no store: every span is reported as not found, never passed
 
         lookup = store_lookup(self.store) if self.store is not None else nowhere
-        return verify_certificate(tree, trusted, lookup)
+        result = verify_certificate(tree, trusted, lookup)
+        if result.valid and tree.get("log_entry") is not None:
+            # as `certificate verify` does: the log entry is outside the signature, so an edited
+            # one is checked (its checkpoint signed by the certificate's key, the proof)
+            from affidavit.core.certificate import Certificate
+            from affidavit.tlog.certificates import check_log_entry
+
+            model = Certificate.model_validate(tree)
+            log_reasons = tuple(f"log: {r}" for r in check_log_entry(model, trusted.values()))
+            if log_reasons:
+                result = result.model_copy(
+                    update={"valid": False, "reasons": (*result.reasons, *log_reasons)}
+                )
+        return result
 
     def public_key(self) -> PublicKeyInfo | None:
         """The key answers are signed with, or None."""

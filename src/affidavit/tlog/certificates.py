@@ -35,7 +35,7 @@ from affidavit.core.certificate import Certificate
 from affidavit.core.errors import CertificateError, ProofError, TransparencyLogError
 from affidavit.core.settings import Settings
 from affidavit.core.tlog import Checkpoint, ConsistencyProof, LogEntry
-from affidavit.tlog.merkle import leaf_hash, verify_consistency, verify_inclusion
+from affidavit.tlog.merkle import EMPTY_ROOT, leaf_hash, verify_consistency, verify_inclusion
 from affidavit.tlog.note import open_checkpoint
 from affidavit.tlog.store import FileLog
 
@@ -160,6 +160,8 @@ def check_consistency(
             return "fork", f"fork: two signed checkpoints of size {old.tree_size}, two roots"
         return None
     if old.tree_size == 0:
+        if old.root_hash != EMPTY_ROOT.hex():  # parse_checkpoint refuses it; a model may not
+            return "invalid", "the older checkpoint of size 0 does not sign the empty tree"
         return None  # every tree extends the empty one
     if proof is None:
         return "invalid", (
@@ -226,6 +228,14 @@ def check_log_entry(
     except ProofError as exc:
         return [f"checkpoint: {exc.message} (its log's key is the certificate's, {cert.key_id})"]
     reasons: list[str] = []
+    named = origin_key_id(checkpoint.origin)
+    if named is not None and named != cert.key_id:
+        # that origin is another key's log: the certificate's key signing a checkpoint of it
+        # puts the certificate in no log its owner (or any witness of it) keeps
+        return [
+            f"checkpoint: it is of log {checkpoint.origin!r}, whose key is {named}, not the "
+            f"certificate's ({cert.key_id}); one log, one key"
+        ]
     if checkpoint != found.checkpoint:
         reasons.append("checkpoint: its fields differ from the signed note they were read from")
     entry = certificate_entry(cert)

@@ -48,7 +48,7 @@ from affidavit.tlog.merkle import EMPTY_ROOT, HASH_SIZE, CompactRange, leaf_hash
 from affidavit.tlog.note import MAX_NOTE_BYTES, note_signers, open_checkpoint, parse_checkpoint
 from affidavit.tlog.store import ENTRIES, FileLog
 
-__all__ = ["Witness", "verify_log"]
+__all__ = ["Witness", "open_log_checkpoint", "verify_log"]
 
 _BLOCK = 1 << 14  # entries read at a time
 _KEY_ID = re.compile(r"[0-9a-f]{16}")
@@ -70,6 +70,46 @@ def _not_signed_by(origin: str, owners: set[str], signed: set[str], whose: str) 
         f"the checkpoint of log {origin!r} is not signed by its key ({', '.join(missing)}, "
         f"{whose}); another trusted key does not speak for this log"
     )
+
+
+def open_log_checkpoint(note: str, log: FileLog, keys: Iterable[Ed25519PublicKey]) -> Checkpoint:
+    """Check that ``note`` is a checkpoint of ``log``: of its origin, and signed by its key.
+
+    The log's key is the one its origin names (``affidavit/<key id>``), else the trusted key
+    that signed its first checkpoint, as `verify_log` and the `Witness` take it; a checkpoint
+    signed by another trusted key (another log's, or one trusted for something else) is not
+    this log's. With none of ``keys`` the log's, nothing passes.
+
+    Raises:
+        ProofError: malformed, a bad signature, another log's origin, or not signed by the
+            log's key (the message says which).
+        TransparencyLogError: the log's own checkpoint cannot be read.
+    """
+    trusted = list(keys)
+    latest = log.checkpoint()
+    if latest is None:
+        raise TransparencyLogError("the log is empty", source=str(log.path))
+    named = origin_key_id(latest.origin)
+    if named is not None:
+        owners, whose = {named}, "which its origin names"
+    else:
+        # the first signed (a log whose history is not written yet: its one checkpoint); the
+        # generator, dropped at once, closes the history file
+        first = next(iter(log.history()), latest.note)
+        try:
+            open_checkpoint(first, trusted, origin=latest.origin)
+            owners, whose = _signer_ids(first, trusted), "which signed its checkpoint #1"
+        except ProofError as exc:
+            raise ProofError(
+                f"the key of log {latest.origin!r} is not among the trusted keys: its first "
+                f"checkpoint does not verify ({exc.message})",
+                source=str(log.path),
+            ) from None
+    checkpoint = open_checkpoint(note, trusted, origin=latest.origin)
+    foreign = _not_signed_by(checkpoint.origin, owners, _signer_ids(note, trusted), whose)
+    if foreign is not None:
+        raise ProofError(foreign, source=str(log.path))
+    return checkpoint
 
 
 def _signed_history(

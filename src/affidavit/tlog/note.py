@@ -32,9 +32,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from affidavit.certify.keys import raw_public_key
 from affidavit.core.errors import ProofError
 from affidavit.core.tlog import Checkpoint
+from affidavit.tlog.merkle import EMPTY_ROOT
 
 __all__ = [
     "MAX_NOTE_BYTES",
+    "MAX_TREE_SIZE",
     "key_hash",
     "note_signers",
     "open_checkpoint",
@@ -50,7 +52,9 @@ SIG_PREFIX = "\u2014 "  # an em dash and a space, as the signed-note format requ
 MAX_NOTE_BYTES = 1 << 20
 MAX_SIGNATURES = 100  # as Go's note package: a note with more is malformed
 _NAME = re.compile(r"^[^\s+]+$")
-_SIZE = re.compile(r"^(0|[1-9][0-9]{0,19})$")
+_SIZE = re.compile(r"0|[1-9][0-9]{0,18}")
+MAX_TREE_SIZE = (1 << 63) - 1
+"""The largest tree size read (int64, as Go's ``sumdb/tlog`` reads it); no log holds more."""
 
 
 def _check_name(name: str) -> None:
@@ -161,6 +165,8 @@ def sign_checkpoint(origin: str, size: int, root: bytes, key: Ed25519PrivateKey)
     """A C2SP checkpoint for a tree of ``size`` with hash ``root``, signed under ``origin``."""
     if not origin or "\n" in origin:
         raise ProofError("a checkpoint's origin must be one non-empty line")
+    if not 0 <= size <= MAX_TREE_SIZE:
+        raise ProofError(f"a checkpoint's tree size is from 0 to {MAX_TREE_SIZE}, not {size}")
     encoded = base64.b64encode(root).decode("ascii")
     return sign_note(f"{origin}\n{size}\n{encoded}\n", origin, key)
 
@@ -176,15 +182,30 @@ def parse_checkpoint(note: str) -> Checkpoint:
     lines = body.split("\n")
     if len(lines) < 4 or not lines[0]:
         raise ProofError("malformed checkpoint: it needs an origin, a size and a root hash")
+    if len(lines) > 4:
+        # signed as a whole: a line past the root (a second size, a second root) is something
+        # another reader may take for the tree, so none is accepted (affidavit signs none)
+        raise ProofError(
+            "malformed checkpoint: more than an origin, a size and a root hash "
+            f"(line 4 is {lines[3][:40]!r})"
+        )
     origin, size, root = lines[0], lines[1], lines[2]
-    if not _SIZE.match(size):
-        raise ProofError(f"malformed checkpoint: tree size {size[:40]!r} is not a decimal number")
+    if not _SIZE.fullmatch(size) or int(size) > MAX_TREE_SIZE:
+        raise ProofError(
+            f"malformed checkpoint: tree size {size[:40]!r} is not a decimal number from 0 to "
+            f"{MAX_TREE_SIZE}"
+        )
     try:
         raw = base64.b64decode(root, validate=True)
     except (binascii.Error, ValueError):
         raise ProofError("malformed checkpoint: the root hash is not base64") from None
     if len(raw) != 32:
         raise ProofError(f"malformed checkpoint: the root hash is {len(raw)} bytes, not 32")
+    if size == "0" and raw != EMPTY_ROOT:
+        raise ProofError(
+            "malformed checkpoint: a tree of size 0 is the empty tree, whose root hash is "
+            "SHA-256 of nothing; this one signs another"
+        )
     return Checkpoint(origin=origin, tree_size=int(size), root_hash=raw.hex(), note=note)
 
 

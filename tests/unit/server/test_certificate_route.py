@@ -59,3 +59,32 @@ def test_a_nan_is_refused(served: tuple[TestClient, str]) -> None:
     r = client.post(ROUTE, content=body, headers=JSON)
     assert r.status_code == 400, r.json()
     assert "NaN" in r.json()["message"]
+
+
+def test_a_tampered_log_entry_is_checked_as_certificate_verify_checks_it(tmp_path: Path) -> None:
+    """The log entry is outside the certificate's signature: ``certificate verify`` checks the
+    one a file carries (its checkpoint's signature by the certificate's key, the inclusion
+    proof), but the route answered "valid" for an edited one."""
+    from affidavit.tlog.certificates import log_certificate
+
+    settings = Settings(home=tmp_path / "home", store=StoreSettings(path=tmp_path / "store"))
+    key = generate_key(tmp_path / "home" / "keys" / "signing.pem")
+    cert = build_certificate("Q?", "The answer.", [], [], None, settings, [])
+    logged = log_certificate(sign_certificate(cert, key), settings, key)
+    logged = log_certificate(sign_certificate(cert, key), settings, key)  # size 2: a real path
+    services = Services(settings)
+    services.ready = True
+    client = TestClient(create_app(settings, services=services))
+    tree = logged.model_dump(mode="json")
+    r = client.post(ROUTE, content=json.dumps(tree), headers=JSON)
+    assert r.status_code == 200 and r.json()["valid"] is True, r.json()
+    tree["log_entry"]["inclusion"]["hashes"][0] = "00" * 32
+    r = client.post(ROUTE, content=json.dumps(tree), headers=JSON)
+    assert r.status_code == 200 and r.json()["valid"] is False, r.json()
+    assert any(m.startswith("log: inclusion proof") for m in r.json()["reasons"]), r.json()
+    tree = logged.model_dump(mode="json")
+    tree["log_entry"]["checkpoint"]["note"] = tree["log_entry"]["checkpoint"]["note"].replace(
+        "\n", "\n ", 1
+    )
+    r = client.post(ROUTE, content=json.dumps(tree), headers=JSON)
+    assert r.json()["valid"] is False and any("log: checkpoint" in m for m in r.json()["reasons"])

@@ -5,6 +5,7 @@ log entry was tampered with."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -24,15 +25,17 @@ from affidavit.certify.keys import generate_key, key_id
 from affidavit.cli.main import app
 from affidavit.core.errors import TransparencyLogError
 from affidavit.core.settings import Settings
+from affidavit.core.tlog import Checkpoint
 from affidavit.tlog.certificates import (
     certificate_entry,
+    check_consistency,
     check_log_entry,
     default_log_path,
     log_certificate,
 )
 from affidavit.tlog.merkle import EMPTY_ROOT, MemoryTree, leaf_hash
 from affidavit.tlog.monitor import Witness, verify_log
-from affidavit.tlog.note import sign_checkpoint
+from affidavit.tlog.note import parse_checkpoint, sign_checkpoint
 from affidavit.tlog.store import FileLog
 
 N = 8
@@ -642,3 +645,228 @@ def test_log_verify_refuses_checkpoints_signed_by_another_trusted_key(
     (own / "checkpoints").write_bytes(len(note.encode()).to_bytes(4, "big") + note.encode())
     code, out = run("log", "verify", "--public-key", str(other_pub))
     assert code == 1 and key_id(key.public_key()) in out, out
+
+
+# -- `log prove-consistency`: both checkpoints are the log's, by its key ---------------------------
+
+
+def _history(log: Path) -> list[str]:
+    return list(FileLog(log).history())
+
+
+def _resigned(note: str, key: Ed25519PrivateKey, dest: Path, origin: str | None = None) -> Path:
+    """``note``'s tree (its size and root), signed by ``key`` (under ``origin``), in ``dest``."""
+    lines = note.split("\n")
+    root = base64.b64decode(lines[2])
+    dest.write_text(sign_checkpoint(origin or lines[0], int(lines[1]), root, key))
+    return dest
+
+
+def test_prove_consistency_refuses_checkpoints_signed_by_another_trusted_key(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """Any trusted key's signature was enough: B re-signed two of A's tree heads under A's
+    origin and `log prove-consistency` called them consistent (exit 0), vouching for them as the
+    log's checkpoints."""
+    key, log, _ = issued
+    other_key, other_pub, _ = _other_log(home)
+    history = _history(log)
+    old = _resigned(history[2], other_key, home.parent / "old.checkpoint")
+    new = _resigned(history[-1], other_key, home.parent / "new.checkpoint")
+    code, out = run("log", "prove-consistency", str(old), str(new), "--public-key", str(other_pub))
+    assert code == 1 and "INVALID checkpoint" in out and key_id(key.public_key()) in out, out
+    assert "consistent:" not in out
+    # one of the log's own and one by B: refused too, whichever is B's
+    own_old, own_new = home.parent / "own_old.checkpoint", home.parent / "own_new.checkpoint"
+    own_old.write_text(history[2])
+    own_new.write_text(history[-1])
+    for pair in ((own_old, new), (old, own_new)):
+        code, out = run(
+            "log", "prove-consistency", str(pair[0]), str(pair[1]),
+            "--public-key", str(other_pub),
+        )  # fmt: skip
+        assert code == 1 and "INVALID checkpoint" in out, out
+    # a bare size with B's checkpoint file
+    code, out = run("log", "prove-consistency", "3", str(new), "--public-key", str(other_pub))
+    assert code == 1 and "INVALID checkpoint" in out, out
+    # the log's own checkpoints still prove, with B trusted or not
+    for extra in ((), ("--public-key", str(other_pub))):
+        code, out = run("log", "prove-consistency", str(own_old), str(own_new), *extra)
+        assert code == 0 and "consistent: size 8 extends size 3" in out, out
+
+
+def test_prove_consistency_refuses_checkpoints_of_another_log(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """Two checkpoints of B's own log (origin ``affidavit/<B>``), over the same entries as A's
+    log, were proved consistent from A's log: another log's checkpoints passed for A's."""
+    key, log, _ = issued
+    other_key, other_pub, _ = _other_log(home)
+    origin_b = f"affidavit/{key_id(other_key.public_key())}"
+    history = _history(log)
+    old = _resigned(history[2], other_key, home.parent / "old.checkpoint", origin_b)
+    new = _resigned(history[-1], other_key, home.parent / "new.checkpoint", origin_b)
+    code, out = run("log", "prove-consistency", str(old), str(new), "--public-key", str(other_pub))
+    assert code == 1 and "INVALID checkpoint" in out and origin_b in out, out
+    # the same with key A itself signing under B's origin: not this log's checkpoints
+    old = _resigned(history[2], key, home.parent / "old.checkpoint", origin_b)
+    new = _resigned(history[-1], key, home.parent / "new.checkpoint", origin_b)
+    code, out = run("log", "prove-consistency", str(old), str(new), "--public-key", str(other_pub))
+    assert code == 1 and "INVALID checkpoint" in out, out
+
+
+def _pem(key: Ed25519PrivateKey, path: Path) -> Path:
+    from cryptography.hazmat.primitives import serialization
+
+    path.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return path
+
+
+def test_prove_consistency_of_a_log_with_a_custom_origin_takes_the_key_of_its_first_checkpoint(
+    two_logs: tuple[Ed25519PrivateKey, Ed25519PrivateKey, FileLog], home: Path, tmp_path: Path
+) -> None:
+    """A log whose origin names no key (``example.com/log``) is the key's that signed its first
+    checkpoint: B's checkpoints under that origin are refused; with no trusted key at all,
+    nothing is taken (a missing key list narrows)."""
+    a, b, log = two_logs
+    pub_a, pub_b = _pem(a, tmp_path / "a.pem"), _pem(b, tmp_path / "b.pem")
+    history = _history(log.path)
+    old = _resigned(history[1], b, tmp_path / "old.checkpoint")
+    new = _resigned(history[-1], b, tmp_path / "new.checkpoint")
+    trust = ("--log-dir", str(log.path), "--public-key", str(pub_a), "--public-key", str(pub_b))
+    code, out = run("log", "prove-consistency", str(old), str(new), *trust)
+    assert code == 1 and "INVALID checkpoint" in out and key_id(a.public_key()) in out, out
+    own_old, own_new = tmp_path / "own_old.checkpoint", tmp_path / "own_new.checkpoint"
+    own_old.write_text(history[1])
+    own_new.write_text(history[-1])
+    code, out = run("log", "prove-consistency", str(own_old), str(own_new), *trust)
+    assert code == 0 and "consistent: size 5 extends size 2" in out, out
+    # trusting B only: the log's key (A, which signed its first checkpoint) is not trusted
+    only_b = ("--log-dir", str(log.path), "--public-key", str(pub_b))
+    code, out = run("log", "prove-consistency", str(old), str(new), *only_b)
+    assert code == 1 and "INVALID checkpoint" in out, out
+    # no trusted key at all: nothing passes
+    code, out = run(
+        "log", "prove-consistency", str(own_old), str(own_new), "--log-dir", str(log.path)
+    )
+    assert code == 1 and "INVALID checkpoint" in out, out
+
+
+def test_prove_consistency_wants_the_older_tree_first_and_sizes_it_can_read(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """Sizes in the wrong order, or a size that is no ASCII number ('²' passed ``isdigit`` and
+    crashed ``int``; 5000 digits passed both checks and crashed it too), are usage errors
+    (exit 2), never a traceback."""
+    _, log, _ = issued
+    history = _history(log)
+    old, new = home.parent / "old.checkpoint", home.parent / "new.checkpoint"
+    old.write_text(history[2])
+    new.write_text(history[-1])
+    code, out = run("log", "prove-consistency", str(new), str(old))
+    assert code == 2 and "larger than the newer" in out, out
+    code, out = run("log", "prove-consistency", "8", "3")
+    assert code == 2 and "larger than the newer" in out, out
+    code, out = run("log", "prove-consistency", "0", "3")
+    assert code == 2 and "size 0" in out, out
+    code, out = run("log", "prove-consistency", "3", "9")
+    assert code == 2 and "no tree of size 9" in out, out
+    for bad in ("\u00b2", "\u0663", "9" * 5000):
+        result = CliRunner().invoke(app, ["log", "prove-consistency", "1", bad])
+        assert result.exit_code == 2, (bad[:10], result.exception)
+    # equal sizes, two files of the same tree: consistent
+    code, out = run("log", "prove-consistency", str(new), str(new))
+    assert code == 0 and "consistent" in out, out
+
+
+# -- the empty tree, and a log entry under an origin naming another key -------------------------
+
+
+def test_a_size_0_checkpoint_is_the_empty_tree_or_invalid(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], tmp_path: Path
+) -> None:
+    """A signed "size 0" checkpoint whose root is not the empty tree's was taken by a witness as
+    a first sight, and every later checkpoint then passed with no proof ("every tree extends
+    the empty one")."""
+    key, log, _ = issued
+    origin = (log / "checkpoint").read_text().split("\n")[0]
+    witness = Witness(tmp_path / "witness", [key.public_key()])
+    bogus = sign_checkpoint(origin, 0, bytes(32), key)
+    result = witness.observe(bogus)
+    assert not result.accepted and result.kind == "invalid" and "empty tree" in result.reason
+    assert witness.last(origin) is None
+    # the true empty tree is taken, and any later tree extends it
+    assert witness.observe(sign_checkpoint(origin, 0, EMPTY_ROOT, key)).kind == "first-sight"
+    own = FileLog(log).checkpoint()
+    assert own is not None and witness.observe(own.note).kind == "consistent"
+    # a checkpoint built as a model (not read from a note) is held to the same
+    fake = Checkpoint(origin=origin, tree_size=0, root_hash="00" * 32, note="")
+    refused = check_consistency(fake, own, None)
+    assert refused is not None and refused[0] == "invalid", refused
+
+
+def test_a_log_entry_under_an_origin_naming_another_key_is_refused(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]], home: Path
+) -> None:
+    """The origin ``affidavit/<B>`` is B's log: a checkpoint of it signed by A (the issuer) is
+    no checkpoint of that log, so a certificate logged there by A is in no log anyone
+    witnesses (every witness and `log verify` refuse A's checkpoints under B's origin)."""
+    key, _, _ = issued
+    other_key, _, _ = _other_log(home)
+    origin_b = f"affidavit/{key_id(other_key.public_key())}"
+    settings = Settings(
+        home=home, tlog={"origin": origin_b, "path": str(home.parent / "elsewhere")}
+    )
+    cert = sign_certificate(build_certificate("Q?", "hid", [], [], None, settings, []), key)
+    logged = log_certificate(cert, settings, key)
+    reasons = check_log_entry(logged, [key.public_key(), other_key.public_key()])
+    assert reasons and "checkpoint" in reasons[0] and origin_b in reasons[0], reasons
+    # the issuer's own origin, or one that names no key, is fine
+    for origin in (f"affidavit/{key_id(key.public_key())}", "example.com/log"):
+        settings = Settings(home=home, tlog={"origin": origin, "path": str(home.parent / origin)})
+        logged = log_certificate(cert, settings, key)
+        assert check_log_entry(logged, [key.public_key()]) == []
+
+
+def test_inclusion_and_consistency_proofs_of_the_wrong_shape_are_refused(
+    issued: tuple[Ed25519PrivateKey, Path, list[Path]],
+) -> None:
+    """Audit (these held already): a leaf index at or past the tree size, a proof one hash too
+    long or too short, a consistency proof from size 0, and one for equal sizes that is not
+    empty or joins two roots."""
+    _, log, paths = issued
+    cert = json.loads(paths[5].read_text())
+    good = cert["log_entry"]["inclusion"]
+    for change in (
+        {"leaf_index": N},
+        {"leaf_index": 10**30},
+        {"hashes": [*good["hashes"], "00" * 32]},
+        {"hashes": good["hashes"][:-1]},
+        {"hashes": []},
+    ):
+        tree = json.loads(paths[5].read_text())
+        tree["log_entry"]["inclusion"].update(change)
+        paths[5].write_text(json.dumps(tree))
+        code, out = run("certificate", "verify", str(paths[5]), "--log")
+        assert code == 1 and "log: inclusion proof" in out, (change, out)
+    history = [parse_checkpoint(n) for n in FileLog(log).history()]
+    three, eight = history[2], history[-1]
+    with FileLog(log) as source:
+        proof = source.prove_consistency(3, 8)
+        with pytest.raises(TransparencyLogError):
+            source.prove_consistency(0, 8)
+    assert check_consistency(three, eight, proof) is None
+    for hashes in (proof.hashes[:-1], (*proof.hashes, "00" * 32), ()):
+        bent = proof.model_copy(update={"hashes": hashes})
+        refused = check_consistency(three, eight, bent)
+        assert refused is not None and refused[0] in ("fork", "invalid"), hashes
+    other = history[3].model_copy(update={"tree_size": 3})  # size 3, another root
+    assert check_consistency(three, other, None) == (
+        "fork",
+        "fork: two signed checkpoints of size 3, two roots",
+    )
+    assert check_consistency(three, three, proof) is None  # equal and the same: no proof needed

@@ -12,9 +12,12 @@ import base64
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from affidavit.certify.keys import key_id
 from affidavit.core.errors import ProofError
+from affidavit.tlog.merkle import EMPTY_ROOT
 from affidavit.tlog.note import (
     key_hash,
+    note_signers,
     open_checkpoint,
     open_note,
     parse_checkpoint,
@@ -117,3 +120,88 @@ def test_checkpoint_round_trip_and_format() -> None:
 def test_malformed_checkpoints_are_refused(body: str) -> None:
     with pytest.raises(ProofError, match="malformed checkpoint"):
         parse_checkpoint(body + "\n— o AAAAAAAA\n")
+
+
+ROOT = base64.b64encode(bytes(range(32))).decode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"o\n1\n{ROOT}\n{ROOT}\n",  # the root line twice
+        f"o\n1\n{ROOT}\no\n2\n{ROOT}\n",  # a second checkpoint appended to the first
+        f"o\n1\n{ROOT}\nextension\n",  # an extension line (affidavit signs none)
+        f"o\n9223372036854775808\n{ROOT}\n",  # 2^63: past any size a log can hold
+        f"o\n99999999999999999999\n{ROOT}\n",  # 20 digits: past uint64 as well
+        f"o\n0\n{ROOT}\n",  # size 0 but not the empty tree's root
+    ],
+    ids=["duplicate-root", "two-checkpoints", "extension", "2^63", "20-digits", "size-0"],
+)
+def test_a_checkpoint_body_is_exactly_origin_size_root(body: str) -> None:
+    """Each of these was read as a checkpoint (the first three lines taken, the rest ignored;
+    any size of up to 20 digits; any root for the empty tree), though it is signed as a whole:
+    a reader that takes the last lines, or a tool that refuses sizes past int64, sees another
+    tree than this one."""
+    key = Ed25519PrivateKey.generate()
+    note = sign_note(body, "o", key)
+    with pytest.raises(ProofError, match="malformed checkpoint"):
+        parse_checkpoint(note)
+    with pytest.raises(ProofError, match="malformed checkpoint"):
+        open_checkpoint(note, [key.public_key()])
+
+
+@pytest.mark.parametrize(
+    "size", ["+1", "01", "00", " 1", "1 ", "1_0", "\u0661", "\uff11", "0x1", "1e3", "-0"]
+)
+def test_a_tree_size_is_plain_ascii_decimal(size: str) -> None:
+    key = Ed25519PrivateKey.generate()
+    with pytest.raises(ProofError, match="malformed checkpoint"):
+        open_checkpoint(sign_note(f"o\n{size}\n{ROOT}\n", "o", key), [key.public_key()])
+
+
+def test_the_largest_and_the_empty_tree_sizes_are_read() -> None:
+    key = Ed25519PrivateKey.generate()
+    big = open_checkpoint(sign_checkpoint("o", 2**63 - 1, bytes(32), key), [key.public_key()])
+    assert big.tree_size == 2**63 - 1
+    empty = open_checkpoint(sign_checkpoint("o", 0, EMPTY_ROOT, key), [key.public_key()])
+    assert empty.tree_size == 0 and empty.root_hash == EMPTY_ROOT.hex()
+
+
+@pytest.mark.parametrize("root", [bytes(31), bytes(33), bytes(1), bytes(64)])
+def test_a_root_hash_of_another_length_is_refused(root: bytes) -> None:
+    key = Ed25519PrivateKey.generate()
+    note = sign_note(f"o\n1\n{base64.b64encode(root).decode()}\n", "o", key)
+    with pytest.raises(ProofError, match="malformed checkpoint"):
+        open_checkpoint(note, [key.public_key()])
+
+
+def test_trailing_data_after_the_signatures_is_refused() -> None:
+    key = Ed25519PrivateKey.generate()
+    note = sign_checkpoint("o", 1, bytes(32), key)
+    for tail in ("garbage", "garbage\n", "\n", "\n\n", " \n"):
+        with pytest.raises(ProofError):
+            open_checkpoint(note + tail, [key.public_key()])
+    with pytest.raises(ProofError):
+        open_checkpoint(note[:-1], [key.public_key()])  # no final newline
+
+
+def test_signatures_by_unknown_keys_and_by_the_same_name_with_other_key_ids() -> None:
+    """Unknown keys' signatures are skipped, whatever name they use; only the trusted keys'
+    count, each once; a trusted key's bad signature fails the whole note."""
+    a, b, stranger = (Ed25519PrivateKey.generate() for _ in range(3))
+    note = sign_checkpoint("o", 1, bytes(32), a)
+    text = note[: note.rfind("\n\n") + 1]
+    extra = "".join(sign_note(text, "o", k).split("\n\n", 1)[1] for k in (stranger, b, a))
+    both = note + extra  # A, then under the same name: a stranger, B, and A again
+    assert note_signers(both, [a.public_key()]) == [a.public_key()]
+    assert {key_id(k) for k in note_signers(both, [a.public_key(), b.public_key()])} == {
+        key_id(a.public_key()),
+        key_id(b.public_key()),
+    }
+    with pytest.raises(ProofError, match="no signature by a trusted key"):
+        open_checkpoint(note + extra, [Ed25519PrivateKey.generate().public_key()])
+    # a line under A's name and key hash whose signature is B's: A's signature fails
+    blob = base64.b64decode(sign_note(text, "o", b).split(" ")[-1])
+    forged = base64.b64encode(key_hash("o", a.public_key()) + blob[4:]).decode()
+    with pytest.raises(ProofError, match="does not match"):
+        open_checkpoint(f"{text}\n\u2014 o {forged}\n", [a.public_key(), b.public_key()])
