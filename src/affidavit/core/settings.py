@@ -524,6 +524,14 @@ class GenerateSettings(Section):
     base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (/v1).")
     api_key: SecretStr | None = Field(default=None, description="API key for base_url.")
     timeout_s: float = Field(default=120.0, gt=0, description="Request timeout.")
+    stream_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Time a whole streamed answer may take once it opens (openai backend; each "
+        "read is still bounded by timeout_s, and a stream is also cut past 32 MiB): a server "
+        "that keeps sending keep-alives or empty events is cut with a GenerationError, never "
+        "taken as a complete answer. Generous for a slow local model.",
+    )
     max_retries: int = Field(default=2, ge=0, description="Retries with backoff.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_tokens: int = Field(default=256, ge=1, description="Maximum generated tokens.")
@@ -577,6 +585,14 @@ class CorrectSettings(Section):
     rewrite_query: bool = Field(default=True, description="Rewrite the web query with the LLM.")
     web_timeout_s: float = Field(
         default=15.0, gt=0, description="Timeout of each web search request and page fetch."
+    )
+    llm_budget_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="evaluator = 'llm' only: the time its grading (one LLM call per passage) "
+        "may take for one question, web results included. Passages left when it runs out are "
+        "not graded: a failed grade, never counted as relevant, recorded in the trace. A call "
+        "already running finishes (it has generate.timeout_s).",
     )
     keep_whole_threshold: float | None = Field(
         default=5.0,

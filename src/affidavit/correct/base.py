@@ -14,6 +14,10 @@ from pydantic import Field
 from affidavit.core.correction import RelevanceScore, WebResult
 from affidavit.core.types import Frozen
 
+#: how a passage the LLM evaluator had no time left for is marked (its `RelevanceScore.error`
+#: starts with this): a failed grade, never counted as relevant
+NOT_GRADED_BUDGET = "not graded: the relevance evaluator's time budget ran out"
+
 
 @runtime_checkable
 class RelevanceEvaluator(Protocol):

@@ -7,7 +7,8 @@ Two backends behind `affidavit.correct.base.RelevanceEvaluator`:
   HaluEval qa dev (question -> its own knowledge passage vs BM25-hard negatives; see
   ``benchmarks/evaluator_quality.py`` and ``relevance_calibration.json``). ``score = 10 * p``.
 * `LLMRelevanceEvaluator`: the CRAG rubric through any `Generator`, strict JSON
-  ``{"score": int 0-10, "reason": str}``; anything unparsable scores 0 with the error recorded.
+  ``{"score": int 0-10, "reason": str}``; anything unparsable scores 0 with the error recorded,
+  and so does every passage left when its time budget runs out.
 * `PairScorerRelevanceEvaluator`: any verifier `PairScorer` (the packaged NLI
   cross-encoder) as a relevance signal: ``10 * (1 - p_neutral)`` (the passage speaks to the
   question, for or against) or ``10 * p_entail``. Not calibrated for relevance; measure it first.
@@ -20,9 +21,11 @@ Examples:
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ import numpy as np
 from affidavit.core.correction import RelevanceScore
 from affidavit.core.errors import GenerationError, ModelError
 from affidavit.core.types import Message
+from affidavit.correct.base import NOT_GRADED_BUDGET
 from affidavit.generate.base import Generator
 from affidavit.verify.base import PairScorer
 
@@ -273,6 +277,11 @@ class LLMRelevanceEvaluator:
         generator: any `Generator` (embedded llama.cpp, OpenAI-compatible, scripted fake).
         max_passage_chars: longer passages are cut (the cut is noted in the reason).
         max_tokens: generation budget per call.
+        budget_s: the time one `score` call may take (one call per passage, each bounded by
+            the generator's own timeout): passages left when it runs out are not graded, a
+            failed grade (score 0, ``error`` starting with `NOT_GRADED_BUDGET`). A call already
+            running is not interrupted. `within` gives a copy whose calls share one deadline
+            (the corrective retrieval's budget per question).
 
     Examples:
         >>> from affidavit.correct.fakes import ScriptedGenerator
@@ -282,14 +291,31 @@ class LLMRelevanceEvaluator:
     """
 
     def __init__(
-        self, generator: Generator, *, max_passage_chars: int = 2000, max_tokens: int = 60
+        self,
+        generator: Generator,
+        *,
+        max_passage_chars: int = 2000,
+        max_tokens: int = 60,
+        budget_s: float = 120.0,
     ) -> None:
-        if max_passage_chars < 1 or max_tokens < 1:
-            raise ValueError("max_passage_chars and max_tokens must be positive")
+        if max_passage_chars < 1 or max_tokens < 1 or not budget_s > 0:
+            raise ValueError("max_passage_chars, max_tokens and budget_s must be positive")
         self.generator = generator
         self.max_passage_chars = max_passage_chars
         self.max_tokens = max_tokens
+        self.budget_s = budget_s
+        # set by `within`: a deadline shared by every call (time.monotonic()), and its budget
+        self._deadline: tuple[float, float] | None = None
         self.name = f"llm:{getattr(generator, 'name', type(generator).__name__)}"
+
+    def within(self, budget_s: float) -> LLMRelevanceEvaluator:
+        """A copy whose `score` calls, all together, stop grading ``budget_s`` from now (each
+        call still within its own ``budget_s``): one question's budget."""
+        if not budget_s > 0:
+            raise ValueError("budget_s must be positive")
+        scoped = copy.copy(self)
+        scoped._deadline = (time.monotonic() + budget_s, budget_s)
+        return scoped
 
     def score_one(self, question: str, passage: str) -> RelevanceScore:
         """Score one passage."""
@@ -313,8 +339,25 @@ class LLMRelevanceEvaluator:
         return result
 
     def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
-        """Score each passage (sequentially: a local LLM gains nothing from threads here)."""
-        return [self.score_one(question, p) for p in passages]
+        """Score each passage (sequentially: a local LLM gains nothing from threads here);
+        those left when the time budget runs out are not graded (fail closed)."""
+        deadline, budget = time.monotonic() + self.budget_s, self.budget_s
+        if self._deadline is not None and self._deadline[0] < deadline:
+            deadline, budget = self._deadline
+        out: list[RelevanceScore] = []
+        for passage in passages:
+            if time.monotonic() >= deadline:
+                error = f"{NOT_GRADED_BUDGET} ({budget:g} s)"
+                out.append(RelevanceScore(score=0.0, error=error))
+                continue
+            out.append(self.score_one(question, passage))
+        skipped = sum(1 for s in out if (s.error or "").startswith(NOT_GRADED_BUDGET))
+        if skipped:
+            log.warning(
+                "relevance evaluator out of time",
+                extra={"budget_s": budget, "not_graded": skipped, "passages": len(passages)},
+            )
+        return out
 
 
 class PairScorerRelevanceEvaluator:

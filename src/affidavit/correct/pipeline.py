@@ -58,7 +58,13 @@ from affidavit.core.errors import AffidavitError, ConfigError, WebSearchError
 from affidavit.core.settings import CorrectSettings
 from affidavit.core.text import escape_surrogates, strip_controls
 from affidavit.core.types import Chunk, Hit
-from affidavit.correct.base import Fetcher, QueryRewriter, RelevanceEvaluator, WebSearch
+from affidavit.correct.base import (
+    NOT_GRADED_BUDGET,
+    Fetcher,
+    QueryRewriter,
+    RelevanceEvaluator,
+    WebSearch,
+)
 from affidavit.correct.classify import classify
 from affidavit.correct.refine import refine_chunk, refine_many, split_sentences
 from affidavit.correct.web.guard import domain_allowed
@@ -179,12 +185,16 @@ class CorrectiveRetrieval:
         }
 
     def _grade(
-        self, question: str, texts: Sequence[str], errors: list[str]
+        self,
+        question: str,
+        texts: Sequence[str],
+        errors: list[str],
+        evaluator: RelevanceEvaluator | None = None,
     ) -> list[RelevanceScore]:
         if not texts:
             return []
         try:
-            scores = self.evaluator.score(question, texts)
+            scores = (evaluator or self.evaluator).score(question, texts)
         except Exception as exc:  # fail closed: an evaluator crash grades everything 0
             log.warning("relevance evaluator failed", extra={"error": repr(exc)})
             errors.append(f"evaluator failed: {exc!r}")
@@ -195,14 +205,25 @@ class CorrectiveRetrieval:
                 RelevanceScore(score=0.0, error="evaluator returned a wrong number of scores")
                 for _ in texts
             ]
+        late = sum(1 for sc in scores if (sc.error or "").startswith(NOT_GRADED_BUDGET))
+        if late:
+            errors.append(
+                f"{NOT_GRADED_BUDGET} (correct.llm_budget_s): {late} of {len(texts)} "
+                "passage(s) not graded, never counted as relevant"
+            )
         return scores
 
     def _grade_chunks(
-        self, question: str, chunks: Sequence[Chunk], errors: list[str]
+        self,
+        question: str,
+        chunks: Sequence[Chunk],
+        errors: list[str],
+        evaluator: RelevanceEvaluator | None = None,
     ) -> list[RelevanceScore]:
         """Grade each chunk; a chunk with no text is not graded (its title alone would be)."""
         todo = [i for i, c in enumerate(chunks) if c.text.strip()]
-        graded = iter(self._grade(question, [self._graded_text(chunks[i]) for i in todo], errors))
+        texts = [self._graded_text(chunks[i]) for i in todo]
+        graded = iter(self._grade(question, texts, errors, evaluator))
         empty = RelevanceScore(score=0.0, error="the passage has no text: nothing to grade")
         return [next(graded) if c.text.strip() else empty for c in chunks]
 
@@ -231,9 +252,17 @@ class CorrectiveRetrieval:
         errors: list[str] = []
         items = list(hits_or_chunks)[: s.top_k_documents]
         chunks = [h.chunk if isinstance(h, Hit) else h for h in items]
+        # an LLM evaluator's calls for this question share one time budget (fail closed: what
+        # it has no time left for is not graded)
+        evaluator = _within(self.evaluator, s.llm_budget_s)
+        sentence_evaluator = (
+            evaluator
+            if self.sentence_evaluator is self.evaluator
+            else _within(self.sentence_evaluator, s.llm_budget_s)
+        )
 
         t0 = time.perf_counter()
-        scores = self._grade_chunks(question, chunks, errors)
+        scores = self._grade_chunks(question, chunks, errors, evaluator)
         timings["evaluate"] = _ms(t0)
         grades = tuple(
             ChunkGrade(
@@ -281,7 +310,7 @@ class CorrectiveRetrieval:
         local, why = refine_many(
             question,
             selected,
-            evaluator=self.sentence_evaluator,
+            evaluator=sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="local",
@@ -296,14 +325,16 @@ class CorrectiveRetrieval:
         web_trace: WebTrace | None = None
         if classification.kind != "correct":
             t0 = time.perf_counter()
-            web_ctx, web_trace, web_dropped = self._web(question, errors, timings)
+            web_ctx, web_trace, web_dropped = self._web(
+                question, errors, timings, evaluator, sentence_evaluator
+            )
             dropped.extend(web_dropped)
             timings["web"] = _ms(t0)
 
         fallback: str | None = None
         if not local and not web_ctx and selected and s.keep_best_when_empty:
             t0 = time.perf_counter()
-            best = self._keep_best(question, selected)
+            best = self._keep_best(question, selected, sentence_evaluator)
             if best is not None:
                 kept, fallback = best
                 local = [kept]
@@ -335,7 +366,10 @@ class CorrectiveRetrieval:
         return CorrectionResult(context=(*local, *web_ctx), trace=trace)
 
     def _keep_best(
-        self, question: str, selected: Sequence[tuple[Chunk, float]]
+        self,
+        question: str,
+        selected: Sequence[tuple[Chunk, float]],
+        sentence_evaluator: RelevanceEvaluator | None = None,
     ) -> tuple[RefinedContext, str] | None:
         """Keep the best-graded selected chunk whole (refinement kept nothing anywhere).
 
@@ -350,7 +384,7 @@ class CorrectiveRetrieval:
             question,
             chunk,
             grade=grade,
-            evaluator=self.sentence_evaluator,
+            evaluator=sentence_evaluator or self.sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=grade,
             origin="local",
@@ -366,7 +400,12 @@ class CorrectiveRetrieval:
         return kept, why
 
     def _web(
-        self, question: str, errors: list[str], timings: dict[str, float]
+        self,
+        question: str,
+        errors: list[str],
+        timings: dict[str, float],
+        evaluator: RelevanceEvaluator | None = None,
+        sentence_evaluator: RelevanceEvaluator | None = None,
     ) -> tuple[list[RefinedContext], WebTrace, list[str]]:
         s = self.settings
         if self.web is None or s.top_k_web_results == 0:
@@ -450,7 +489,7 @@ class CorrectiveRetrieval:
         timings["fetch"] = _ms(t0)
 
         t0 = time.perf_counter()
-        scores = self._grade(question, [c.text for _, c in usable], errors)
+        scores = self._grade(question, [c.text for _, c in usable], errors, evaluator)
         # a page whose grade failed is not used, like a local chunk (fail closed)
         failed = [(r, sc) for (r, _), sc in zip(usable, scores, strict=True) if sc.error]
         web_notes.extend(f"{r.url}: not graded ({sc.error})" for r, sc in failed)
@@ -461,7 +500,7 @@ class CorrectiveRetrieval:
         refined, dropped = refine_many(
             question,
             [(c, sc.score) for (_, c), sc in zip(usable, scores, strict=True) if sc.error is None],
-            evaluator=self.sentence_evaluator,
+            evaluator=sentence_evaluator or self.sentence_evaluator,
             strip_threshold=s.strip_threshold,
             keep_whole_threshold=s.upper_threshold,
             origin="web",
@@ -475,6 +514,13 @@ class CorrectiveRetrieval:
             WebTrace(provider=self.web.name, query=rewrite, results=tuple(results)),
             [*web_notes, *dropped],
         )
+
+
+def _within(evaluator: RelevanceEvaluator, budget_s: float) -> RelevanceEvaluator:
+    """``evaluator`` with one time budget for all its calls from now on, when it has one
+    (`LLMRelevanceEvaluator.within`); any other evaluator as it is."""
+    within = getattr(evaluator, "within", None)
+    return within(budget_s) if callable(within) else evaluator
 
 
 def build_corrective_retrieval(
@@ -512,7 +558,7 @@ def build_corrective_retrieval(
     if c.evaluator == "llm":
         if generator is None:
             raise ConfigError("correct.evaluator = 'llm' needs a generator", stage="correct")
-        evaluator = LLMRelevanceEvaluator(generator)
+        evaluator = LLMRelevanceEvaluator(generator, budget_s=c.llm_budget_s)
         # one LLM call per sentence is minutes per question on a CPU: sentences go to the model
         # evaluator when it can load (recorded in config() as sentence_evaluator_name)
         try:

@@ -24,7 +24,7 @@ from affidavit.core.correction import (
     refined_chunk,
 )
 from affidavit.core.types import Chunk
-from affidavit.correct.base import RelevanceEvaluator
+from affidavit.correct.base import NOT_GRADED_BUDGET, RelevanceEvaluator
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,9 @@ def refine_chunk(
         if errors is not None:
             errors.append(f"{chunk.id}: {err}")
         raw = [RelevanceScore(score=0.0, error=err) for _ in texts]
+    late = sum(1 for sc in raw if (sc.error or "").startswith(NOT_GRADED_BUDGET))
+    if late and errors is not None:
+        errors.append(f"{chunk.id}: {NOT_GRADED_BUDGET}: {late} sentence score(s) not computed")
     own: list[RelevanceScore] | None = None
     if len(raw) == len(texts):
         own = raw[: len(sentences)]

@@ -42,6 +42,7 @@ def make_generator(settings: GenerateSettings, *, cache_dir: str | Path | None =
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             name=settings.model,
+            stream_timeout_s=settings.stream_timeout_s,
         )
     if settings.backend == "openai":
         from affidavit.generate.openai_compat import OpenAICompatGenerator
@@ -56,6 +57,7 @@ def make_generator(settings: GenerateSettings, *, cache_dir: str | Path | None =
             model=settings.model,
             api_key=settings.api_key.get_secret_value() if settings.api_key else None,
             timeout_s=settings.timeout_s,
+            stream_timeout_s=settings.stream_timeout_s,
             max_retries=settings.max_retries,
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,

@@ -26,6 +26,7 @@ import logging
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,8 @@ class LlamaCppGenerator:
         temperature: sampling temperature (0: greedy).
         max_tokens: default completion budget.
         name: backend name for traces.
+        stream_timeout_s: the time a whole streamed answer may take; past it llama.cpp is asked
+            to stop and `GenerationError` is raised.
 
     The model is loaded on first use, not in ``__init__``, so building a pipeline stays cheap.
     """
@@ -127,17 +130,21 @@ class LlamaCppGenerator:
         temperature: float = 0.0,
         max_tokens: int = 256,
         name: str = "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        stream_timeout_s: float = 600.0,
     ) -> None:
         if model_path is None and cache_dir is None:
             raise ValueError("give model_path or cache_dir (where the packaged model is built)")
-        if threads < 1 or context_size < 512 or max_tokens < 1:
-            raise ValueError("threads must be >= 1, context_size >= 512, max_tokens >= 1")
+        if threads < 1 or context_size < 512 or max_tokens < 1 or not stream_timeout_s > 0:
+            raise ValueError(
+                "threads must be >= 1, context_size >= 512, max_tokens >= 1, stream_timeout_s > 0"
+            )
         self.model_path = model_path
         self.cache_dir = cache_dir
         self.context_size = context_size
         self.threads = threads
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.stream_timeout_s = stream_timeout_s
         self.name = f"llamacpp:{name}"
 
     def config(self) -> dict[str, Any]:
@@ -150,6 +157,7 @@ class LlamaCppGenerator:
             "threads": self.threads,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "stream_timeout_s": self.stream_timeout_s,
         }
 
     def load(self) -> None:
@@ -239,10 +247,13 @@ class LlamaCppGenerator:
         Raises:
             GenerationTruncatedError: after the last piece, when the token budget or the context
                 window ran out (``finish_reason`` ``length``).
-            GenerationError: llama.cpp reported an error.
+            GenerationError: llama.cpp reported an error, ended the stream without saying the
+                answer was complete (no finish reason: it was stopped), or did not finish
+                within ``stream_timeout_s`` (then it is asked to stop).
         """
         server = self._server()
         request = self._request(messages, max_tokens, stream=True)
+        deadline = time.monotonic() + self.stream_timeout_s
         pieces: queue.Queue[object] = queue.Queue()
         stop = threading.Event()
 
@@ -265,7 +276,15 @@ class LlamaCppGenerator:
         finish: Any = None
         try:
             while True:
-                item = pieces.get()
+                try:
+                    item = pieces.get(timeout=max(deadline - time.monotonic(), 0.0))
+                except queue.Empty:
+                    item = None
+                if time.monotonic() > deadline:
+                    raise GenerationError(
+                        "llama.cpp did not finish its answer within generate.stream_timeout_s "
+                        f"({self.stream_timeout_s:g} s)"
+                    )
                 if item is _DONE:
                     break
                 if isinstance(item, Exception):
@@ -281,5 +300,11 @@ class LlamaCppGenerator:
         finally:
             stop.set()
             worker.join(timeout=30)
+        if finish is None:
+            # llama.cpp ends every finished answer with a finish reason: this one was stopped
+            raise GenerationError(
+                "llama.cpp ended the stream before saying the answer was complete "
+                "(no finish reason)"
+            )
         if finish in _CUT:
             raise _cut(str(finish))

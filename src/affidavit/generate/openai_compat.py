@@ -1,10 +1,11 @@
 """Any OpenAI-compatible chat server (OpenAI, Ollama, vLLM, llama.cpp server, Groq...) over httpx.
 
 Timeouts, retries with exponential backoff on 429 / 5xx / connection errors (``Retry-After`` is
-honoured, capped), SSE streaming, and JSON-schema output through ``response_format`` where the
-server supports it. A server that rejects ``response_format`` is asked again with the schema in a
-system instruction, and the answer is parsed and checked against the schema (fail closed: a
-non-conforming answer raises `GenerationError`).
+honoured, capped), SSE streaming (each line, the whole stream's bytes and its time capped), and
+JSON-schema output through ``response_format`` where the server supports it. A server that
+rejects ``response_format`` is asked again with the schema in a system instruction, and the
+answer is parsed and checked against the schema (fail closed: a non-conforming answer raises
+`GenerationError`).
 
 Examples:
     >>> from affidavit.core.types import Message
@@ -48,6 +49,9 @@ _MAX_RETRY_AFTER_S = 30.0
 MAX_ANSWER_BYTES = 8 << 20
 MAX_ERROR_BYTES = 64 << 10
 MAX_STREAM_LINE_BYTES = 1 << 20
+# what one whole stream may hold, keep-alive comments and empty events included (a stream is
+# not kept whole: this bounds a server that never stops sending, not memory)
+MAX_STREAM_BYTES = 32 << 20
 # finish reasons that mean the answer was cut short, not finished
 _CUT = frozenset({"length", "content_filter"})
 
@@ -64,7 +68,10 @@ class OpenAICompatGenerator:
             appended).
         model: model name sent in each request.
         api_key: bearer token, if the server needs one.
-        timeout_s: per-request timeout (connect, read, write).
+        timeout_s: per-request timeout (connect, read, write); a completion's whole answer is
+            read within it too.
+        stream_timeout_s: the time a whole stream may take from the moment it opens (each read
+            is still bounded by ``timeout_s``): past it, `GenerationError`.
         max_retries: extra attempts after a retryable failure (429, 5xx, connection error).
         backoff_s: first backoff delay; doubled on each retry, with jitter.
         temperature: sampling temperature.
@@ -84,6 +91,7 @@ class OpenAICompatGenerator:
         model: str = "default",
         api_key: str | None = None,
         timeout_s: float = 120.0,
+        stream_timeout_s: float = 600.0,
         max_retries: int = 2,
         backoff_s: float = 0.5,
         temperature: float = 0.0,
@@ -96,8 +104,10 @@ class OpenAICompatGenerator:
                 "generate.base_url must start with http:// or https://, got "
                 f"{base_url.split('://', 1)[0]!r}://..."
             )
-        if max_retries < 0 or timeout_s <= 0 or max_tokens < 1:
-            raise ConfigError("max_retries must be >= 0, timeout_s > 0 and max_tokens >= 1")
+        if max_retries < 0 or timeout_s <= 0 or stream_timeout_s <= 0 or max_tokens < 1:
+            raise ConfigError(
+                "max_retries must be >= 0, timeout_s and stream_timeout_s > 0, max_tokens >= 1"
+            )
         if json_mode not in ("auto", "json_schema", "prompt"):
             raise ConfigError(
                 f"json_mode must be one of auto, json_schema, prompt; got {json_mode!r}"
@@ -126,6 +136,7 @@ class OpenAICompatGenerator:
         self.model = model
         self.name = f"openai:{model}"
         self.timeout_s = timeout_s
+        self.stream_timeout_s = stream_timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.temperature = temperature
@@ -157,6 +168,7 @@ class OpenAICompatGenerator:
             "json_mode": self.json_mode,
             "max_retries": self.max_retries,
             "timeout_s": self.timeout_s,
+            "stream_timeout_s": self.stream_timeout_s,
         }
 
     def close(self) -> None:
@@ -360,9 +372,11 @@ class OpenAICompatGenerator:
         Raises:
             GenerationTruncatedError: after the last piece, when the server says it cut the
                 answer short (``finish_reason`` ``length`` or ``content_filter``).
-            GenerationError: the request failed, or the stream broke, carried an error or ended
+            GenerationError: the request failed, or the stream broke, carried an error, ended
                 before the server said the answer was complete (neither ``[DONE]`` nor a
-                ``finish_reason``).
+                ``finish_reason``), or went on past ``stream_timeout_s`` or `MAX_STREAM_BYTES`
+                (keep-alives and empty events count: a server that never ends its answer is
+                cut, never taken as complete).
         """
         response = self._send(self._body(messages, max_tokens, stream=True), stream=True)
         finish: str | None = None
@@ -415,10 +429,11 @@ class OpenAICompatGenerator:
 
     def _lines(self, response: httpx.Response) -> Iterator[str]:
         """The stream's lines, none over `MAX_STREAM_LINE_BYTES` (httpx buffers a line whole),
-        inflated in bounded steps (httpx inflated each read whole)."""
+        inflated in bounded steps (httpx inflated each read whole), the whole stream within
+        ``stream_timeout_s`` and `MAX_STREAM_BYTES` (decoded)."""
         buffer = ""
         try:
-            texts = iter_answer_text(iter_answer(response))
+            texts = iter_answer_text(self._capped(iter_answer(response)))
         except AnswerUndecodable as exc:
             raise self._undecodable(exc) from None
         for text in _undecoded_as(texts, self._undecodable):
@@ -433,6 +448,29 @@ class OpenAICompatGenerator:
                 )
         if buffer:
             yield buffer
+
+    def _capped(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        """``pieces``, up to `MAX_STREAM_BYTES` in all and within ``stream_timeout_s`` (from
+        now): each read is bounded by ``timeout_s``, but a server may keep sending keep-alives
+        or empty events forever."""
+        limit = MAX_STREAM_BYTES
+        deadline = time.monotonic() + self.stream_timeout_s
+        total = 0
+        for piece in pieces:
+            total += len(piece)
+            if total > limit:
+                raise GenerationError(
+                    f"{self.shown_url} sent a stream over {limit / (1 << 20):g} MiB without "
+                    "finishing its answer; not read further",
+                    source=self.shown_url,
+                )
+            if time.monotonic() > deadline:
+                raise GenerationError(
+                    f"{self.shown_url} did not finish its stream within "
+                    f"generate.stream_timeout_s ({self.stream_timeout_s:g} s)",
+                    source=self.shown_url,
+                )
+            yield piece
 
 
 def _undecoded_as(

@@ -3,6 +3,7 @@ scorer that crashes or returns NaN is recorded, and web text is never cut mid-se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,8 +12,8 @@ from affidavit.core.correction import RelevanceScore, WebResult
 from affidavit.core.settings import CorrectSettings
 from affidavit.core.types import Chunk
 from affidavit.correct import CorrectiveRetrieval
-from affidavit.correct.evaluator import ModelRelevanceEvaluator
-from affidavit.correct.fakes import KeywordEvaluator
+from affidavit.correct.evaluator import LLMRelevanceEvaluator, ModelRelevanceEvaluator
+from affidavit.correct.fakes import KeywordEvaluator, ScriptedGenerator
 from affidavit.correct.refine import refine_chunk
 
 CHUNK = Chunk(text="The tower is 330 metres tall. It opened in 1889.", url="https://a.example/1")
@@ -206,3 +207,90 @@ def test_a_web_page_whose_grade_failed_is_not_used_and_says_why() -> None:
     assert [c.origin for c in r.context] == []
     assert any(d.startswith("https://w.example/p") and "timed out" in d for d in r.trace.dropped)
     assert r.trace.web is not None and [x.used for x in r.trace.web.results] == [False]
+
+
+# -- the LLM evaluator's time budget -------------------------------------------------------------
+
+
+class _SlowGenerator(ScriptedGenerator):
+    """Answers every grading call with ``score`` after ``pause_s`` (a slow local LLM)."""
+
+    def __init__(self, pause_s: float, score: int = 10) -> None:
+        super().__init__([])
+        self.pause_s, self.score = pause_s, score
+
+    def generate(self, messages, *, max_tokens=None, json_schema=None):  # type: ignore[no-untyped-def]
+        import time
+
+        self.calls.append({"messages": list(messages)})
+        time.sleep(self.pause_s)
+        return json.dumps({"score": self.score, "reason": "states it"})
+
+
+TOWERS = [
+    Chunk(text=f"Tower {i} is 330 metres tall. It opened in 1889.", url=f"https://a.example/{i}")
+    for i in range(10)
+]
+
+
+def test_the_llm_evaluator_stops_grading_when_its_budget_runs_out() -> None:
+    import time
+
+    llm = _SlowGenerator(0.1)
+    evaluator = LLMRelevanceEvaluator(llm, budget_s=0.25)
+    started = time.perf_counter()
+    scores = evaluator.score(QUESTION, [c.text for c in TOWERS])
+    assert time.perf_counter() - started < 0.6  # ten calls would take a second
+    graded = [s for s in scores if s.error is None]
+    assert 1 <= len(graded) <= 4 and len(llm.calls) == len(graded)
+    assert all(s.score == 10.0 for s in graded)
+    # the rest are failed grades (0, with the reason), never left as relevant
+    assert all(s.score == 0.0 and "budget" in (s.error or "") for s in scores[len(graded) :])
+
+
+def test_chunks_left_ungraded_by_the_budget_never_count_and_the_trace_says_why() -> None:
+    llm = _SlowGenerator(0.1)
+    settings = CorrectSettings(top_k_documents=10, llm_budget_s=0.25)
+    crag = CorrectiveRetrieval(
+        LLMRelevanceEvaluator(llm), settings=settings, sentence_evaluator=KeywordEvaluator()
+    )
+    r = crag.run(QUESTION, TOWERS)
+    ungraded = [g for g in r.trace.grades if g.error is not None]
+    assert ungraded and all("budget" in (g.error or "") for g in ungraded)
+    used = {c.source_chunk_id for c in r.context}
+    assert not used & {g.chunk_id for g in ungraded}  # never used as evidence
+    assert f"{len(ungraded)} chunk(s) could not be graded" in r.classification.reason
+    assert any("budget" in e for e in r.trace.errors)
+    assert any(d.startswith(ungraded[0].chunk_id) and "budget" in d for d in r.trace.dropped)
+
+
+def test_a_question_whose_budget_ran_out_before_any_grade_is_incorrect() -> None:
+    # the budget spans the question: web results graded after it ran out are not graded either
+    page = "The tower is 330 metres tall. It opened in 1889."
+    llm = _SlowGenerator(0.3, score=5)  # Ambiguous: the web is searched
+    crag = CorrectiveRetrieval(
+        LLMRelevanceEvaluator(llm),
+        web=_Web([WebResult(url="https://w.example/p", content=page, provider="fakeweb", rank=1)]),
+        settings=CorrectSettings(lower_threshold=0.0, llm_budget_s=0.2),
+        sentence_evaluator=KeywordEvaluator(),
+    )
+    r = crag.run(QUESTION, [CHUNK])
+    # the one chunk took the whole budget: its grade stands (a call is not interrupted)...
+    assert r.trace.grades[0].error is None
+    # ...and the web page found after it is not graded and not used
+    assert r.trace.web is not None and [x.used for x in r.trace.web.results] == [False]
+    assert any(d.startswith("https://w.example/p") and "budget" in d for d in r.trace.dropped)
+    assert len(llm.calls) == 1
+
+
+def test_sentences_left_unscored_by_the_budget_are_never_kept() -> None:
+    # the LLM scores sentences too when the model evaluator cannot load
+    llm = _SlowGenerator(0.15)
+    settings = CorrectSettings(llm_budget_s=0.2, keep_whole_threshold=None, sentence_window=0)
+    crag = CorrectiveRetrieval(LLMRelevanceEvaluator(llm), settings=settings)
+    chunk = Chunk(text="Tower 1 is 330 metres tall. Tower 2 is 300 metres tall.", url="u")
+    r = crag.run(QUESTION, [chunk])
+    assert r.trace.grades[0].error is None  # graded within the budget
+    kept = [c for c in r.context if not c.kept_whole]
+    assert kept == [] or all(st.error is None for c in kept for st in c.strips if st.kept)
+    assert any("sentence score" in e and "budget" in e for e in r.trace.errors)

@@ -84,3 +84,60 @@ def test_an_encoding_not_asked_for_is_refused(encoding: str) -> None:
         pytest.raises(WebSearchError, match="content encoding"),
     ):
         _fetch(url)
+
+
+@contextlib.contextmanager
+def redirecting(hops: int, pause_s: float) -> Iterator[str]:
+    """A loopback server: ``/hop/N`` answers after ``pause_s`` with a redirect to ``/hop/N+1``,
+    up to ``hops`` redirects, then a text page."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            import time
+
+            time.sleep(pause_s)
+            n = int(self.path.rsplit("/", 1)[-1])
+            if n < hops:
+                self.send_response(302)
+                self.send_header("Location", f"/hop/{n + 1}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = b"The bridge opened in 1932."
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/hop/0"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join()
+
+
+def test_a_fetch_through_redirects_is_bounded_by_its_timeout_in_all() -> None:
+    import time
+
+    # each hop answers within timeout_s; five of them took five times it (one page fetch)
+    with redirecting(5, 0.15) as url:
+        fetcher = SafeFetcher(allow_private_addresses=True, timeout_s=0.4)
+        started = time.perf_counter()
+        with pytest.raises(WebSearchError, match=r"took longer than 0\.4s"):
+            fetcher.fetch(url)
+        assert time.perf_counter() - started < 0.8
+
+
+def test_a_fetch_through_redirects_within_its_timeout_is_read() -> None:
+    with redirecting(2, 0.0) as url:
+        page = SafeFetcher(allow_private_addresses=True, timeout_s=5.0).fetch(url)
+        assert page.text == "The bridge opened in 1932." and page.final_url.endswith("/hop/2")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.core.errors import GenerationTruncatedError
+from affidavit.core.errors import GenerationError, GenerationTruncatedError
 from affidavit.core.types import Message
 from affidavit.generate.llamacpp import LlamaCppGenerator
 
@@ -63,3 +63,52 @@ def test_a_finished_answer_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     llm = _llm(monkeypatch, _Server(["Done", " [1]."], "stop"))
     assert "".join(llm.stream(MESSAGES)) == "Done [1]."
     assert llm.generate(MESSAGES) == "Done [1]."
+
+
+class _Trickle(_Server):
+    """Streams one piece every ``pause_s`` until asked to stop, at most ``limit`` pieces, and
+    ends without a finish reason when asked to stop (as llama.cpp does)."""
+
+    def __init__(self, pause_s: float, limit: int = 200, finish: str | None = "stop") -> None:
+        super().__init__([], finish or "stop")
+        self.pause_s, self.limit, self.end_finish = pause_s, limit, finish
+        self.stopped = False
+
+    def handle_chat_completions(
+        self, request: dict[str, Any], on_chunk: Callable[[Any], bool] | None = None
+    ) -> Any:
+        import time
+
+        assert on_chunk is not None
+        for _ in range(self.limit):
+            time.sleep(self.pause_s)
+            if on_chunk({"choices": [{"index": 0, "delta": {"content": " word"}}]}):
+                self.stopped = True
+                return None
+        if self.end_finish is not None:
+            on_chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": self.end_finish}]})
+        return None
+
+
+def test_a_stream_that_ends_without_a_finish_reason_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # llama.cpp ends every finished answer with a finish reason; without one it was stopped
+    llm = _llm(monkeypatch, _Trickle(0.0, limit=3, finish=None))
+    with pytest.raises(GenerationError, match="complete"):
+        list(llm.stream(MESSAGES))
+
+
+def test_a_stream_past_its_total_time_is_cut_and_llama_cpp_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    server = _Trickle(0.02, limit=150)  # 3 s of pieces
+    llm = LlamaCppGenerator(Path("unused.gguf"), stream_timeout_s=0.3)
+    monkeypatch.setattr(llm, "_server", lambda: server)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match="stream_timeout_s"):
+        list(llm.stream(MESSAGES))
+    assert time.perf_counter() - started < 1.5
+    assert server.stopped  # the native generation was asked to stop, not left running

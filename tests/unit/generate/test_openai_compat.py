@@ -296,3 +296,101 @@ def test_an_answer_in_an_encoding_not_asked_for_is_refused(encoding: str) -> Non
     assert "llm.test" in str(caught.value)
     with pytest.raises(GenerationError, match="encoding"):
         list(llm.stream(MESSAGES))
+
+
+# -- streams that never end ----------------------------------------------------------------------
+
+
+class _EndlessStream:
+    """An SSE body: ``blocks`` blocks of ``block`` (keep-alive comments or empty deltas), one
+    every ``pause_s``, then ``[DONE]``; counts the bytes sent."""
+
+    def __init__(self, block: bytes, blocks: int, *, pause_s: float = 0.0) -> None:
+        self.block, self.blocks, self.pause_s, self.sent = block, blocks, pause_s, 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        import time
+
+        for _ in range(self.blocks):
+            if self.pause_s:
+                time.sleep(self.pause_s)
+            self.sent += len(self.block)
+            yield self.block
+        yield b"data: [DONE]\n\n"
+
+
+_KEEP_ALIVE = b": keep-alive\n\n"
+_EMPTY_DELTA = f"data: {json.dumps(_piece(''))}\n\n".encode()
+
+
+@pytest.mark.parametrize("event", [_KEEP_ALIVE, _EMPTY_DELTA], ids=["comment", "empty_delta"])
+def test_a_stream_that_keeps_sending_nothing_is_cut_at_its_total_time(event: bytes) -> None:
+    import time
+
+    # each read comes well within timeout_s: only a cap on the whole stream stops it
+    body = _EndlessStream(event, 60, pause_s=0.05)
+    llm = _llm(lambda _: httpx.Response(200, content=body), stream_timeout_s=0.3)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match="stream_timeout_s"):
+        list(llm.stream(MESSAGES))
+    assert time.perf_counter() - started < 1.5
+
+
+@pytest.mark.parametrize("event", [_KEEP_ALIVE, _EMPTY_DELTA], ids=["comment", "empty_delta"])
+def test_a_stream_that_keeps_sending_nothing_is_cut_at_its_total_size(
+    monkeypatch: pytest.MonkeyPatch, event: bytes
+) -> None:
+    from affidavit.generate import openai_compat
+
+    monkeypatch.setattr(openai_compat, "MAX_STREAM_BYTES", 256 << 10)
+    block = event * ((64 << 10) // len(event))  # valid events, no line anywhere near 1 MiB
+    body = _EndlessStream(block, 64)
+    llm = _llm(lambda _: httpx.Response(200, content=body))
+    with pytest.raises(GenerationError, match=r"over 0\.25 MiB"):
+        list(llm.stream(MESSAGES))
+    assert body.sent <= 512 << 10
+
+
+def test_a_stream_within_its_caps_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from affidavit.generate import openai_compat
+
+    monkeypatch.setattr(openai_compat, "MAX_STREAM_BYTES", 256 << 10)
+    events = [_piece(""), _piece("The bridge"), _piece(" opened.", "stop")]
+    llm = _llm(lambda _: _sse(*events), stream_timeout_s=5.0)
+    assert list(llm.stream(MESSAGES)) == ["The bridge", " opened."]
+
+
+def test_a_stream_cut_at_its_caps_is_never_an_answer_of_ask() -> None:
+    from affidavit.claims.extractor import RuleBasedExtractor
+    from affidavit.core.settings import load_settings
+    from affidavit.core.types import Chunk, Hit
+    from affidavit.pipeline import AskPipeline
+
+    chunk = Chunk(text="The bridge opened in 1932.", url="file:///bridge.txt")
+
+    class OneHit:
+        def search(self, query, k=10, mode="hybrid", filters=None):  # type: ignore[no-untyped-def]
+            return [Hit(chunk=chunk, score=1.0, rank=1, mode="bm25")]
+
+    class Never:
+        def verify(self, claim, chunks):  # type: ignore[no-untyped-def]
+            raise AssertionError("a cut stream must not reach the verifier")
+
+    def body():  # type: ignore[no-untyped-def]
+        yield f"data: {json.dumps(_piece('The bridge opened in 1932 [1].'))}\n\n".encode()
+        yield from _EndlessStream(_KEEP_ALIVE, 60, pause_s=0.05)
+
+    def handler(_: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body())
+
+    pipe = AskPipeline(
+        retriever=OneHit(),
+        generator=_llm(handler, stream_timeout_s=0.3),
+        extractor=RuleBasedExtractor(),
+        verifier=Never(),
+        settings=load_settings(),
+    )
+    shown: list[str] = []
+    with pytest.raises(GenerationError, match="stream_timeout_s"):
+        pipe.ask("When did the bridge open?", on_token=shown.append)
+    assert shown == ["The bridge opened in 1932 [1]."]  # shown as it came, never as an answer

@@ -3,8 +3,9 @@
 Every hop (the first URL and each redirect) goes through `UrlGuard`, and the connection is
 made to the very address the guard checked (the host name still goes in the ``Host`` header and
 TLS SNI, so certificates are verified against the name), which closes the DNS-rebinding window.
-Bodies are read up to ``max_bytes`` (after decompression: a gzip bomb is never inflated past it)
-and for at most ``timeout_s`` each; only HTML and plain text are accepted.
+Bodies are read up to ``max_bytes`` (after decompression: a gzip bomb is never inflated past it),
+and a whole fetch, every redirect included, takes at most ``timeout_s`` (each hop waits only for
+what is left of it); only HTML and plain text are accepted.
 
 Examples:
     >>> f = SafeFetcher(allowlist=["wikipedia.org"])
@@ -71,7 +72,8 @@ class SafeFetcher:
         allowlist: allowed domains (suffix match); None allows any public host, an empty
             list none.
         allow_private_addresses: allow private/loopback/link-local targets (tests, intranets).
-        timeout_s: per-request timeout (connecting, and reading the whole response).
+        timeout_s: the time one whole fetch may take: connecting, reading each response whole,
+            and every redirect hop (a hop gets what is left of it).
         max_bytes: larger bodies are cut at this size (decompressed size).
         max_redirects: redirect hops followed (each one checked).
         resolver: host -> addresses.
@@ -122,17 +124,21 @@ class SafeFetcher:
                 redirects, unsupported content type or no text.
         """
         current = url
+        # one deadline for the page: five redirects each just inside timeout_s took five times it
+        deadline = time.monotonic() + self.timeout_s
         with self._client() as client:
             for _hop in range(self.max_redirects + 1):
                 addrs = self.guard.check(current)
-                status, headers, body = self._get(client, current, addrs[0])
+                status, headers, body = self._get(client, current, addrs[0], deadline)
                 if status in _REDIRECTS and headers.get("location"):
                     current = urljoin(current, headers["location"])
                     continue
                 return self._page(url, current, status, headers, body)
         raise WebSearchError(f"too many redirects (> {self.max_redirects}) from {url}", source=url)
 
-    def _get(self, client: httpx.Client, url: str, ip: str) -> tuple[int, httpx.Headers, bytes]:
+    def _get(
+        self, client: httpx.Client, url: str, ip: str, deadline: float | None = None
+    ) -> tuple[int, httpx.Headers, bytes]:
         parts = urlsplit(url)
         host = url_host(url) or ""  # the IDNA name the guard checked
         ip_host = f"[{ip}]" if ":" in ip else ip
@@ -144,10 +150,22 @@ class SafeFetcher:
         extensions: dict[str, Any] = {}
         if parts.scheme == "https":
             extensions["sni_hostname"] = host
-        deadline = time.monotonic() + self.timeout_s
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout_s
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WebSearchError(
+                f"fetch of {url} took longer than {self.timeout_s}s (redirects included)",
+                source=url,
+                timeout_s=self.timeout_s,
+            )
         try:
             request = client.build_request(
-                "GET", pinned, headers={"Host": host_header}, extensions=extensions
+                "GET",
+                pinned,
+                headers={"Host": host_header},
+                extensions=extensions,
+                timeout=httpx.Timeout(min(left, self.timeout_s)),
             )
             response = client.send(request, stream=True)
             if response.status_code in _REDIRECTS and response.headers.get("location"):
@@ -172,7 +190,7 @@ class SafeFetcher:
             ) from None
         except AnswerUndecodable as exc:
             raise WebSearchError(f"cannot decode the body of {url}: {exc}", source=url) from None
-        except AnswerTooSlow:  # a body trickling in never times out a read
+        except (AnswerTooSlow, httpx.TimeoutException):  # a trickle never times out a read
             raise WebSearchError(
                 f"fetch of {url} took longer than {self.timeout_s}s",
                 source=url,
