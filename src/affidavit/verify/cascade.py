@@ -47,6 +47,7 @@ from affidavit.core.types import (
     StageScore,
     Verdict,
 )
+from affidavit.verify.checks import is_unasserted
 from affidavit.verify.base import PairScorer
 from affidavit.verify.casing import recase_like
 from affidavit.verify.combiner import Combiner, PartSignals, feature_vector
@@ -1124,6 +1125,9 @@ class ClaimCascade:
                 if any(r.conflict for r in runs)
                 else "a different country or state in the evidence"
                 if any(r.misplaced for r in runs)
+                else "the claim in the evidence only under a doubt, a rumour, a condition or a "
+                "question, which does not assert it"
+                if any(is_unasserted(c) for r in runs for c in r.checks)
                 # fail closed: a number or date no evidence states cannot be entailed as written
                 else "a number or date the evidence does not state"
             )
@@ -1434,6 +1438,8 @@ def _absence(r: CheckResult) -> bool:
     """A failed check that found nothing to compare in the evidence (vs. a conflicting value)."""
     if r.check == "entity" and r.status == "fail" and r.evidence_value is not None:
         return True  # a wrong place (checks.check_entities): unsupported, not contradicted
+    if is_unasserted(r):
+        return True  # stated only as a doubt, a rumour, a condition: unsupported
     return r.absent and r.check in ABSENCE_CHECKS
 
 

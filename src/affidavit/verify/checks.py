@@ -34,6 +34,7 @@ from affidavit.verify.lexical import (
     content_stems,
     sentence_spans,
     stem,
+    unasserted_restatement,
 )
 from affidavit.verify.numbers import (
     MONTHS,
@@ -1392,7 +1393,11 @@ def run_checks(claim_text: str, evidence_text: str) -> list[CheckResult]:
     if dates.status != "fail":
         dates = check_citations(claim_text, evidence_text) or dates
     entity = check_entities(claim_text, evidence_text)
-    polarity = check_polarity(claim_text, window, local_evidence(claim_text, evidence_text, 1))
+    restated = unasserted_restatement(claim_text, evidence_text)
+    if restated is not None:
+        polarity = _unasserted_result(*restated)
+    else:
+        polarity = check_polarity(claim_text, window, local_evidence(claim_text, evidence_text, 1))
     comparative = check_comparatives(claim_text, window)
     return [numbers, units, dates, entity, polarity, comparative]
 
@@ -1451,6 +1456,35 @@ def _numbers_and_dates(
     e_years = frozenset(d.year for d in e_dates if d.year is not None and not d.decade)
     numbers, units = check_numbers(c_q, e_q, window_q, e_years, totals)
     return numbers, units, check_dates(c_dates, e_dates, e_q)
+
+
+def _unasserted_result(sentence: str, cue: str, denied: bool) -> CheckResult:
+    """The polarity failure of a claim the evidence restates only under a denial (a
+    contradiction: ``evidence_value`` is the cue) or without asserting it (`is_unasserted`)."""
+    quoted = " ".join(sentence.split())[:120]
+    if denied:
+        return CheckResult(
+            check="polarity",
+            status="fail",
+            reason=f"the evidence states it only to deny it ('{cue}'): '{quoted}'",
+            evidence_value=cue,
+        )
+    return CheckResult(
+        check="polarity",
+        status="fail",
+        reason=f"the evidence does not assert it, it says it under '{cue}': '{quoted}'",
+    )
+
+
+def is_unasserted(result: CheckResult) -> bool:
+    """Whether a failed check is the evidence stating the claim without asserting it ("there
+    is no evidence that X", "if X", "Is X?"): nothing there supports it, nor says otherwise."""
+    return (
+        result.check == "polarity"
+        and result.status == "fail"
+        and result.claim_value is None
+        and result.evidence_value is None
+    )
 
 
 def failed(results: Iterable[CheckResult]) -> list[CheckResult]:

@@ -855,6 +855,118 @@ def verbatim_support(claim: str, evidence: str) -> tuple[int, int] | None:
     return None
 
 
+# what puts a restated clause under a denial: "It is false that X", "wrongly believe X", "the
+# myth that X", "X is untrue" (the evidence says the opposite: a contradiction)
+_DENIED_BEFORE = re.compile(
+    r"\b(?:(?:not|never)\s+(?:true|the\s+case|correct)|untrue|false(?:ly)?|"
+    r"wrong(?:ly)?|incorrect(?:ly)?|mistaken(?:ly)?|erroneous(?:ly)?|myths?|misconceptions?|"
+    r"hoax(?:es)?|debunk(?:s|ed)?|refut(?:e|es|ed)|den(?:y|ies|ied|ying))\b",
+    re.I,
+)
+_DENIED_AFTER = re.compile(
+    r"^\s*[,)]?\s*(?:(?:is|are|was|were|has\s+been|have\s+been|had\s+been|proved|proven|"
+    r"turned\s+out\s+to\s+be|remains?|remained)\s+(?:(?:also|simply|entirely|completely|"
+    r"clearly|now)\s+)?(?:false|untrue|unfounded|baseless|groundless|wrong|incorrect|"
+    r"a\s+myth|a\s+hoax|not\s+true|denied|debunked|refuted|disproved|disproven)|"
+    r"(?:has|have|had)\s+been\s+(?:denied|debunked|refuted|disproved|disproven))\b",
+    re.I,
+)
+# what states a clause without asserting it: a doubt, a rumour, a hope, a condition, a
+# question, an instruction ("there is no evidence that X", "if X", "say that X"); the evidence
+# then neither supports nor contradicts it
+_UNASSERTED_BEFORE = re.compile(
+    r"\b(?:no\s+(?:evidence|proof|indication|sign|reason\s+to\s+believe|basis)|"
+    r"(?:never|not)\s+(?:been\s+)?(?:proven|proved|shown|established|confirmed|"
+    r"demonstrated)|unproven|unconfirmed|unsubstantiated|unlikely|unclear|uncertain|"
+    r"(?<!no\s)(?<!without\s)(?<!beyond\s)doubt(?:s|ed|ful)?|rumou?r(?:s|ed)?|speculat\w*|alleg(?:e|es|ed|ation|ations)|"
+    r"hypothes\w+|conjecture[sd]?|whether|if|unless|suppos(?:e|ing|edly)|"
+    r"wonder(?:s|ed|ing)?|hop(?:e|es|ed|ing)|aim(?:s|ed)?\s+to|(?:tried|trying|attempt(?:s|ed)?|"
+    r"set\s+out|sought|seek(?:s|ing)?)\s+to\s+(?:show|prove|demonstrate|establish|confirm)|"
+    r"(?:the|a|this|that|their|his|her|its)\s+(?:claims?|notion|idea|theory|suggestion|"
+    r"belief|allegations?)\s+that|claim(?:s|ed|ing)?\s+that|"
+    r"(?:^|\band\s+|\bthen\s+|\bplease\s+|\bjust\s+)(?:say|write|answer|reply|respond|state|"
+    r"tell\s+(?:the\s+user|users|them|everyone|the\s+reader))|ignore)\b",
+    re.I,
+)
+# a clause boundary that ends a cue's reach: a cue before it governs another clause
+_CUE_BARRIER = re.compile(r"[;:]|,\s*(?:but|yet|and|so)\b|\b(?:but|however|although|though)\b")
+
+
+def unasserted_restatement(claim: str, evidence: str) -> tuple[str, str, bool] | None:
+    """Where the evidence restates ``claim`` word for word only inside a clause it denies or
+    does not assert: ``(evidence sentence, cue, denied)``, else None.
+
+    "Paris is in Germany." is in "It is false that Paris is in Germany." and in "There is no
+    evidence that Paris is in Germany.", and a model reading the two texts side by side can
+    call it supported for the shared words. ``denied``: the evidence says it is untrue (a
+    contradiction); otherwise it only reports, doubts, supposes, asks or tells someone to say
+    it (not support). A sentence of the evidence that asserts the claim (`verbatim_support`)
+    wins: then None. A yes/no question ("Is Paris in Germany?") counts as a restatement.
+
+    Examples:
+        >>> unasserted_restatement("Paris is in Germany.", "It is false that Paris is in Germany.")
+        ('It is false that Paris is in Germany.', 'false', True)
+        >>> unasserted_restatement("The drug cures cancer.", "There is no evidence that the drug cures cancer.")[1:]
+        ('no evidence', False)
+        >>> unasserted_restatement("The drug cures cancer.", "The study found that the drug cures cancer.") is None
+        True
+    """  # noqa: E501
+    cased = _norm(claim)
+    c = cased.lower()
+    if len(c.split()) < MIN_VERBATIM_WORDS or len(c) != len(cased):
+        return None
+    if verbatim_support(claim, evidence) is not None:
+        return None
+    if _DENIED_BEFORE.search(cased) or _UNASSERTED_BEFORE.search(cased):
+        return None  # the claim carries a cue itself: it is judged as it reads
+    words = c.split()
+    for a, b in sentence_spans(evidence):
+        original = _norm(evidence[a:b])
+        sent = original.lower()
+        if len(sent) != len(original):
+            continue
+        found = _question_restates(words, evidence[a:b])
+        if found is not None:
+            return evidence[a:b], found, False
+        start = 0
+        while (i := sent.find(c, start)) >= 0:
+            start = i + 1
+            before, after = original[:i], original[i + len(c) :]
+            if (before and before[-1].isalnum()) or (after and after[0].isalnum()):
+                continue  # inside a longer word
+            # only the cues of the clause the restatement sits in
+            reach = _CUE_BARRIER.split(before)[-1]
+            denied = _DENIED_BEFORE.search(reach) or _DENIED_AFTER.match(after)
+            if denied is not None:
+                return evidence[a:b], denied.group(0).strip(" ,)").lower(), True
+            cues = list(_UNASSERTED_BEFORE.finditer(reach))
+            if cues:
+                cue = " ".join(cues[-1].group(0).lower().split())
+                # a condition reaches to its comma: "Even if it rained, the bridge opened"
+                if cue in _CONDITIONS and "," in reach[cues[-1].end() :]:
+                    continue
+                return evidence[a:b], cue, False
+    return None
+
+
+_CONDITIONS = frozenset(["if", "unless", "whether", "suppose", "supposing"])
+_AUXILIARIES = frozenset(
+    ["is", "are", "was", "were", "does", "do", "did", "has", "have", "had", "can", "will"]
+)
+
+
+def _question_restates(words: list[str], sentence: str) -> str | None:
+    """"question" when ``sentence`` is a yes/no question made of exactly the claim's words
+    ("Is Paris in Germany?" for "Paris is in Germany")."""
+    s = sentence.strip()
+    if not s.endswith("?"):
+        return None
+    asked = _norm(s.rstrip("?")).lower().split()
+    if not asked or asked[0] not in _AUXILIARIES or asked[0] not in words:
+        return None
+    return "question" if sorted(asked) == sorted(words) else None
+
+
 _COPULAS = frozenset(["is", "was", "are", "were"])
 _ARTICLES = frozenset(["a", "an", "the"])
 _RELATIVE = frozenset(["that", "which", "who"])
