@@ -28,6 +28,43 @@ _ACCORDING_TO_CITATION = re.compile(
 )
 
 
+# A marker as the model writes it, for `affidavit.pipeline.citations` (clean-up) and
+# `affidavit.policy.render` (what is shown): "[3]", "[1, 2]", "[1-3]", "[Passage 2]",
+# "[Source 1; 4]", Bing's "[^2^]" and the markdown footnote "[^2]", with an optional space
+# before it. A markdown link destination right after it ("[2](https://...)") is part of the
+# marker: left in the text it would show a link labelled like a citation, to anywhere.
+MARKER = re.compile(
+    r"[ \t]?\[\s*\^?\s*(?:(?:passage|source|doc(?:ument)?|context)\s*#?\s*)?"
+    r"(\d{1,3}(?:\s*(?:[,;\u2013\-]|and)\s*(?:(?:passage|source)\s*)?\d{1,3})*)\s*\^?\s*\]"
+    r"(?:\((?:[^()\s]|\([^()\s]*\))*\))?",
+    re.IGNORECASE,
+)
+_MARKER_RANGE = re.compile(r"(\d+)\s*[\u2013\-]\s*(\d+)")
+_MAX_MARKER_RANGE = 20
+
+
+def marker_numbers(body: str) -> list[int]:
+    """The passage numbers in the body of a `MARKER` (its group 1), in order, repeats kept.
+
+    Examples:
+        >>> marker_numbers("1, 3-4 and passage 6")
+        [1, 3, 4, 6]
+    """
+    out: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|and)\s*", body, flags=re.IGNORECASE):
+        part = re.sub(r"(?i)passage|source", "", part).strip()
+        rng = _MARKER_RANGE.fullmatch(part)
+        if rng:
+            lo, hi = int(rng.group(1)), int(rng.group(2))
+            if lo <= hi and hi - lo <= _MAX_MARKER_RANGE:
+                out.extend(range(lo, hi + 1))
+            else:
+                out.extend([lo, hi])
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
 def parse_citations(text: str) -> tuple[int, ...]:
     """Citation numbers ``[n]``, ``[2, 3]``, ``[1-3]`` in order of appearance, no repeats.
 

@@ -87,6 +87,28 @@ class CitationCorrection(Frozen):
     reason: str = Field(description="Why, in plain words.")
 
 
+class AnswerSentence(Frozen):
+    """A sentence of the answer as shown.
+
+    A citation marker is in ``text`` only where the verifier found the cited passage supports
+    the sentence; a sentence that is not verified shows none (``withdrawn_citations`` lists
+    what the model had cited).
+    """
+
+    index: int = Field(ge=0, description="Sentence index.")
+    start: int = Field(ge=0, description="Start offset in draft.")
+    end: int = Field(ge=0, description="End offset in draft.")
+    decision: Decision = Field(description="Worst decision of its claims.")
+    claim_ids: tuple[str, ...] = Field(default=(), description="Its claims.")
+    shown: bool = Field(description="False when withheld (strict).")
+    lead: str = Field(default="", description="Separator shown before it.")
+    text: str = Field(default="", description="As shown (no badge); empty when withheld.")
+    citations: tuple[int, ...] = Field(default=(), description="Passage numbers it cites.")
+    withdrawn_citations: tuple[int, ...] = Field(
+        default=(), description="Model-cited numbers not shown (unsupported)."
+    )
+
+
 class ClaimOutcome(Frozen):
     """One claim with the verifier's verdict and the policy's decision."""
 
@@ -171,7 +193,10 @@ class Trace(Frozen):
         default=0, ge=0, description="Rough token count of the prompt (characters / 4)."
     )
     generator: str = Field(default="", description="Name of the generator backend.")
-    raw_answer: str = Field(default="", description="The text exactly as the model produced it.")
+    raw_answer: str = Field(
+        default="",
+        description="UNVERIFIED: the text exactly as the model produced it.",
+    )
     generated_pieces: int = Field(default=0, ge=0, description="Streamed pieces received.")
     generation_seconds: float = Field(default=0.0, ge=0.0, description="Generation wall time.")
     time_to_first_token_s: float | None = Field(
@@ -208,7 +233,8 @@ class AskResult(Frozen):
     )
     draft: str = Field(
         default="",
-        description="The model's answer after citation clean-up, before the policy rendering.",
+        description="UNVERIFIED model draft (claims' offsets point into it): unverified "
+        "sentences keep the model's citations; show answer or sentences instead.",
     )
     insufficient: bool = Field(
         default=False, description="The model said the context does not answer the question."
@@ -217,7 +243,10 @@ class AskResult(Frozen):
         default=(), description="Every claim with its verdict and decision."
     )
     citations: tuple[Citation, ...] = Field(
-        default=(), description="Citations kept in the answer, after clean-up and correction."
+        default=(), description="Citations shown: of verified sentences, to their evidence."
+    )
+    sentences: tuple[AnswerSentence, ...] = Field(
+        default=(), description="The sentences as the answer shows them."
     )
     sources: tuple[Source, ...] = Field(default=(), description="The numbered passages.")
     trace: Trace = Field(default_factory=Trace, description="The full trace.")
@@ -241,11 +270,11 @@ class AskResult(Frozen):
 
         Kept: the answer, note, sources, citations (numbers only), the retrieval and
         corrective trace, timings, and the verified claims with their verdicts and trace rows.
-        Gone: the draft and the raw model text (``draft`` becomes the answer), the claims that
-        were not verified, their verification rows and citation corrections, removed citation
-        markers and the quote-retry's other draft. For readers that pass everything on (an MCP
-        host hands the structured result to its model), where the HTTP and JSON results keep the
-        whole trace for an auditor.
+        Gone: the draft and the raw model text (``draft`` becomes the answer), the withheld
+        sentences, the claims that were not verified, their verification rows and citation
+        corrections, removed citation markers and the quote-retry's other draft. For readers
+        that pass everything on (an MCP host hands the structured result to its model), where
+        the HTTP and JSON results keep the whole trace for an auditor.
         """
         if self.mode != "strict":
             return self
@@ -265,6 +294,7 @@ class AskResult(Frozen):
             update={
                 "draft": self.answer,
                 "claims": tuple(c for c in self.claims if c.claim.id in keep),
+                "sentences": tuple(s for s in self.sentences if s.shown),
                 "trace": trace,
             }
         )

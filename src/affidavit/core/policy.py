@@ -49,6 +49,25 @@ class RenderedSentence(Frozen):
     claim_ids: tuple[str, ...] = Field(default=(), description="Claims taken from the sentence.")
     shown: bool = Field(description="Whether the sentence appears in the rendered text.")
     reason: str = Field(default="", description="Why it was withheld or labelled so.")
+    shown_text: str = Field(
+        default="",
+        description="The sentence as the rendered text shows it (its badge aside): a citation "
+        "marker stays only when the sentence is verified and the passage it names holds its "
+        "evidence. Empty when the sentence is withheld.",
+    )
+    lead: str = Field(
+        default="",
+        description="What the rendered text puts before the sentence: the space, line break or "
+        "list marker that joins it to the sentence shown before it.",
+    )
+    citations: tuple[int, ...] = Field(
+        default=(), description="The passage numbers the shown sentence cites."
+    )
+    withdrawn_citations: tuple[int, ...] = Field(
+        default=(),
+        description="Passage numbers the answer cited in this sentence that are not shown: the "
+        "sentence is not verified, or its evidence is not in them.",
+    )
 
 
 class RenderedAnswer(Frozen):

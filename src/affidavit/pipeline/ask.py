@@ -22,7 +22,8 @@ Stages, each injected through a Protocol so tests run on fakes and users swap pa
    passage; a verifier that raises counts as a failed check (fail closed: unverified).
 8. **policy**: fail-closed decisions, then a sentence's citations are pointed at the passage the
    verifier's evidence came from when they differ (recorded), then the answer is rendered in
-   strict / mixed / debug mode.
+   strict / mixed / debug mode: a citation is shown only on a verified sentence, to the
+   passages its evidence came from (an unverified sentence shown in mixed mode cites nothing).
 9. **certify** (optional): a signed certificate written to a path.
 
 Examples:
@@ -62,6 +63,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from affidavit.claims.base import ClaimExtractor, claims_and_limit_stops
 from affidavit.core.answer import (
+    AnswerSentence,
     AskResult,
     ClaimOutcome,
     QuoteRetry,
@@ -625,15 +627,24 @@ class AskPipeline:
             run.evidence = {v.claim_id: evidence_passages(v, chunk_ids) for v in run.verdicts}
             run.corrected = correct_citations(run.draft, run.claims, run.by_claim, run.evidence)
             run.draft, run.claims = run.corrected.text, list(run.corrected.claims)
+            # a citation is shown only where the verifier found support (`render`)
             run.rendered = render(
-                run.draft, run.claims, decisions, run.display, verdicts=run.verdicts
+                run.draft,
+                run.claims,
+                decisions,
+                run.display,
+                verdicts=run.verdicts,
+                evidence=run.evidence,
             )
             run.answer = run.rendered.text
             if run.insufficient and not run.claims:
                 # the model abstained and nothing was checked: strict mode shows the abstention
-                # only, never the rest of the draft ("Napoleon [1]. I don't have enough ...")
-                draft = run.draft.strip()
-                run.answer = draft if run.display != "strict" and draft else INSUFFICIENT_ANSWER
+                # only, never the rest of the draft ("Napoleon [1]. I don't have enough ...");
+                # the others show it unbadged, and (nothing verified) without its citations
+                shown = "".join(
+                    s.lead + s.shown_text for s in run.rendered.sentences if s.shown
+                ).strip()
+                run.answer = shown if run.display != "strict" and shown else INSUFFICIENT_ANSWER
 
     def _requote_step(self, run: _Run) -> None:
         """Strict mode, nothing verified: ask once more for the passages' own sentences.
@@ -735,6 +746,8 @@ class AskPipeline:
             StageTiming(stage="total", seconds=time.perf_counter() - run.started)
         )
         chunk_ids = [c.id for c in run.context]
+        # the citations listed are those shown: of verified sentences, to their evidence
+        shown_citations = {s.index: s.citations for s in run.rendered.sentences if s.shown}
         return AskResult(
             question=run.question,
             mode=run.display,
@@ -751,7 +764,26 @@ class AskPipeline:
                 )
                 for c, v in zip(run.claims, run.verdicts, strict=True)
             ),
-            citations=tuple(list_citations(run.draft, chunk_ids, run.corrected.corrections)),
+            citations=tuple(
+                c
+                for c in list_citations(run.draft, chunk_ids, run.corrected.corrections)
+                if c.number in shown_citations.get(c.sentence_index, ())
+            ),
+            sentences=tuple(
+                AnswerSentence(
+                    index=s.index,
+                    start=s.start,
+                    end=s.end,
+                    decision=s.decision,
+                    claim_ids=s.claim_ids,
+                    shown=s.shown,
+                    lead=s.lead,
+                    text=s.shown_text,
+                    citations=s.citations,
+                    withdrawn_citations=s.withdrawn_citations,
+                )
+                for s in run.rendered.sentences
+            ),
             sources=tuple(
                 Source(
                     number=i,

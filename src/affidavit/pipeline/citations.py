@@ -21,36 +21,14 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from affidavit.claims.rules import MARKER as _MARKER
+from affidavit.claims.rules import marker_numbers as _numbers
 from affidavit.core.answer import Citation, CitationCorrection, RemovedCitation
 from affidavit.core.types import Claim, Decision, Verdict
 from affidavit.policy.render import split_sentences
 
-# a marker: [3], [1, 2], [1-3], [Passage 2], [Source 1; 4]; optional space before it
-_MARKER = re.compile(
-    r"[ \t]?\[\s*(?:(?:passage|source|doc(?:ument)?|context)\s*#?\s*)?"
-    r"(\d{1,3}(?:\s*(?:[,;\u2013\-]|and)\s*(?:(?:passage|source)\s*)?\d{1,3})*)\s*\]",
-    re.IGNORECASE,
-)
 # "...in 1969. [1]." (a marker between two sentence ends) -> "...in 1969 [1]."
 _STRANDED = re.compile(r"(?<=[a-z0-9]{2})[.!?]((?: \[\d{1,3}(?:, \d{1,3})*\])+)(?=[.!?])")
-_RANGE = re.compile(r"(\d+)\s*[\u2013\-]\s*(\d+)")
-_MAX_RANGE = 20
-
-
-def _numbers(body: str) -> list[int]:
-    out: list[int] = []
-    for part in re.split(r"\s*(?:[,;]|and)\s*", body, flags=re.IGNORECASE):
-        part = re.sub(r"(?i)passage|source", "", part).strip()
-        rng = _RANGE.fullmatch(part)
-        if rng:
-            lo, hi = int(rng.group(1)), int(rng.group(2))
-            if lo <= hi and hi - lo <= _MAX_RANGE:
-                out.extend(range(lo, hi + 1))
-            else:
-                out.extend([lo, hi])
-        elif part.isdigit():
-            out.append(int(part))
-    return out
 
 
 def _render(numbers: Sequence[int]) -> str:

@@ -8,6 +8,12 @@ words; `render` shows the answer in a display mode:
 - ``mixed``: every sentence, each with its badge.
 - ``debug``: the mixed text followed by every claim's scores, stages, checks and evidence.
 
+In every mode a citation marker is shown only where the verifier found support: a sentence that
+is not verified (unverified, blocked, undecided) is shown without its markers (a "[2]" next to it
+would tell a reader that passage 2 supports it), and a verified sentence keeps only the markers
+of the passages its evidence came from (see ``evidence`` in `render`). What was taken out is in
+each `RenderedSentence`'s ``withdrawn_citations``.
+
 Examples:
     >>> from affidavit.core.settings import PolicySettings
     >>> from affidavit.core.types import Claim, EvidenceSpan, Verdict
@@ -26,8 +32,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from affidavit.claims.rules import MARKER, marker_numbers
 from affidavit.claims.segment import line_marker, list_letters
 from affidavit.claims.segment import split_sentences as segment_sentences
 from affidavit.core.errors import PolicyError
@@ -312,8 +319,8 @@ def _line_marker(answer: str, pos: int, letters: frozenset[str]) -> str:
     return answer[line_start : line_start + end]
 
 
-def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
-    """Join shown sentences ``(start, end, text)`` keeping the answer's line structure.
+def _leads(answer: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """What goes before each shown sentence ``(start, end)``, keeping the answer's line structure.
 
     Sentences on one line are joined by the original whitespace (one space when something was
     withheld between them); a line break in the original becomes one (a blank line, two), and
@@ -322,7 +329,7 @@ def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
     out: list[str] = []
     prev_end: int | None = None
     letters = list_letters(answer) if spans else frozenset()
-    for start, end, text in spans:
+    for start, end in spans:
         if prev_end is None:
             out.append(_line_marker(answer, start, letters).lstrip("\n"))
         else:
@@ -330,15 +337,75 @@ def _join(answer: str, spans: Sequence[tuple[int, int, str]]) -> str:
             breaks = gap.count("\n")
             if breaks:
                 blank = re.search(r"\n[ \t]*\n", gap) is not None
-                out.append("\n\n" if blank else "\n")
-                out.append(_line_marker(answer, start, letters))
+                out.append(("\n\n" if blank else "\n") + _line_marker(answer, start, letters))
             elif gap.strip() == "" and gap:
                 out.append(gap if len(gap) <= 2 else " ")
             else:
                 out.append(" ")
-        out.append(text)
         prev_end = end
-    return "".join(out)
+    return out
+
+
+_ACCORDING_TO = re.compile(r"\baccording to\s*$", re.IGNORECASE)
+
+
+def shown_citations(
+    sentence: str, keep: Callable[[int], bool]
+) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """``sentence`` with only the citation numbers ``keep`` accepts; the numbers kept and taken.
+
+    A marker left with no number goes with the space before it ("according to [2], " with it).
+    A sentence whose every number is kept comes back verbatim.
+
+    Examples:
+        >>> shown_citations("Aldrin was first [2].", lambda n: False)
+        ('Aldrin was first.', (), (2,))
+        >>> shown_citations("According to [2], it rained [1][2].", lambda n: n == 1)
+        ('It rained [1].', (1,), (2,))
+    """
+    kept: dict[int, None] = {}
+    taken: dict[int, None] = {}
+    pieces: list[str] = []
+    last = 0
+    changed = carry = False
+    for m in MARKER.finditer(sentence):
+        numbers = list(dict.fromkeys(marker_numbers(m.group(1))))
+        ok = [n for n in numbers if keep(n)]
+        kept.update(dict.fromkeys(ok))
+        taken.update(dict.fromkeys(n for n in numbers if n not in ok))
+        before = sentence[last : m.start()]
+        spaced = m.group(0)[:1] in (" ", "\t")
+        # "[1][2]" with [1] taken: [2] takes over the space [1] stood after
+        lead = " " if spaced or (carry and not before) else ""
+        carry = False
+        if len(ok) == len(numbers):
+            pieces.append(before + lead + m.group(0).lstrip(" \t"))
+        elif ok:
+            pieces.append(before + lead + "".join(f"[{n}]" for n in ok))
+            changed = True
+        else:
+            changed = True
+            carry = spaced or (carry and not before)
+            said = _ACCORDING_TO.search(before)
+            if said is not None:
+                before = before[: said.start()]
+                rest = sentence[m.end() :]
+                # "according to [2], it rained": the comma after it goes too
+                after = re.match(r"[ \t]*,[ \t]*", rest)
+                if after is not None:
+                    pieces.append(before)
+                    last = m.end() + after.end()
+                    continue
+            pieces.append(before)
+        last = m.end()
+    if not changed:
+        return sentence, tuple(kept), tuple(taken)
+    pieces.append(sentence[last:])
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", "".join(pieces)).strip()
+    text = re.sub(r"[ \t]{2,}", " ", text)
+    if text and text[0].islower() and not sentence.lstrip()[:1].islower():
+        text = text[0].upper() + text[1:]
+    return text, tuple(kept), tuple(taken)
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -425,6 +492,14 @@ def _note(
     return text
 
 
+def _nothing(number: int) -> bool:
+    return False
+
+
+def _anything(number: int) -> bool:
+    return True
+
+
 def render(
     answer: str,
     claims: Sequence[Claim],
@@ -433,6 +508,7 @@ def render(
     *,
     verdicts: Iterable[Verdict] = (),
     style: DisplayStyle | None = None,
+    evidence: Mapping[str, Sequence[int]] | None = None,
 ) -> RenderedAnswer:
     """Render an answer under the policy's decisions.
 
@@ -447,6 +523,10 @@ def render(
         mode: ``strict``, ``mixed`` or ``debug``.
         verdicts: the verdicts, for the scores shown in debug mode.
         style: badges (default: the default preset's).
+        evidence: claim id -> the passage numbers its verdict's evidence came from. A verified
+            sentence then shows only the markers naming those passages (none when its evidence
+            names no passage). Without it, a verified sentence keeps its markers. A sentence
+            that is not verified shows no marker either way.
 
     Raises:
         PolicyError: an unknown display mode (the message lists the valid ones).
@@ -500,6 +580,16 @@ def render(
         shown = mode != "strict" or (decision == "verified" and not unplaced)
         if mode == "strict" and unplaced and decision == "verified":
             reason = f"claims {', '.join(unplaced)} could not be placed in the answer"
+        # a citation only where the verifier found support: none on a sentence not verified,
+        # and on a verified one only the passages its evidence came from (when known)
+        if decision != "verified":
+            keep: Callable[[int], bool] = _nothing
+        elif evidence is None:
+            keep = _anything
+        else:
+            found = {n for c in ids for n in evidence.get(c, ())}
+            keep = found.__contains__
+        shown_text, cited, withdrawn = shown_citations(answer[s:e], keep)
         sentences.append(
             RenderedSentence(
                 index=i,
@@ -510,15 +600,19 @@ def render(
                 claim_ids=tuple(ids),
                 shown=shown,
                 reason=reason,
+                shown_text=shown_text if shown else "",
+                citations=cited if shown else (),
+                withdrawn_citations=withdrawn,
             )
         )
 
-    shown_spans = []
-    for sent in sentences:
-        if sent.shown:
-            text = sent.text if mode == "strict" else f"{style.badge(sent.decision)} {sent.text}"
-            shown_spans.append((sent.start, sent.end, text))
-    text = _join(answer, shown_spans)
+    leads = iter(_leads(answer, [(x.start, x.end) for x in sentences if x.shown]))
+    sentences = [x.model_copy(update={"lead": next(leads)}) if x.shown else x for x in sentences]
+    text = "".join(
+        x.lead + (x.shown_text if mode == "strict" else f"{style.badge(x.decision)} {x.shown_text}")
+        for x in sentences
+        if x.shown
+    )
 
     withheld_ids = {c for s in sentences if not s.shown for c in s.claim_ids}
     collateral = sum(1 for c in withheld_ids if c in by_id and by_id[c].decision == "verified")

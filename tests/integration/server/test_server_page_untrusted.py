@@ -26,7 +26,14 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from affidavit.core.answer import AskResult, ClaimOutcome, Source, Trace, WebResultTrace
+from affidavit.core.answer import (
+    AnswerSentence,
+    AskResult,
+    ClaimOutcome,
+    Source,
+    Trace,
+    WebResultTrace,
+)
 from affidavit.core.certificate import CertificateVerification
 from affidavit.core.retrieval import DocumentInfo, DocumentList
 from affidavit.core.service import AskResponse, SearchResponse
@@ -84,6 +91,17 @@ def _result(mode: str) -> AskResult:
         web_queries=(f"bridge {RLO}0981",),
         web_results=(WebResultTrace(url=URL, title=TITLE, used=False, note=f"refused {RLO}x"),),
     )
+    mixed = mode != "strict"
+    sentences = (
+        AnswerSentence(
+            index=0, start=0, end=len(SAID), decision="verified", claim_ids=("c1",), shown=True,
+            text=SAID,
+        ),
+        AnswerSentence(
+            index=1, start=second, end=len(DRAFT), decision="unverified", claim_ids=("c2",),
+            shown=mixed, lead=" " if mixed else "", text=DRAFT[second:] if mixed else "",
+        ),
+    )  # fmt: skip
     return AskResult(
         question=f"When did the bridge open{RLO}?",
         mode=mode,  # type: ignore[arg-type]
@@ -91,6 +109,7 @@ def _result(mode: str) -> AskResult:
         note=f"Withheld 1 of 2 sentences {RLO}." if mode == "strict" else "",
         draft=DRAFT,
         claims=claims,
+        sentences=sentences,
         sources=(Source(number=1, chunk_id="ch1", url=URL, title=TITLE, doc_id="d1"),),
         trace=trace,
     )

@@ -253,3 +253,35 @@ def test_strict_ask_sends_no_withheld_text_in_its_structured_result(
         assert {c["decision"] for c in got["claims"]} == {"verified"}
     else:  # mixed shows the unverified sentence, marked: the trace keeps it too
         assert "Napoleon" in got["answer"] and "Napoleon" in got["draft"]
+
+
+def test_mixed_ask_cites_no_source_for_an_unverified_sentence(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    """The unverified sentence is shown, marked, but not with the model's "[1]": the host's
+    model (and its user) would read that passage 1 supports it."""
+    from affidavit.integrations._common import StoreSearch
+
+    settings = Settings(home=tmp_path / "home")
+    search = StoreSearch(settings, sample_store, "bm25")
+    false = "Napoleon painted the Forth Bridge blue"
+    pipe = AskPipeline(
+        retriever=search.retriever(),
+        generator=FakeGenerator([f"The Forth Bridge opened on 4 March 1890 [1]. {false} [1]."]),
+        extractor=RuleBasedExtractor(),
+        verifier=KeywordVerifier(),
+        settings=settings.model_copy(
+            update={"retrieve": settings.retrieve.model_copy(update={"mode": "bm25"})}
+        ),
+    )
+    server = make_server(
+        settings, store_path=sample_store, pipeline=pipe, verifier=KeywordVerifier()
+    )
+    (ask,) = call(server, ("ask", {"question": "When did the Forth Bridge open?", "mode": "mixed"}))
+    assert not ask.is_error, ask.content
+    got = ask.structured_content
+    assert f"[unverified] {false}." in got["answer"]
+    assert f"{false} [1]" not in got["answer"]
+    assert f"{false} [1]" not in ask.content[0].text
+    assert {c["sentence_index"] for c in got["citations"]} == {0}
+    assert [s["citations"] for s in got["sentences"]] == [[1], []]

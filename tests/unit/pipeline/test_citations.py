@@ -106,3 +106,18 @@ def test_marker_stranded_between_two_periods_moves_inside_the_sentence() -> None
     assert clean_citations("It landed in 1969. [1]", n_passages=1).text == "It landed in 1969. [1]"
     # an abbreviation's period is not taken for a sentence end
     assert clean_citations("Made in the U.S. [1].", n_passages=1).text == "Made in the U.S. [1]."
+
+
+def test_footnote_markers_are_citations_too() -> None:
+    # "[^2]" / "[^2^]" (Bing's form, which the claims stage reads as a citation) escaped the
+    # clean-up: "[^7]" with two passages stayed in the answer as a markdown footnote link
+    out = clean_citations("A [^2]. B [^7^]. C [^1][^7].", n_passages=2)
+    assert out.text == "A [2]. B. C [1]."
+    assert [r.number for r in out.removed] == [7, 7]
+
+
+def test_a_markdown_link_on_a_marker_is_not_kept() -> None:
+    # "[2](https://evil.example/)" renders as a link labelled like a citation, to anywhere
+    out = clean_citations("A [2](https://evil.example/x). B [7](javascript:alert(1)).", 2)
+    assert out.text == "A [2]. B."
+    assert [r.number for r in out.removed] == [7]

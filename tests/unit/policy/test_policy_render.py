@@ -252,3 +252,44 @@ def test_render_never_crashes_and_strict_shows_only_verified(
         placed = {c for s in out.sentences for c in s.claim_ids}
         if any(truth[c.id] != "verified" and c.id not in placed for c in claims):
             assert not any(s.shown for s in out.sentences)  # unplaceable: nothing shown
+
+
+# --- citations are shown only where the verifier found support ---------------------------------
+
+
+def test_mixed_and_debug_show_no_citation_on_a_sentence_that_is_not_verified() -> None:
+    for mode in ("mixed", "debug"):
+        out = render(ANSWER, CLAIMS, DECISIONS, mode)  # type: ignore[arg-type]
+        body = out.text.split("\n--- debug ---")[0]
+        assert "[verified] Paris is the capital of France [1]." in body
+        assert "[blocked] It was founded in 1925." in body and "[2]" not in body
+        assert "[verified] The Eiffel Tower is 330 m tall. [3]" in body
+        founded = out.sentences[2]
+        assert founded.text == "It was founded in 1925 [2]."  # the original wording, kept
+        assert founded.shown_text == "It was founded in 1925."
+        assert (founded.citations, founded.withdrawn_citations) == ((), (2,))
+        assert out.sentences[1].citations == (1,)
+
+
+def test_a_verified_sentence_shows_only_the_passages_its_evidence_came_from() -> None:
+    answer = "Paris is in France [1][2]. Rome is in Italy [3]."
+    claims = [claim_at("c1", "Paris is in France", answer), claim_at("c2", "Rome", answer)]
+    decisions = [dec("c1", "verified"), dec("c2", "verified")]
+    out = render(answer, claims, decisions, "strict", evidence={"c1": (2,), "c2": ()})
+    assert out.text == "Paris is in France [2]. Rome is in Italy."
+    assert [(s.citations, s.withdrawn_citations) for s in out.sentences] == [
+        ((2,), (1,)),
+        ((), (3,)),
+    ]
+
+
+def test_the_rendered_text_is_the_sentences_as_shown() -> None:
+    for mode in ("strict", "mixed"):
+        out = render(ANSWER, CLAIMS, DECISIONS, mode)  # type: ignore[arg-type]
+        body = out.text.split("\n\n(Withheld")[0]
+        joined = "".join(
+            s.lead + (s.shown_text if mode == "strict" else f"[{s.decision}] {s.shown_text}")
+            for s in out.sentences
+            if s.shown
+        )
+        assert joined == body

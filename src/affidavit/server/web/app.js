@@ -90,53 +90,23 @@ function decisionClass(outcome, mode) {
 }
 const RANK = { verified: 0, unverified: 1, withheld: 2, contradicted: 3 };
 
-function claimSpans(claims) {
-  // the claims grouped by the draft span they came from, in reading order
-  const groups = new Map();
-  for (const o of claims) {
-    const k = o.claim.start + ":" + o.claim.end;
-    if (!groups.has(k)) groups.set(k, { start: o.claim.start, end: o.claim.end, outcomes: [] });
-    groups.get(k).outcomes.push(o);
-  }
-  return [...groups.values()].sort((a, b) => a.start - b.start || b.end - a.end);
-}
-
-function segmentsOf(draft, claims, mode) {
-  // group claims by the answer text they came from; a group shows its worst decision
-  const spans = claimSpans(claims);
+function sentenceSegments(r) {
+  // the answer's sentences exactly as the server rendered them (r.sentences): the same text as
+  // r.answer, badges aside, so a citation shows only where the verifier found support (an
+  // unverified sentence carries no "[n]"); never the model's draft (r.draft)
+  const byId = new Map(r.claims.map((o) => [o.claim.id, o]));
   const out = [];
-  let pos = 0;
-  for (const s of spans) {
-    if (s.start < pos) continue; // nested inside an earlier span: shown with it
-    if (s.start > pos) out.push({ text: draft.slice(pos, s.start) });
-    let cls = "verified";
-    for (const o of s.outcomes) {
-      const c = decisionClass(o, mode);
+  for (const s of r.sentences || []) {
+    if (!s.shown) continue;
+    const outcomes = (s.claim_ids || []).map((id) => byId.get(id)).filter(Boolean);
+    let cls = s.decision === "verified" && outcomes.length ? "verified" : "unverified";
+    if (s.decision === "blocked") cls = "contradicted";
+    for (const o of outcomes) {
+      const c = decisionClass(o, "mixed");
       if (RANK[c] > RANK[cls]) cls = c;
     }
-    out.push({ text: draft.slice(s.start, s.end), cls, outcomes: s.outcomes });
-    pos = s.end;
+    out.push({ lead: s.lead || "", text: s.text, cls, outcomes });
   }
-  if (pos < draft.length) out.push({ text: draft.slice(pos) });
-  return out;
-}
-
-function strictSegments(r) {
-  // strict mode shows exactly the guarded answer (r.answer): its verified claims are marked,
-  // and nothing of a withheld sentence appears, not even as a clickable claim
-  const answer = r.answer || "";
-  const spans = claimSpans(r.claims.filter((o) => o.decision === "verified"));
-  const out = [];
-  let pos = 0;
-  for (const s of spans) {
-    const text = r.draft.slice(s.start, s.end);
-    const at = answer.indexOf(text, pos);
-    if (!text || at < 0) continue; // a verified claim inside a withheld sentence: not shown
-    if (at > pos) out.push({ text: answer.slice(pos, at) });
-    out.push({ text, cls: "verified", outcomes: s.outcomes });
-    pos = at + text.length;
-  }
-  if (pos < answer.length) out.push({ text: answer.slice(pos) });
   return out;
 }
 
@@ -145,40 +115,31 @@ function renderAnswer(resp) {
   const box = $("answer");
   box.replaceChildren();
   box.classList.remove("provisional");
-  if (r.mode === "strict") {
-    const p = el("p");
-    for (const seg of strictSegments(r)) {
-      if (!seg.cls) { p.append(shown(seg.text)); continue; }
-      const b = el("button", {
-        type: "button", class: "sentence verified", text: seg.text,
-        title: "verified", "aria-label": "verified: " + seg.text,
-      });
-      b.addEventListener("click", () => showEvidence(seg, resp, b));
-      p.append(b);
+  const segments = sentenceSegments(r);
+  const p = el("p");
+  for (const seg of segments) {
+    if (seg.lead) p.append(shown(seg.lead));
+    if (!seg.outcomes.length) {
+      // no checkable claim: shown (not in strict mode), marked, nothing to open
+      p.append(el("span", { class: "sentence " + seg.cls, text: seg.text, title: "no checkable claim" }));
+      continue;
     }
-    if (!r.answer) p.append("(nothing could be shown)");
-    if (r.claims.some((o) => o.decision !== "verified")) {
-      p.append(" ", el("span", {
-        class: "sentence withheld", text: "[withheld: not verified]",
-        title: "strict mode: sentences that are not verified are not shown",
-      }));
-    }
-    box.append(p);
-  } else if (!r.claims.length) {
-    box.append(el("p", { text: r.answer || "(nothing could be shown)" }));
-  } else {
-    const p = el("p");
-    for (const seg of segmentsOf(r.draft, r.claims, r.mode)) {
-      if (!seg.cls) { p.append(shown(seg.text)); continue; }
-      const b = el("button", {
-        type: "button", class: "sentence " + seg.cls, text: seg.text,
-        title: seg.cls, "aria-label": seg.cls + ": " + seg.text,
-      });
-      b.addEventListener("click", () => showEvidence(seg, resp, b));
-      p.append(b);
-    }
-    box.append(p);
+    const b = el("button", {
+      type: "button", class: "sentence " + seg.cls, text: seg.text,
+      title: seg.cls, "aria-label": seg.cls + ": " + seg.text,
+    });
+    b.addEventListener("click", () => showEvidence(seg, resp, b));
+    p.append(b);
   }
+  // no sentence shown (an abstention, nothing verified in strict mode): the answer as it is
+  if (!segments.length) p.append(shown(r.answer || "(nothing could be shown)"));
+  if (r.mode === "strict" && r.claims.some((o) => o.decision !== "verified")) {
+    p.append(" ", el("span", {
+      class: "sentence withheld", text: "[withheld: not verified]",
+      title: "strict mode: sentences that are not verified are not shown",
+    }));
+  }
+  box.append(p);
   $("legend").hidden = !r.claims.length;
   $("answer-note").textContent = shown(r.note || "");
   const src = $("sources");
