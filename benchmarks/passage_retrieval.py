@@ -14,8 +14,10 @@ their own passage.
   case of a question that needs two passages of one document.
 
 Systems: affidavit's BM25, dense and hybrid at each granularity (``document``: parent-document
-fusion, ``chunk``: uncapped chunk RRF, ``passage``: chunk RRF capped per document, with and
-without neighbour merging), and bm25s over the very same chunks. ``--grades`` also grades the
+fusion, ``chunk``: uncapped chunk fusion, ``passage``: chunk fusion capped per document, with and
+without neighbour merging), fused by reciprocal rank (rows without "convex") or by the convex
+combination of min-max normalised scores (rows with "convex"; the default), and bm25s over the
+very same chunks. ``--grades`` also grades the
 default's top-5 with the CRAG relevance evaluator and counts answer-bearing chunks graded below
 the Correct threshold. ``--ask N`` answers N single questions with the embedded LLM per
 granularity (slow: about 30 s a question on 2 cores).
@@ -210,6 +212,29 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "document_prior": True,
         "merge_neighbours": True,
     },
+    "hybrid chunk (uncapped, convex)": {"granularity": "chunk", "fusion": "convex"},
+    "hybrid passage, 3 per document, convex": {"per_document": 3, "fusion": "convex"},
+    "hybrid passage, 3 per document, document prior, convex": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "fusion": "convex",
+    },
+    "hybrid passage, 3 per document, document prior, convex, question parts": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "fusion": "convex",
+        "question_parts": True,
+    },
+    "hybrid passage, 3 per document, document prior, convex, reranked (top 20, rank fusion)": {
+        "granularity": "passage",
+        "per_document": 3,
+        "document_prior": True,
+        "fusion": "convex",
+        "rerank": 20,
+        "rerank_fusion": "rrf",
+    },
     "hybrid passage, 3 per document, document prior, reranked (top 20, rank fusion)": {
         "granularity": "passage",
         "per_document": 3,
@@ -263,6 +288,7 @@ def run_variants(
             merge_neighbours=v.get("merge_neighbours", False),
             document_prior=v.get("document_prior", False),
             question_parts=v.get("question_parts", False),
+            fusion=v.get("fusion", "rrf"),
         )
         per: list[float] = []
         res = []
@@ -493,7 +519,7 @@ def main() -> None:
         },
         "embedder": embedder.config(),
     }
-    default = "hybrid passage, 3 per document, document prior"
+    default = "hybrid passage, 3 per document, document prior, convex"
     for label, items in () if args.ask_only else (("single", single), ("multi_part", multi)):
         runs, secs = run_variants(store, embedder, [it["question"] for it in items], VARIANTS)
         rows: dict[str, dict[str, float]] = {}

@@ -189,6 +189,7 @@ def ours(
             weights=v.get("weights", (1.0, 1.0)),
             granularity=v.get("granularity", "document"),
             document_prior=v.get("document_prior", False),
+            fusion=v.get("fusion", "rrf"),
         )
         t0 = time.perf_counter()
         res = r.search_many(queries, k=k, mode=v["mode"])
@@ -213,6 +214,17 @@ VARIANTS = {
         "mode": "hybrid",
         "granularity": "passage",
         "document_prior": True,
+    },
+    "affidavit hybrid convex (chunk-level fusion)": {
+        "mode": "hybrid",
+        "granularity": "chunk",
+        "fusion": "convex",
+    },
+    "affidavit hybrid convex passage (3 per document, document prior; the default)": {
+        "mode": "hybrid",
+        "granularity": "passage",
+        "document_prior": True,
+        "fusion": "convex",
     },
 }
 

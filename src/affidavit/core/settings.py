@@ -49,6 +49,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm_judge"]
 #: Where hybrid search fuses its BM25 and dense rankings (see affidavit.retrieve.retriever).
 Granularity = Literal["passage", "document", "chunk"]
+#: How hybrid search fuses its BM25 and dense results (see affidavit.retrieve.fusion).
+Fusion = Literal["convex", "rrf"]
 
 
 def _no_nul_in_paths(value: Any) -> Any:
@@ -225,6 +227,14 @@ class RetrieveSettings(Section):
 
     mode: Literal["bm25", "dense", "hybrid"] = Field(default="hybrid", description="Ranking.")
     top_k: int = Field(default=10, ge=1, description="Hits returned.")
+    fusion: Fusion = Field(
+        default="convex",
+        description="How hybrid search fuses BM25 and dense at the passage and chunk "
+        "granularities: 'convex' adds the two lists' min-max normalised scores (half each), so a "
+        "passage scoring far above the rest in one list keeps its lead; 'rrf' adds reciprocal "
+        "ranks. Convex measured better on one-part and two-part questions and on scientific "
+        "claims (benchmarks/passage_retrieval.py, benchmarks/retrieval_quality.py).",
+    )
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
     candidates: int = Field(default=50, ge=1, description="Candidates per retriever before fusion.")
     rerank: bool = Field(

@@ -1,14 +1,16 @@
-"""The store-backed retriever: BM25, dense, or hybrid by reciprocal rank fusion.
+"""The store-backed retriever: BM25, dense, or hybrid (the two fused).
 
-Hybrid search fuses at one of three granularities (``retrieve.granularity``):
+Hybrid search fuses (``retrieve.fusion``) by a convex combination of the two lists' min-max
+normalised scores (default) or by reciprocal rank fusion, at one of three granularities
+(``retrieve.granularity``):
 
-* ``passage`` (default): chunk-level RRF of the BM25 and dense chunk rankings, at most
+* ``passage`` (default): chunk-level fusion of the BM25 and dense chunk rankings, at most
   ``per_document`` chunks of any one document, so a question that needs two passages of one
   document gets both while the list still reaches other documents; optionally neighbouring hits
   of a document merged into one passage (``merge_neighbours``).
 * ``document``: parent-document fusion (documents ranked by whole-document BM25 and document
   vectors, each shown by its best chunk before any document's second chunk).
-* ``chunk``: chunk-level RRF with no cap.
+* ``chunk``: chunk-level fusion with no cap.
 
 ``benchmarks/passage_retrieval.py`` measures the three side by side with bm25s.
 
@@ -28,10 +30,10 @@ from typing import Any, get_args
 from affidavit.core.errors import ConfigError, RetrievalError
 from affidavit.core.questions import question_parts
 from affidavit.core.retrieval import SearchFilters
-from affidavit.core.settings import Granularity, RetrieveSettings
+from affidavit.core.settings import Fusion, Granularity, RetrieveSettings
 from affidavit.core.types import Chunk, Hit
 from affidavit.retrieve.base import SEARCH_MODES, Embedder, Reranker, SearchMode
-from affidavit.retrieve.fusion import rrf
+from affidavit.retrieve.fusion import convex, rrf
 from affidavit.retrieve.rerank import IdentityReranker
 from affidavit.store.base import DocumentHybridStore, HybridStore, ScoredChunk, Store
 
@@ -47,7 +49,12 @@ class StoreRetriever:
             the retriever to BM25.
         rrf_k: reciprocal rank fusion constant (60 in the literature and by default).
         candidates: chunks taken from each ranking before fusion.
-        weights: (bm25, dense) weights in the fusion.
+        weights: (bm25, dense) weights in the fusion (``convex``: divided by their sum).
+        fusion: ``"convex"`` (default): each chunk scores the weighted sum of its min-max
+            normalised BM25 and cosine among the ``candidates`` of each list (0 in a list that
+            does not hold it), so a passage far ahead in one list keeps its lead; ``"rrf"``:
+            reciprocal rank fusion, ranks only. ``document`` granularity always uses the
+            store's RRF.
         reranker: applied after retrieval (identity by default).
         native_hybrid: let a store that fuses itself (Qdrant) do the hybrid ranking.
         granularity: ``"passage"`` (default) fuses the chunk rankings and keeps at most
@@ -61,8 +68,10 @@ class StoreRetriever:
             document (overlapping or separated only by whitespace) become one hit whose chunk is
             the document text spanning both (a chunk the store does not hold: its id is derived
             from that text, and ``metadata["merged_from"]`` names the stored chunks).
-        document_prior: ``passage`` granularity: the parent-document ranking joins the fusion as
-            a third ranking shared by each document's chunks (stores with document support).
+        document_prior: ``passage`` granularity: the parent-document ranking joins the fusion,
+            shared by each document's chunks (stores with document support): with ``convex``
+            each chunk adds its document's fused whole-document BM25 and document-vector
+            cosine, with ``rrf`` ``1 / (rrf_k + rank of its document)``.
         question_parts: hybrid search of a question with several parts ("When was it built,
             and who designed it?") also searches each part on its own and fuses the rankings
             (each part's ranking in turn), so that each part's passage can reach the top; a
@@ -84,6 +93,7 @@ class StoreRetriever:
         merge_neighbours: bool = False,
         document_prior: bool = True,
         question_parts: bool = False,
+        fusion: Fusion = "convex",
     ) -> None:
         if rrf_k < 1 or candidates < 1:
             raise ConfigError(f"rrf_k and candidates must be >= 1 (got {rrf_k}, {candidates})")
@@ -99,6 +109,13 @@ class StoreRetriever:
             raise ConfigError(f"granularity must be one of {valid}; got {granularity!r}")
         if per_document < 1:
             raise ConfigError(f"per_document must be >= 1 (got {per_document})")
+        if fusion not in get_args(Fusion):
+            raise ConfigError(
+                f"fusion must be one of {', '.join(get_args(Fusion))}; got {fusion!r}"
+            )
+        if len(weights) != 2 or any(not w >= 0 for w in weights) or sum(weights) <= 0:
+            raise ConfigError(f"weights must be two numbers >= 0, not both 0 (got {weights})")
+        self.fusion = fusion
         self.granularity = granularity
         self.per_document = per_document
         self.merge_neighbours = merge_neighbours
@@ -137,6 +154,7 @@ class StoreRetriever:
             merge_neighbours=settings.merge_neighbours,
             document_prior=settings.document_prior,
             question_parts=settings.question_parts,
+            fusion=settings.fusion,
         )
 
     def config(self) -> dict[str, Any]:
@@ -145,6 +163,7 @@ class StoreRetriever:
             "rrf_k": self.rrf_k,
             "candidates": self.candidates,
             "weights": list(self.weights),
+            "fusion": self.fusion,
             "reranker": self.reranker.name,
             "embedder": self.embedder.name if self.embedder else None,
             "granularity": self.granularity,
@@ -290,8 +309,22 @@ class StoreRetriever:
         filters: SearchFilters | None,
         ranked: list[Hit],
     ) -> list[Hit]:
-        """Each chunk's RRF score plus ``1 / (rrf_k + rank of its document)`` in the
-        parent-document ranking: a third ranking in the fusion, shared by a document's chunks."""
+        """The parent-document ranking joins the chunk fusion, shared by a document's chunks.
+
+        ``convex``: each chunk's score plus its document's convex fusion of whole-document BM25
+        and document-vector cosine (the documents' own lists, same weights), in [0, 1] like the
+        chunk's. ``rrf``: each chunk's RRF score plus ``1 / (rrf_k + rank of its document)``.
+        """
+        if self.fusion == "convex":
+            found = store.document_scores(query, vector, n, filters)
+            doc_score = dict(convex([found.lexical, found.dense], self.weights))
+            rescored = []
+            for h in ranked:
+                prior = doc_score.get(h.chunk.doc_id or "", 0.0)
+                scores = {**h.scores, "doc_prior": prior}
+                rescored.append(h.model_copy(update={"score": h.score + prior, "scores": scores}))
+            order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
+            return [rescored[i] for i in order]
         docs = store.search_documents(query, vector, n, filters, candidates=n, rrf_k=self.rrf_k)
         doc_rank: dict[str | None, int] = {}
         for s in docs:
@@ -308,7 +341,10 @@ class StoreRetriever:
     def _chunk_fusion(
         self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
     ) -> list[Hit]:
-        """The top ``k`` of the RRF of the chunk-level BM25 and dense rankings (each ``n`` long)."""
+        """The top ``k`` of the fusion of the chunk-level BM25 and dense rankings (each ``n``
+        long)."""
+        if self.fusion == "convex":
+            return self._convex_fusion(query, vector, k, n, filters)
         if (
             self.native_hybrid
             and self.weights == (1.0, 1.0)
@@ -341,6 +377,35 @@ class StoreRetriever:
                 scores={**per[cid], "rrf": score},
             )
             for i, (cid, score) in enumerate(fused_ids[:k], start=1)
+        ]
+
+    def _convex_fusion(
+        self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
+    ) -> list[Hit]:
+        """The top ``k`` of the convex fusion of the two lists' min-max normalised scores."""
+        lexical = self.store.search_lexical(query, n, filters)
+        dense = self.store.search_dense(vector, n, filters)
+        chunks: dict[str, Chunk] = {}
+        per: dict[str, dict[str, float]] = {}
+        lists: list[dict[str, float]] = []
+        for name, ranking in (("bm25", lexical), ("dense", dense)):
+            scored: dict[str, float] = {}
+            for rank, s in enumerate(ranking, start=1):
+                chunks[s.chunk.id] = s.chunk
+                per.setdefault(s.chunk.id, {})[name] = s.score
+                per[s.chunk.id][f"{name}_rank"] = float(rank)
+                scored.setdefault(s.chunk.id, s.score)
+            lists.append(scored)
+        fused = convex(lists, self.weights)
+        return [
+            Hit(
+                chunk=chunks[cid],
+                score=score,
+                rank=i,
+                mode="hybrid",
+                scores={**per[cid], "convex": score},
+            )
+            for i, (cid, score) in enumerate(fused[:k], start=1)
         ]
 
     def _passages(self, ranked: list[Hit], k: int) -> list[Hit]:

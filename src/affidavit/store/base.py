@@ -90,6 +90,17 @@ class ScoredChunk(Frozen):
     )
 
 
+class DocumentScores(Frozen):
+    """Document-level raw scores of the best documents of each ranking, by doc id."""
+
+    lexical: dict[str, float] = Field(
+        default_factory=dict, description="Whole-document BM25 (positive scores only)."
+    )
+    dense: dict[str, float] = Field(
+        default_factory=dict, description="Cosine of the query and the document vector."
+    )
+
+
 class DocumentBatchItem(Frozen):
     """A document with its chunks and their vectors, written together."""
 
@@ -224,4 +235,15 @@ class DocumentHybridStore(Store, Protocol):
         rrf_k: int = 60,
     ) -> list[ScoredChunk]:
         """Documents ranked by RRF of document-level BM25 and dense; their best chunks first."""
+        ...
+
+    def document_scores(
+        self,
+        query: str,
+        vector: Vectors,
+        candidates: int = 50,
+        filters: SearchFilters | None = None,
+    ) -> DocumentScores:
+        """The raw document-level scores of the best ``candidates`` documents of each ranking
+        (whole-document BM25, cosine of the document vector), for score fusion."""
         ...

@@ -53,6 +53,7 @@ from affidavit.store.base import (
     DocName,
     DocRecord,
     DocumentBatchItem,
+    DocumentScores,
     ScoredChunk,
     refuses_every_write,
 )
@@ -1129,6 +1130,64 @@ class LocalStore:
                 scores = np.where(mask, scores, -np.inf)
             return self._top(index, scores, k, positive=False)
 
+    def _level_scores(
+        self, index: Any, query: str, vector: Vectors, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Chunk BM25, chunk cosine, document BM25 and document cosine of every row, filtered
+        rows and documents without an allowed chunk scoring 0 (BM25) or -inf (cosine)."""
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != index.vectors.shape[1]:
+            raise StoreError(
+                f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
+                source=str(self.path),
+            )
+        terms = [t for t in self.analyzer.query_terms(query) if t]
+        n_docs = len(index.doc_ids)
+        c_lex = (
+            np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
+            if terms
+            else np.zeros(len(index.rowids), dtype=np.float32)
+        )
+        c_den = np.asarray(index.vectors @ q, dtype=np.float32)
+        d_lex = (
+            np.asarray(index.doc_bm25.get_scores(terms), dtype=np.float32)
+            if terms
+            else np.zeros(n_docs, dtype=np.float32)
+        )
+        d_den = np.asarray(index.doc_vectors @ q, dtype=np.float32)
+        if mask is not None:
+            c_lex = np.where(mask, c_lex, 0.0)
+            c_den = np.where(mask, c_den, -np.inf)
+            allowed = np.bincount(index.chunk_doc[mask], minlength=n_docs) > 0
+            d_lex = np.where(allowed, d_lex, 0.0)
+            d_den = np.where(allowed, d_den, -np.inf)
+        return c_lex, c_den, d_lex, d_den
+
+    def document_scores(
+        self,
+        query: str,
+        vector: Vectors,
+        candidates: int = 50,
+        filters: SearchFilters | None = None,
+    ) -> DocumentScores:
+        """Whole-document BM25 and document-vector cosine of the best ``candidates`` documents
+        of each ranking (documents with no allowed chunk left out)."""
+        with self._snapshot():
+            index = self._current_index()
+            if len(index.rowids) == 0 or candidates <= 0:
+                return DocumentScores()
+            mask = self._mask(index, filters)
+            _, _, d_lex, d_den = self._level_scores(index, query, vector, mask)
+
+            def best(scores: np.ndarray, positive: bool) -> dict[str, float]:
+                valid = np.flatnonzero(scores > 0 if positive else np.isfinite(scores))
+                if valid.size > candidates:
+                    valid = valid[np.argpartition(-scores[valid], candidates - 1)[:candidates]]
+                top = valid[np.argsort(-scores[valid], kind="stable")]
+                return {str(index.doc_ids[d]): float(scores[d]) for d in top}
+
+            return DocumentScores(lexical=best(d_lex, True), dense=best(d_den, False))
+
     def search_documents(
         self,
         query: str,
@@ -1150,33 +1209,8 @@ class LocalStore:
             index = self._current_index()
             if len(index.rowids) == 0 or k <= 0:
                 return []
-            q = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if q.shape[0] != index.vectors.shape[1]:
-                raise StoreError(
-                    f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
-                    source=str(self.path),
-                )
-            terms = [t for t in self.analyzer.query_terms(query) if t]
-            n_docs = len(index.doc_ids)
             mask = self._mask(index, filters)
-            c_lex = (
-                np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
-                if terms
-                else np.zeros(len(index.rowids), dtype=np.float32)
-            )
-            c_den = np.asarray(index.vectors @ q, dtype=np.float32)
-            d_lex = (
-                np.asarray(index.doc_bm25.get_scores(terms), dtype=np.float32)
-                if terms
-                else np.zeros(n_docs, dtype=np.float32)
-            )
-            d_den = np.asarray(index.doc_vectors @ q, dtype=np.float32)
-            if mask is not None:
-                c_lex = np.where(mask, c_lex, 0.0)
-                c_den = np.where(mask, c_den, -np.inf)
-                allowed = np.bincount(index.chunk_doc[mask], minlength=n_docs) > 0
-                d_lex = np.where(allowed, d_lex, 0.0)
-                d_den = np.where(allowed, d_den, -np.inf)
+            c_lex, c_den, d_lex, d_den = self._level_scores(index, query, vector, mask)
             doc_rrf = _rrf_scores([(d_lex, True), (d_den, False)], candidates, rrf_k)
             chunk_rrf = _rrf_scores([(c_lex, True), (c_den, False)], candidates, rrf_k)
             order = [int(i) for i in np.argsort(-doc_rrf, kind="stable") if doc_rrf[i] > 0][:k]

@@ -66,6 +66,7 @@ from affidavit.store.base import (
     DocName,
     DocRecord,
     DocumentBatchItem,
+    DocumentScores,
     ScoredChunk,
     refuses_every_write,
 )
@@ -883,6 +884,39 @@ class QdrantStore:
         # ties broken by doc id, as the local store does
         picked.sort(key=lambda t: (-t[0], t[1], t[2]))
         return [sc for *_, sc in picked[:k]]
+
+    def document_scores(
+        self,
+        query: str,
+        vector: Vectors,
+        candidates: int = 50,
+        filters: SearchFilters | None = None,
+    ) -> DocumentScores:
+        """Document-level sparse BM25 and dense cosine of the best ``candidates`` documents of
+        each ranking, by Qdrant (two queries on the documents collection)."""
+        if candidates <= 0 or not self.client.collection_exists(self.docs_col):
+            return DocumentScores()
+
+        def ranked(query_: Any, using: str) -> dict[str, float]:
+            points = self._call(
+                self.client.query_points,
+                collection_name=self.docs_col,
+                query=query_,
+                using=using,
+                query_filter=self._filter(filters),
+                limit=candidates,
+                with_vectors=False,
+            ).points
+            return {
+                str((p.payload or {})["doc_id"]): float(p.score)
+                for p in points
+                if p.score is not None
+            }
+
+        sq = self._sparse_query(query)
+        lexical = ranked(sq, "bm25") if sq.indices else {}
+        dense = ranked([float(x) for x in vector.reshape(-1)], "dense")
+        return DocumentScores(lexical={d: v for d, v in lexical.items() if v > 0}, dense=dense)
 
     def close(self) -> None:
         """Close the client (releases the local-mode folder lock)."""

@@ -242,6 +242,22 @@ class StoreContract:
         f = SearchFilters(date_to=date(2020, 1, 1))
         assert {h.chunk.doc_id for h in store.search_documents(q, vec, 6, f)} == {"eiffel"}
 
+    def test_document_scores(self, store: Store) -> None:
+        if not isinstance(store, DocumentHybridStore):
+            pytest.skip("backend has no parent-document hybrid search")
+        self.filled(store)
+        q = "Marie Curie discovered polonium"
+        vec = self.embedder.embed([q])[0]
+        found = store.document_scores(q, vec, 10)
+        assert max(found.lexical, key=found.lexical.__getitem__) == "curie"
+        assert all(s > 0 for s in found.lexical.values())
+        assert set(found.dense) == {"curie", "eiffel", "local-notes"}
+        assert all(np.isfinite(s) for s in found.dense.values())
+        assert len(store.document_scores(q, vec, 1).dense) == 1
+        f = SearchFilters(domains=("example.com",))
+        filtered = store.document_scores(q, vec, 10, f)
+        assert set(filtered.lexical) | set(filtered.dense) == {"curie"}
+
     def test_engine_hybrid(self, store: Store) -> None:
         if not isinstance(store, HybridStore):
             pytest.skip("backend does not fuse chunk rankings itself")

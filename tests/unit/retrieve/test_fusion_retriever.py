@@ -11,7 +11,7 @@ import pytest
 from affidavit.core.errors import ConfigError, RetrievalError
 from affidavit.core.retrieval import SearchFilters
 from affidavit.core.types import Chunk
-from affidavit.retrieve.fusion import rrf
+from affidavit.retrieve.fusion import convex, rrf
 from affidavit.retrieve.retriever import StoreRetriever
 from affidavit.retrieve.text import Analyzer
 from affidavit.store.local import LocalStore
@@ -63,7 +63,11 @@ def test_modes_rank_and_label(retriever: StoreRetriever) -> None:
         assert all(h.mode == mode for h in hits)
     top = retriever.search("Marie Curie polonium", k=1, mode="hybrid")[0]
     assert top.scores["bm25_rank"] == 1 and top.scores["dense_rank"] == 1
-    assert top.score == pytest.approx(2 / 61)
+    # convex (default): the best of both lists scores 0.5 * 1 + 0.5 * 1
+    assert top.score == pytest.approx(1.0) == top.scores["convex"]
+    rrf_top = StoreRetriever(retriever.store, retriever.embedder, granularity="chunk", fusion="rrf")
+    top = rrf_top.search("Marie Curie polonium", k=1, mode="hybrid")[0]
+    assert top.score == pytest.approx(2 / 61) == top.scores["rrf"]
 
 
 def test_hybrid_is_rrf_of_the_two_rankings(retriever: StoreRetriever) -> None:
@@ -71,7 +75,23 @@ def test_hybrid_is_rrf_of_the_two_rankings(retriever: StoreRetriever) -> None:
     lex = [h.chunk.id for h in retriever.search(q, k=50, mode="bm25")]
     den = [h.chunk.id for h in retriever.search(q, k=50, mode="dense")]
     expected = [cid for cid, _ in rrf([lex, den], k=60)][:5]
-    assert [h.chunk.id for h in retriever.search(q, k=5, mode="hybrid")] == expected
+    r = StoreRetriever(retriever.store, retriever.embedder, granularity="chunk", fusion="rrf")
+    assert [h.chunk.id for h in r.search(q, k=5, mode="hybrid")] == expected
+
+
+def test_hybrid_is_the_convex_fusion_of_the_two_lists(retriever: StoreRetriever) -> None:
+    q = "Eiffel Tower Moon landing"
+    lex = {h.chunk.id: h.score for h in retriever.search(q, k=50, mode="bm25")}
+    den = {h.chunk.id: h.score for h in retriever.search(q, k=50, mode="dense")}
+    expected = convex([lex, den])[:5]
+    hits = retriever.search(q, k=5, mode="hybrid")
+    assert [h.chunk.id for h in hits] == [cid for cid, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([s for _, s in expected])
+    # weights lean the fusion: all on BM25 is BM25's order
+    bm25_only = StoreRetriever(
+        retriever.store, retriever.embedder, granularity="chunk", weights=(1.0, 0.0)
+    )
+    assert [h.chunk.id for h in bm25_only.search(q, k=3)] == list(lex)[:3]
 
 
 def test_filters_pass_through(retriever: StoreRetriever) -> None:
@@ -155,8 +175,10 @@ def test_document_hybrid_ranks_documents_then_chunks(tmp_path: Path) -> None:
         "other"
     }
     # the chunk-level fusion is still available
-    chunk_level = StoreRetriever(store, emb, granularity="chunk").search("radium", k=3)
-    assert "rrf" in chunk_level[0].scores
+    chunk_level = StoreRetriever(store, emb, granularity="chunk", fusion="rrf")
+    assert "rrf" in chunk_level.search("radium", k=3)[0].scores
+    chunk_level = StoreRetriever(store, emb, granularity="chunk")
+    assert "convex" in chunk_level.search("radium", k=3)[0].scores
     with pytest.raises(ConfigError):
         StoreRetriever(store, emb, granularity="page")  # type: ignore[arg-type]
 
@@ -256,12 +278,36 @@ def test_settings_choose_the_granularity(tmp_path: Path) -> None:
         load_settings(overrides={"retrieve": {"per_doc": 2}})
 
 
+def test_document_prior_adds_the_documents_fused_scores(tmp_path: Path) -> None:
+    emb = FakeEmbedder()
+    store = _passage_store(tmp_path, emb)
+    q = "radium paint glows"
+    plain = StoreRetriever(store, emb, per_document=50, document_prior=False).search(q, k=50)
+    prior = StoreRetriever(store, emb, per_document=4).search(q, k=6)
+    found = store.document_scores(q, emb.embed([q])[0], 50)
+    assert found.lexical and found.dense
+    doc_score = dict(convex([found.lexical, found.dense]))
+    by_id = {h.chunk.id: h for h in plain}
+    for h in prior:
+        # the chunk's own convex score plus its document's (each in [0, 1])
+        expected = by_id[h.chunk.id].score + doc_score.get(str(h.chunk.doc_id), 0.0)
+        assert h.score == pytest.approx(expected)
+        assert h.scores["doc_prior"] == pytest.approx(doc_score.get(str(h.chunk.doc_id), 0.0))
+        assert 0.0 <= h.scores["doc_prior"] <= 1.0
+    assert all(a.score >= b.score for a, b in itertools.pairwise(prior))
+    only = SearchFilters(doc_ids=(str(prior[0].chunk.doc_id),))
+    filtered = store.document_scores(q, emb.embed([q])[0], 50, only)
+    assert set(filtered.lexical) | set(filtered.dense) == {str(prior[0].chunk.doc_id)}
+
+
 def test_document_prior_adds_the_parent_document_ranking(tmp_path: Path) -> None:
     emb = FakeEmbedder()
     store = _passage_store(tmp_path, emb)
     q = "radium paint glows"
-    plain = StoreRetriever(store, emb, per_document=4, document_prior=False).search(q, k=6)
-    prior = StoreRetriever(store, emb, per_document=4).search(q, k=6)
+    plain = StoreRetriever(store, emb, per_document=4, document_prior=False, fusion="rrf").search(
+        q, k=6
+    )
+    prior = StoreRetriever(store, emb, per_document=4, fusion="rrf").search(q, k=6)
     docs = StoreRetriever(store, emb, granularity="document").search(q, k=50)
     doc_rank: dict[str | None, int] = {}
     for h in docs:

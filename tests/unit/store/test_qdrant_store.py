@@ -33,18 +33,24 @@ def test_domain_suffixes() -> None:
 
 
 def test_retriever_over_qdrant_matches_local_fusion(tmp_path: Path) -> None:
-    from affidavit.retrieve.fusion import rrf
+    from affidavit.retrieve.fusion import convex, rrf
     from affidavit.retrieve.retriever import StoreRetriever
 
     c = StoreContract()
     s = QdrantStore(path=tmp_path / "q")
     s.upsert(c.items(), embedder=c.embedder.name)
-    r = StoreRetriever(s, c.embedder, granularity="chunk")
+    r = StoreRetriever(s, c.embedder, granularity="chunk", fusion="rrf")
     q = "Eiffel Tower Moon landing Curie"
     native = [h.chunk.id for h in r.search(q, k=4, mode="hybrid")]
     lex = [h.chunk.id for h in r.search(q, k=50, mode="bm25")]
     den = [h.chunk.id for h in r.search(q, k=50, mode="dense")]
     assert native == [cid for cid, _ in rrf([lex, den], k=60)][:4]
+    # convex fusion (the default) is computed over Qdrant's own two lists
+    r = StoreRetriever(s, c.embedder, granularity="chunk")
+    lex_s = {h.chunk.id: h.score for h in r.search(q, k=50, mode="bm25")}
+    den_s = {h.chunk.id: h.score for h in r.search(q, k=50, mode="dense")}
+    fused = [h.chunk.id for h in r.search(q, k=4, mode="hybrid")]
+    assert fused == [cid for cid, _ in convex([lex_s, den_s])][:4]
     s.close()
 
 
