@@ -563,16 +563,6 @@ def _docx_left_out(d: Any, body: Any) -> str:
     return ", ".join(left)
 
 
-# Elements no reader of the page sees are no evidence: the ``hidden`` attribute (not
-# "until-found", which the browser's find reveals), <template>, and an inline style of
-# display:none or visibility:hidden (spaces and case aside). Rules of a style sheet are not read.
-_STYLE = "translate(@style, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ \t\r\n', 'abcdefghijklmnopqrstuvwxyz')"
-HIDDEN_HTML_XPATH = (
-    "//*[@hidden and translate(@hidden, 'UNTILFOD', 'untilfod') != 'until-found'] | //template"
-    f" | //*[contains({_STYLE}, 'display:none') or contains({_STYLE}, 'visibility:hidden')]"
-)
-
-
 def _shown_text(paragraph: Any, styles_hide: bool) -> str:
     """A DOCX paragraph's text without its hidden runs (``w:vanish`` set on the run, its
     character style or the paragraph's style): text Word does not show is no evidence.
@@ -600,20 +590,49 @@ def _shown_text(paragraph: Any, styles_hide: bool) -> str:
 
 
 def load_html(path: Path, raw: bytes) -> list[Document]:
-    """HTML main text via trafilatura (navigation, boilerplate and hidden elements dropped)."""
+    """HTML main text via trafilatura (navigation and boilerplate dropped).
+
+    Text a browser would not render is no evidence: before extraction the page's own style
+    (``<style>`` rules, ``style`` attributes, ``hidden``, ``<template>``) is applied by
+    :mod:`affidavit.ingest.html_style` and what it hides is left out, counted in
+    ``metadata.left_out``. Style it cannot read (linked or imported sheets) hides nothing and is
+    named in ``metadata.styles_not_read``.
+    """
     try:
         import trafilatura
     except ImportError as exc:
         raise MissingDependencyError("trafilatura", "ingest", purpose="reading HTML") from exc
+    for package in ("tinycss2", "cssselect"):  # without them hidden text would be kept
+        try:
+            __import__(package)
+        except ImportError as exc:
+            raise MissingDependencyError(package, "ingest", purpose="reading HTML") from exc
+    from affidavit.ingest import html_style
+
     html = decode_utf8(raw, str(path))
     try:
-        result = trafilatura.bare_extraction(
-            html, with_metadata=True, include_comments=False, prune_xpath=HIDDEN_HTML_XPATH
+        tree = html_style.parse_page(html)
+    except Exception as exc:  # lxml errors surface in several types
+        raise IngestError(f"unreadable HTML: {exc}", source=str(path)) from exc
+    if tree is None:
+        raise IngestError("HTML page has no main text", source=str(path))
+    style = html_style.drop_unrendered(tree)
+    if style.page_hidden:
+        raise IngestError(
+            "HTML page shows no text: its own style hides all of it", source=str(path)
         )
+    try:
+        result = trafilatura.bare_extraction(tree, with_metadata=True, include_comments=False)
     except Exception as exc:  # trafilatura wraps lxml errors inconsistently
         raise IngestError(f"unreadable HTML: {exc}", source=str(path)) from exc
     text = getattr(result, "text", None) if result is not None else None
     if not text or not text.strip():
+        if style.dropped:
+            raise IngestError(
+                f"HTML page shows no main text: its own style hides the rest "
+                f"({style.left_out()} left out)",
+                source=str(path),
+            )
         raise IngestError("HTML page has no main text", source=str(path))
     # trafilatura puts one paragraph per line: make them paragraphs for the sentence splitter
     text = "\n\n".join(line.strip() for line in text.splitlines() if line.strip())
@@ -627,6 +646,10 @@ def load_html(path: Path, raw: bytes) -> list[Document]:
     published = iso_date(getattr(result, "date", None))
     if published:
         meta["date"] = published
+    if style.left_out():
+        meta["left_out"] = style.left_out()
+    if style.not_read():
+        meta["styles_not_read"] = style.not_read()
     return [
         Document(
             id=content_doc_id(text),
