@@ -53,6 +53,8 @@ class _Pending:
     chunks: list[Chunk]
     origin: str
     outcome: FileOutcome
+    # stored documents of the same file this one replaces, in the same write
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass
@@ -68,6 +70,8 @@ class _Run:
     names: list[tuple[str, str, str]] = field(default_factory=list)
     # (origin, ids of its documents now): other documents lose that name once these are written
     files: list[tuple[str, set[str]]] = field(default_factory=list)
+    # (old doc id, origin): names taken off old versions in the write of their new one
+    replaced: set[tuple[str, str]] = field(default_factory=set)
     origins: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -197,8 +201,9 @@ class Ingestor:
             run.outcomes.append(FileOutcome(source=str(path), status="failed", reason=exc.message))
             run.failed_origins.add(origin)
             return
+        sole = len(docs) == 1
         for doc in docs:
-            self._document(doc, origin, run)
+            self._document(doc, origin, run, sole=sole)
             # flush inside the file too: a large JSONL commits in batches, not all at the end
             if run.pending_chunks >= self.batch_chunks:
                 self._flush(run)
@@ -270,7 +275,7 @@ class Ingestor:
             raise IngestError("JSONL file has no records", source=str(path))
         return docs
 
-    def _document(self, doc: Document, origin: str, run: _Run) -> None:
+    def _document(self, doc: Document, origin: str, run: _Run, *, sole: bool = False) -> None:
         bad = _unencodable(doc)
         if bad is not None:
             # SQLite, the tokenizer and JSON cannot take it: this item fails, the batch goes on
@@ -278,6 +283,8 @@ class Ingestor:
             run.failed_origins.add(origin)
             return
         old = run.records.get(doc.id)
+        if old is not None and not _is_record(doc):
+            old = self._still_stored(old, run)
         first = run.seen_ids.get(doc.id)
         if not _is_record(doc) and (
             first is not None or (old is not None and origin not in old.origins)
@@ -322,8 +329,35 @@ class Ingestor:
         replaces = old is not None or (not _is_record(doc) and run.stored_from(origin))
         status: OutcomeStatus = "replaced" if replaces else "added"
         outcome = _outcome(doc, status, _left_out(doc), chunks=len(chunks))
-        run.pending.append(_Pending(doc, chunks, origin, outcome))
+        # the one document of an edited file takes the file's name off its old version in the
+        # same write, so no search finds both (they were two writes, the old one at the end of
+        # the run; a crash between them left both searchable)
+        # (not one this run records under another name: that name comes first, then this
+        # one goes, as before)
+        older: tuple[str, ...] = ()
+        if sole and self.owner is not None and not _is_record(doc):
+            named = {d for d, _, _ in run.names}
+            older = tuple(
+                sorted(
+                    r.doc_id
+                    for r in run.records.values()
+                    if r.doc_id != doc.id and origin in r.origins and r.doc_id not in named
+                )
+            )
+        run.pending.append(_Pending(doc, chunks, origin, outcome, older))
         run.pending_chunks += len(chunks)
+
+    def _still_stored(self, old: DocRecord, run: _Run) -> DocRecord | None:
+        """A stored document whose content another file now holds: one that an edited file's
+        new version is about to replace keeps its name until that name is recorded (a pending
+        write no longer replaces it); one already replaced earlier in this run and gone (None)
+        is stored again."""
+        for p in run.pending:
+            if old.doc_id in p.replaces:
+                p.replaces = tuple(d for d in p.replaces if d != old.doc_id)
+        if any(d == old.doc_id for d, _ in run.replaced):
+            return old if self.store.get_document(old.doc_id) is not None else None
+        return old
 
     @staticmethod
     def _record_of_another_file(doc: Document, old: DocRecord, origin: str, run: _Run) -> None:
@@ -362,6 +396,7 @@ class Ingestor:
         error = self._write(batch)
         if error is None:
             run.outcomes.extend(p.outcome for p in batch)
+            run.replaced.update((d, p.origin) for p in batch for d in p.replaces)
             return
         logger.error("batch of %d documents failed: %s", len(batch), error)
         # one bad document must not lose the batch: write the others one by one
@@ -369,6 +404,7 @@ class Ingestor:
             single = error if len(batch) == 1 else self._write([p])
             if single is None:
                 run.outcomes.append(p.outcome)
+                run.replaced.update((d, p.origin) for d in p.replaces)
                 continue
             run.outcomes.append(
                 p.outcome.model_copy(update={"status": "failed", "chunks": 0, "reason": single})
@@ -389,6 +425,7 @@ class Ingestor:
                         chunks=tuple(p.chunks),
                         vectors=vectors[pos : pos + n],
                         origin=p.origin,
+                        replaces=p.replaces,
                     )
                 )
                 pos += n
@@ -417,7 +454,9 @@ class Ingestor:
             for origin, ids in run.files
             if origin not in run.failed_origins
             for rec in run.records.values()
-            if rec.doc_id not in ids and origin in rec.origins
+            if rec.doc_id not in ids
+            and origin in rec.origins
+            and (rec.doc_id, origin) not in run.replaced
         ]
         for doc_id in self.owner.remove_names(moved, reason="replaced"):
             rec = run.records[doc_id]

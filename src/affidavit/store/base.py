@@ -110,6 +110,15 @@ class DocumentBatchItem(Frozen):
     chunks: tuple[Chunk, ...] = Field(description="Its chunks, in order.")
     vectors: Any = Field(description="float32 array (len(chunks), dim), L2-normalised.")
     origin: str = Field(description="The input file it came from.")
+    replaces: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "Ids of stored documents this one replaces under ``origin`` (an edited file's old "
+            "version): in the same write they lose that name, and go (their chunks remembered "
+            "as replaced) when left with none, so no search finds both versions. Set only "
+            "for a `DocumentOwnerStore`."
+        ),
+    )
 
 
 @runtime_checkable
@@ -121,7 +130,9 @@ class Store(Protocol):
         ...
 
     def upsert(self, items: Sequence[DocumentBatchItem], *, embedder: str) -> None:
-        """Atomically add or replace these documents (all or nothing).
+        """Atomically add or replace these documents (all or nothing): a search sees each
+        document's old version or its new one, never chunks of both (nor, for an item that
+        ``replaces`` others, the old documents next to the new one).
 
         Raises:
             StoreError: the store holds vectors of another embedder, or cannot be written.

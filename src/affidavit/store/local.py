@@ -630,6 +630,14 @@ class LocalStore:
                 now = time.time()
                 for it in items:
                     self._write_one(it, now)
+                # the old versions go in the same transaction: a reader's snapshot holds the
+                # old documents or the new ones, never both
+                written = {it.document.id for it in items}
+                self._remove_name_rows(
+                    [(d, it.origin) for it in items for d in it.replaces if d not in written],
+                    "replaced",
+                    now,
+                )
                 self._bump()
         except UnicodeEncodeError as exc:  # a lone surrogate: the transaction was rolled back
             raise StoreError(
@@ -740,36 +748,40 @@ class LocalStore:
         """Take names off documents; delete those left with none. Returns the deleted ids."""
         if not names:
             return []
-        gone: list[str] = []
-        now = time.time()
         with self._write():
-            for doc_id, origin in names:
-                self._db.execute(
-                    "DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, origin)
-                )
-                row = self._db.execute(
-                    "SELECT origin FROM documents WHERE doc_id = ?", (doc_id,)
-                ).fetchone()
-                if row is None or row[0] != origin:
-                    continue
-                other = self._db.execute(
-                    "SELECT origin, source FROM names WHERE doc_id = ? "
-                    "ORDER BY added_at, rowid LIMIT 1",
-                    (doc_id,),
-                ).fetchone()
-                if other is None:
-                    self._delete_rows([doc_id], reason, now)
-                    gone.append(doc_id)
-                    continue
-                self._db.execute(
-                    "UPDATE documents SET origin = ?, source = ? WHERE doc_id = ?",
-                    (other[0], other[1], doc_id),
-                )
-                self._db.execute(
-                    "DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, other[0])
-                )
+            gone = self._remove_name_rows(names, reason, time.time())
             if gone:
                 self._bump()
+        return gone
+
+    def _remove_name_rows(
+        self, names: Sequence[tuple[str, str]], reason: str, now: float
+    ) -> list[str]:
+        """`remove_names` inside the caller's transaction (which bumps the generation)."""
+        gone: list[str] = []
+        for doc_id, origin in names:
+            self._db.execute("DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, origin))
+            row = self._db.execute(
+                "SELECT origin FROM documents WHERE doc_id = ?", (doc_id,)
+            ).fetchone()
+            if row is None or row[0] != origin:
+                continue
+            other = self._db.execute(
+                "SELECT origin, source FROM names WHERE doc_id = ? "
+                "ORDER BY added_at, rowid LIMIT 1",
+                (doc_id,),
+            ).fetchone()
+            if other is None:
+                self._delete_rows([doc_id], reason, now)
+                gone.append(doc_id)
+                continue
+            self._db.execute(
+                "UPDATE documents SET origin = ?, source = ? WHERE doc_id = ?",
+                (other[0], other[1], doc_id),
+            )
+            self._db.execute(
+                "DELETE FROM names WHERE doc_id = ? AND origin = ?", (doc_id, other[0])
+            )
         return gone
 
     def deleted_chunks(self, chunk_ids: Sequence[str]) -> dict[str, DeletedChunk]:

@@ -25,12 +25,14 @@ query term once). ``avgdl`` (of chunks and of documents) is measured on the firs
 and then kept (stored vectors cannot be re-weighted), so scores differ slightly from the local
 store's bm25s index, whose avgdl is exact.
 
-Consistency: Qdrant has no multi-point transactions. A batch's new chunks are written first (in
-large batches), the document records (with the content hash) next, and the old versions' chunks
-are removed last. A write that fails before the records are in is undone (its new chunks deleted,
-the old records put back), so the old version stays whole and searchable and no part of the new
-one is; a crash with no chance to undo leaves chunks without a record, which `check` reports and
-the next ingest of the document replaces.
+Consistency: Qdrant has no multi-point transactions. A write records its intent (the chunks and
+documents it will remove) in ``_meta``, marks the documents it replaces under another id as
+superseded by it, writes the new chunks (tagged with a new version id), then the document records
+(one point each, naming the version), and removes the old versions' chunks and documents last.
+Searches and `get_chunks` return only chunks of their document's current version, and hide a
+superseded document once its successor's record is in, so a reader sees the old version or the
+new one, never both. A write that fails before the records are in is undone; one that stops
+after leaves its intent, which `check` reports and `refresh` finishes.
 
 Examples:
     >>> store = QdrantStore(path=None)  # in memory  # doctest: +SKIP
@@ -78,6 +80,8 @@ _NS = uuid.UUID("6f1c1a52-4d0e-4a8c-9a43-3b7f0e2f5a11")
 _META_ID = str(uuid.uuid5(_NS, "__meta__"))
 _UPSERT_BATCH = 512  # points per upsert request (Qdrant recommends batches of a few hundred)
 _MAX_GROUP_CANDIDATES = 10_000
+# a query whose top holds points of a replaced version is asked again without them, so often
+_MAX_REQUERIES = 8
 
 
 def _pid(key: str) -> str:
@@ -347,9 +351,24 @@ class QdrantStore:
         c_avg, d_avg = float(meta["avgdl_chunks"]), float(meta["avgdl_docs"])
         ids = [it.document.id for it in items]
         before = self._doc_payloads(ids)
-        old_docs = self._doc_points_with_vectors(ids)
         old_chunks = self._chunk_ids_of(ids)
-        chunk_points, doc_points = [], []
+        old_of: dict[str, set[str]] = {}
+        for cid, d in old_chunks:
+            old_of.setdefault(d, set()).add(cid)
+        # documents an item replaces that go with the name it takes off them: hidden from the
+        # moment its record is written (`superseded_by`), deleted after
+        replaced = self._doc_payloads([d for it in items for d in it.replaces if d not in ids])
+        hidden = {
+            d: it
+            for it in items
+            for d in it.replaces
+            if d in replaced
+            and replaced[d].get("origin") == it.origin
+            and not replaced[d].get("aliases")
+        }
+        old_docs = self._doc_points_with_vectors([*ids, *hidden])
+        version = {d: uuid.uuid4().hex for d in ids}
+        chunk_points, doc_points, pending = [], [], []
         for it, terms_per_chunk, d_terms in zip(items, chunk_terms, doc_terms, strict=True):
             doc = it.document
             old = before.get(doc.id, {})
@@ -358,7 +377,10 @@ class QdrantStore:
             if any(a.get("origin") == origin for a in aliases):
                 # a new version from one of its other names: the name it is shown under stays
                 origin, source = old["origin"], old.get("source", source)
+            was = old.get("version")
             for c, v, terms in zip(it.chunks, it.vectors, terms_per_chunk, strict=True):
+                # a chunk both versions hold stays visible under either record
+                shared = bool(was) and c.id in old_of.get(doc.id, ())
                 chunk_points.append(
                     m.PointStruct(
                         id=_pid(c.id),
@@ -366,6 +388,7 @@ class QdrantStore:
                         payload={
                             "chunk": c.model_dump(mode="json"),
                             "doc_id": doc.id,
+                            "versions": [version[doc.id], *([was] if shared else [])],
                             **_filter_payload(c.metadata),
                         },
                     )
@@ -381,6 +404,7 @@ class QdrantStore:
                     vector={"dense": mean.tolist(), "bm25": self._sparse(d_terms, d_avg)},
                     payload={
                         "doc_id": doc.id,
+                        "version": version[doc.id],
                         "content_hash": doc.content_hash,
                         "origin": origin,
                         "source": source,
@@ -395,35 +419,156 @@ class QdrantStore:
                     },
                 )
             )
-        # new chunks first, document records next, the old version's chunks last: a write that
-        # fails before the records are in is undone, and the old version stays whole
-        old_pids = {_pid(cid) for cid, _ in old_chunks}
-        new_pids = [p.id for p in chunk_points if p.id not in old_pids]
+            pending.append(
+                {
+                    "kind": "pending",
+                    "doc_id": doc.id,
+                    "version": version[doc.id],
+                    "old": sorted(old_of.get(doc.id, ())),
+                    "new": [c.id for c in it.chunks],
+                    "replaces": [[d, it.origin] for d in it.replaces if d in replaced],
+                }
+            )
+        # 1. what is left to finish, should the write stop anywhere after this (`refresh`);
+        # 2. the documents replaced under another id marked superseded by the new record;
+        # 3. new chunks (invisible: their version is not the record's); 4. the records, each
+        # one point, so a search switches from the old version to the new one at once;
+        # 5. the old versions' chunks and documents removed (`_finish`). A write that fails
+        # before the records are in is undone, and the old version stays whole.
+        intents = [
+            m.PointStruct(
+                id=_pid(f"pending:{p['doc_id']}:{p['version']}"), vector={"none": [0.0]}, payload=p
+            )
+            for p in pending
+        ]
+        new_pids = [p.id for p in chunk_points if p.id not in {_pid(c) for c, _ in old_chunks}]
         try:
+            self.client.upsert(self.meta_col, intents, wait=True)
+            for d, it in hidden.items():
+                mark = {"doc_id": it.document.id, "version": version[it.document.id]}
+                self.client.set_payload(
+                    self.docs_col,
+                    payload={"superseded_by": mark},
+                    points=[_pid("doc:" + d)],
+                    wait=True,
+                )
             for i in range(0, len(chunk_points), _UPSERT_BATCH):
                 self.client.upsert(self.chunks_col, chunk_points[i : i + _UPSERT_BATCH], wait=True)
             for i in range(0, len(doc_points), _UPSERT_BATCH):
                 self.client.upsert(self.docs_col, doc_points[i : i + _UPSERT_BATCH], wait=True)
         except Exception:
-            self._undo_write(new_pids, [p.id for p in doc_points], old_docs)
+            self._undo_write(new_pids, [p.id for p in doc_points], old_docs, pending)
             raise
-        written = {p.id for p in chunk_points}
-        stale = [(cid, d) for cid, d in old_chunks if _pid(cid) not in written]
-        self._tombstone(stale, "replaced")
-        for i in range(0, len(stale), _UPSERT_BATCH):
+        self._finish(pending)
+
+    def _finish(self, intents: Sequence[dict[str, Any]]) -> None:
+        """Finish the writes recorded by ``intents`` (idempotent): delete the chunks of their
+        documents that no search may return (of a replaced version, or of a write that never
+        got its record in; the old versions' recorded as replaced), take the name off the
+        documents each replaced (deleted with their last name) once its record is in, and drop
+        the intents."""
+        m = self._m
+        if not intents:
+            return
+        current = self._current_versions([str(i["doc_id"]) for i in intents])
+        olds = {c for i in intents for c in i.get("old") or []}
+        ids = list(
+            dict.fromkeys(
+                c for i in intents for c in (*(i.get("old") or []), *(i.get("new") or []))
+            )
+        )
+        pts = (
+            self.client.retrieve(
+                self.chunks_col,
+                [_pid(c) for c in ids],
+                with_payload=["doc_id", "versions", "chunk"],
+            )
+            if ids and self.client.collection_exists(self.chunks_col)
+            else []
+        )
+        dead: list[dict[str, Any]] = []
+        alive: list[dict[str, Any]] = []
+        for p in pts:
+            pl = p.payload or {}
+            (alive if _chunk_visible(pl, current) else dead).append(pl)
+        self._tombstone(
+            [(pl["chunk"]["id"], pl["doc_id"]) for pl in dead if pl["chunk"]["id"] in olds],
+            "replaced",
+        )
+        for i in range(0, len(dead), _UPSERT_BATCH):
             self.client.delete(
                 self.chunks_col,
                 points_selector=m.PointIdsList(
-                    points=[_pid(cid) for cid, _ in stale[i : i + _UPSERT_BATCH]]
+                    points=[_pid(pl["chunk"]["id"]) for pl in dead[i : i + _UPSERT_BATCH]]
                 ),
             )
-        if self.client.collection_exists(self.deleted_col):
+        if alive and self.client.collection_exists(self.deleted_col):
             # a chunk stored again (the same content after a delete) is no longer removed
-            again = [_pid("deleted:" + p.payload["chunk"]["id"]) for p in chunk_points]
+            again = [_pid("deleted:" + pl["chunk"]["id"]) for pl in alive]
             for i in range(0, len(again), _UPSERT_BATCH):
                 self.client.delete(
-                    self.deleted_col, points_selector=m.PointIdsList(points=again[i : i + 512])
+                    self.deleted_col,
+                    points_selector=m.PointIdsList(points=again[i : i + _UPSERT_BATCH]),
                 )
+        for intent in intents:
+            # the new record is in: the documents it replaces lose the name it took
+            written = current.get(str(intent["doc_id"]), "") == intent["version"]
+            for old_id, origin in intent.get("replaces") or []:
+                if written:
+                    self.remove_names([(old_id, origin)], reason="replaced")
+                elif (self._doc_payloads([old_id]).get(old_id) or {}).get("superseded_by"):
+                    # the new record never got in: the old document stays as it was
+                    self.client.delete_payload(
+                        self.docs_col,
+                        keys=["superseded_by"],
+                        points=[_pid("doc:" + old_id)],
+                        wait=True,
+                    )
+        done = [_pid(f"pending:{i['doc_id']}:{i['version']}") for i in intents]
+        for i in range(0, len(done), _UPSERT_BATCH):
+            self.client.delete(
+                self.meta_col, points_selector=m.PointIdsList(points=done[i : i + _UPSERT_BATCH])
+            )
+
+    def _pending(self) -> list[dict[str, Any]]:
+        """The intents of writes not finished (a crash or a failed last step)."""
+        m = self._m
+        flt = m.Filter(must=[m.FieldCondition(key="kind", match=m.MatchValue(value="pending"))])
+        out: list[dict[str, Any]] = []
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(
+                self.meta_col, scroll_filter=flt, limit=1000, offset=offset, with_payload=True
+            )
+            out.extend(dict(p.payload or {}) for p in pts)
+            if offset is None:
+                return out
+
+    def _current_versions(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        """The current version of each of these documents that a search may show (None: a
+        record written before versions were kept); a document missing, or superseded by a
+        record that is in, is left out."""
+        if not doc_ids or not self.client.collection_exists(self.docs_col):
+            return {}
+        fields = ["doc_id", "version", "superseded_by"]
+        got = self.client.retrieve(
+            self.docs_col, [_pid("doc:" + d) for d in dict.fromkeys(doc_ids)], with_payload=fields
+        )
+        recs = {str(p.payload["doc_id"]): dict(p.payload) for p in got if p.payload}
+        marks = {d: pl["superseded_by"] for d, pl in recs.items() if pl.get("superseded_by")}
+        by: dict[str, Any] = {}
+        if marks:
+            succ = self.client.retrieve(
+                self.docs_col,
+                [_pid("doc:" + str(mk["doc_id"])) for mk in marks.values()],
+                with_payload=["doc_id", "version"],
+            )
+            by = {str(p.payload["doc_id"]): p.payload.get("version") for p in succ if p.payload}
+        return {
+            d: pl.get("version")
+            for d, pl in recs.items()
+            if not (d in marks and by.get(str(marks[d]["doc_id"]), "") == marks[d]["version"])
+        }
 
     def _doc_points_with_vectors(self, doc_ids: Sequence[str]) -> list[Any]:
         """The stored document points (payload and vectors), to put back if a write fails."""
@@ -438,11 +583,15 @@ class QdrantStore:
         return [self._m.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in got]
 
     def _undo_write(
-        self, chunk_pids: Sequence[Any], doc_pids: Sequence[Any], old_docs: Sequence[Any]
+        self,
+        chunk_pids: Sequence[Any],
+        doc_pids: Sequence[Any],
+        old_docs: Sequence[Any],
+        pending: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Take back a failed write: the chunks it added, the records it wrote (the old records
-        put back). Best effort: the backend that failed may refuse this too (`check` reports
-        what is left)."""
+        put back, replaced documents unmarked), then its intents. Best effort: the backend that
+        failed may refuse this too (the intents stay: `refresh` finishes, `check` reports)."""
         m = self._m
         try:
             for i in range(0, len(chunk_pids), _UPSERT_BATCH):
@@ -456,6 +605,7 @@ class QdrantStore:
                 self.client.delete(self.docs_col, points_selector=m.PointIdsList(points=added))
             for i in range(0, len(old_docs), _UPSERT_BATCH):
                 self.client.upsert(self.docs_col, list(old_docs[i : i + _UPSERT_BATCH]), wait=True)
+            self._finish(pending)
         except Exception as exc:  # the backend that failed the write
             logger.warning("could not undo a failed Qdrant write: %s", exc)
 
@@ -465,7 +615,7 @@ class QdrantStore:
         got = self.client.retrieve(
             self.docs_col,
             [_pid("doc:" + d) for d in doc_ids],
-            with_payload=["doc_id", "origin", "source", "aliases"],
+            with_payload=["doc_id", "origin", "source", "aliases", "version", "superseded_by"],
         )
         return {p.payload["doc_id"]: dict(p.payload) for p in got if p.payload}
 
@@ -489,7 +639,7 @@ class QdrantStore:
                 scroll_filter=flt,
                 limit=1000,
                 offset=offset,
-                with_payload=["doc_id", "chunk"],
+                with_payload=["doc_id", "chunk", "versions"],
             )
             out.extend(pts)
             if offset is None:
@@ -626,23 +776,47 @@ class QdrantStore:
 
     def check(self) -> list[str]:
         """Consistency of the collections: every chunk point has its document point, each
-        document's chunk count is what is stored, no chunk recorded as removed is stored."""
+        document's chunk count is what is stored, no chunk recorded as removed is stored, and no
+        write was left unfinished (chunks of a replaced version, a replaced document still
+        stored: hidden from every search, removed by `refresh` or the next ingest)."""
+        docs: dict[str, int] = {}
+        marks: dict[str, Any] = {}
+        versions: dict[str, str | None] = {}
+        for p in self._doc_points():
+            pl = p.payload or {}
+            d = str(pl.get("doc_id", ""))
+            docs[d] = int(pl.get("chunks", 0))
+            versions[d] = pl.get("version")
+            if pl.get("superseded_by"):
+                marks[d] = pl["superseded_by"]
         counted: Counter[str] = Counter()
-        chunk_ids = []
+        chunk_ids, orphans, stale = [], 0, 0
         for p in self._chunk_points():
             pl = p.payload or {}
-            counted[pl.get("doc_id", "")] += 1
+            d = str(pl.get("doc_id", ""))
             chunk_ids.append(pl.get("chunk", {}).get("id", ""))
-        docs = {
-            (p.payload or {}).get("doc_id", ""): int((p.payload or {}).get("chunks", 0))
-            for p in self._doc_points()
-        }
+            if d not in docs:
+                orphans += 1
+            elif _chunk_visible(pl, versions):
+                counted[d] += 1
+            else:
+                stale += 1
         problems = []
-        orphans = sum(n for d, n in counted.items() if d not in docs)
         if orphans:
             problems.append(f"{self.chunks_col}: {orphans} chunk points without a document")
+        if stale:
+            problems.append(
+                f"{self.chunks_col}: {stale} chunk points of a replaced version are still stored "
+                "(never searched; the next ingest removes them)"
+            )
+        for d, mark in sorted(marks.items()):
+            if versions.get(str(mark.get("doc_id")), "") == mark.get("version"):
+                problems.append(
+                    f"{self.docs_col}: document {d}, replaced by {mark.get('doc_id')}, is still "
+                    "stored (never searched; the next ingest removes it)"
+                )
         for d, n in sorted(docs.items()):
-            if counted.get(d, 0) != n:
+            if counted.get(d, 0) != n and d not in marks:
                 problems.append(
                     f"{self.docs_col}: document {d} records {n} chunks, {counted.get(d, 0)} stored"
                 )
@@ -651,10 +825,25 @@ class QdrantStore:
             problems.append(
                 f"{self.chunks_col}: {len(removed)} chunks recorded as removed are still stored"
             )
+        if self.client.collection_exists(self.meta_col):
+            pending = self._pending()
+            if pending:
+                problems.append(
+                    f"{self.meta_col}: {len(pending)} document writes were not finished (the next "
+                    "ingest finishes them)"
+                )
         return problems
 
     def refresh(self) -> None:
-        """Nothing to do: Qdrant indexes on write."""
+        """Finish writes that stopped after their records were in (a crash, a failed last
+        step): the chunks no search may return are deleted, replaced documents removed.
+        Qdrant indexes on write; nothing else to do.
+
+        Raises:
+            StoreError: the backend refuses the clean-up (searches still show one version).
+        """
+        if self.client.collection_exists(self.meta_col):
+            self._finish(self._pending())
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -665,6 +854,8 @@ class QdrantStore:
         offset = None
         fields = [
             "doc_id",
+            "version",
+            "superseded_by",
             "content_hash",
             "origin",
             "chunks",
@@ -714,8 +905,11 @@ class QdrantStore:
         if not chunk_ids or not self.client.collection_exists(self.chunks_col):
             return []
         got = self.client.retrieve(self.chunks_col, [_pid(c) for c in chunk_ids], with_payload=True)
+        current = self._current_versions([str((p.payload or {}).get("doc_id")) for p in got])
         by_id = {}
         for p in got:
+            if not _chunk_visible(p.payload or {}, current):
+                continue  # of a replaced version whose removal is not finished
             c = Chunk.model_validate((p.payload or {})["chunk"])
             by_id[c.id] = c
         return [by_id[c] for c in dict.fromkeys(chunk_ids) if c in by_id]
@@ -730,9 +924,36 @@ class QdrantStore:
 
     # -- search ---------------------------------------------------------------------------------
 
-    def _filter(self, filters: SearchFilters | None, doc_ids: Sequence[str] = ()) -> Any:
+    def _filter(
+        self,
+        filters: SearchFilters | None,
+        doc_ids: Sequence[str] = (),
+        exclude: Sequence[Any] = (),
+        versions: dict[str, str | None] | None = None,
+    ) -> Any:
+        """The Qdrant filter of ``filters``, restricted to ``doc_ids``, without the points
+        ``exclude``, and (``versions``) to those documents' chunks of their current version."""
         m = self._m
         must: list[Any] = []
+        must_not: list[Any] = [m.HasIdCondition(has_id=list(exclude))] if exclude else []
+        if versions is not None:
+            must.append(
+                m.Filter(
+                    should=[
+                        m.Filter(
+                            must=[
+                                m.FieldCondition(key="doc_id", match=m.MatchValue(value=d)),
+                                *(
+                                    [m.FieldCondition(key="versions", match=m.MatchValue(value=v))]
+                                    if v is not None
+                                    else []
+                                ),
+                            ]
+                        )
+                        for d, v in versions.items()
+                    ]
+                )
+            )
         if filters is not None and filters.domains:
             must.append(
                 m.FieldCondition(
@@ -756,7 +977,7 @@ class QdrantStore:
             ids = list(doc_ids) if ids is None else [d for d in doc_ids if d in set(ids)]
         if ids is not None:
             must.append(m.FieldCondition(key="doc_id", match=m.MatchAny(any=ids)))
-        return m.Filter(must=must) if must else None
+        return m.Filter(must=must or None, must_not=must_not or None) if must or must_not else None
 
     def _call(self, fn: Any, **kw: Any) -> Any:
         try:
@@ -764,15 +985,47 @@ class QdrantStore:
         except Exception as exc:  # network / engine errors
             raise StoreError(f"Qdrant query failed: {exc}", source=self.chunks_col) from exc
 
-    def _query(self, **kw: Any) -> list[ScoredChunk]:
+    def _visible(
+        self, collection: str, filters: SearchFilters | None, **kw: Any
+    ) -> tuple[list[Any], dict[str, str | None]]:
+        """The points of a query whose documents a search may show (chunk points: of their
+        document's current version), and those documents' versions. Points of a replaced
+        version whose removal is not finished (or of a write that never got its record in) are
+        excluded and the query asked again, so they cost no place in the ranking."""
+        chunks = collection == self.chunks_col
+        exclude: list[Any] = []
+        for _ in range(_MAX_REQUERIES):
+            res = self._call(
+                self.client.query_points,
+                collection_name=collection,
+                query_filter=self._filter(filters, exclude=exclude),
+                **kw,
+            )
+            points = res.points
+            current = self._current_versions([str((p.payload or {}).get("doc_id")) for p in points])
+            bad = [
+                p.id
+                for p in points
+                if not (
+                    _chunk_visible(p.payload or {}, current)
+                    if chunks
+                    else str((p.payload or {}).get("doc_id")) in current
+                )
+            ]
+            if not bad:
+                return points, current
+            exclude += bad
+        return [p for p in points if p.id not in set(exclude)], current
+
+    def _query(self, filters: SearchFilters | None = None, **kw: Any) -> list[ScoredChunk]:
         if not self.client.collection_exists(self.chunks_col) or kw.get("limit", 0) <= 0:
             return []
-        res = self._call(self.client.query_points, collection_name=self.chunks_col, **kw)
+        points, _ = self._visible(self.chunks_col, filters, **kw)
         return [
             ScoredChunk(
                 chunk=Chunk.model_validate((p.payload or {})["chunk"]), score=float(p.score)
             )
-            for p in res.points
+            for p in points
             if p.score is not None
         ]
 
@@ -783,7 +1036,7 @@ class QdrantStore:
         sq = self._sparse_query(query)
         if not sq.indices:
             return []
-        hits = self._query(query=sq, using="bm25", limit=k, query_filter=self._filter(filters))
+        hits = self._query(filters, query=sq, using="bm25", limit=k)
         return [h for h in hits if h.score > 0]
 
     def search_dense(
@@ -791,7 +1044,7 @@ class QdrantStore:
     ) -> list[ScoredChunk]:
         """Cosine ranking."""
         q = [float(x) for x in vector.reshape(-1)]
-        return self._query(query=q, using="dense", limit=k, query_filter=self._filter(filters))
+        return self._query(filters, query=q, using="dense", limit=k)
 
     def _prefetch(self, query: str, vector: Vectors, limit: int) -> list[Any]:
         m = self._m
@@ -820,9 +1073,9 @@ class QdrantStore:
         """Reciprocal rank fusion (k=60) of sparse BM25 and dense chunk rankings, by Qdrant."""
         # the query filter propagates into the prefetches, so each takes filtered candidates
         return self._query(
+            filters,
             prefetch=self._prefetch(query, vector, candidates),
             query=self._rrf(rrf_k),
-            query_filter=self._filter(filters),
             limit=k,
         )
 
@@ -848,15 +1101,14 @@ class QdrantStore:
         """
         if k <= 0 or not self.client.collection_exists(self.docs_col):
             return []
-        docs = self._call(
-            self.client.query_points,
-            collection_name=self.docs_col,
+        docs, current = self._visible(
+            self.docs_col,
+            filters,
             prefetch=self._prefetch(query, vector, candidates),
             query=self._rrf(rrf_k),
-            query_filter=self._filter(filters),
             limit=k,
             with_vectors=False,
-        ).points
+        )
         if not docs:
             return []
         doc_score = {str((p.payload or {})["doc_id"]): float(p.score) for p in docs}
@@ -869,7 +1121,10 @@ class QdrantStore:
             group_by="doc_id",
             prefetch=self._prefetch(query, vector, limit),
             query=self._rrf(rrf_k),
-            query_filter=self._filter(filters, list(doc_score)),
+            # each document's chunks of its current version only
+            query_filter=self._filter(
+                filters, list(doc_score), versions={d: current.get(d) for d in doc_score}
+            ),
             limit=len(doc_score),
             group_size=k,
         ).groups
@@ -898,15 +1153,14 @@ class QdrantStore:
             return DocumentScores()
 
         def ranked(query_: Any, using: str) -> dict[str, float]:
-            points = self._call(
-                self.client.query_points,
-                collection_name=self.docs_col,
+            points, _ = self._visible(
+                self.docs_col,
+                filters,
                 query=query_,
                 using=using,
-                query_filter=self._filter(filters),
                 limit=candidates,
                 with_vectors=False,
-            ).points
+            )
             return {
                 str((p.payload or {})["doc_id"]): float(p.score)
                 for p in points
@@ -952,6 +1206,17 @@ class _Typed:
                 ) from exc
 
         return call
+
+
+def _chunk_visible(payload: dict[str, Any], current: dict[str, str | None]) -> bool:
+    """Whether a chunk point belongs to its document's current version (``current``: from
+    `QdrantStore._current_versions`); a record without a version (written before versions were
+    kept) holds every chunk of its document."""
+    doc_id = str(payload.get("doc_id", ""))
+    if doc_id not in current:
+        return False
+    version = current[doc_id]
+    return version is None or version in (payload.get("versions") or ())
 
 
 def _filter_payload(meta: dict[str, Any]) -> dict[str, Any]:

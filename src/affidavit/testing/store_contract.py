@@ -349,3 +349,57 @@ class StoreContract:
         assert rec.origin == DOCS[0].source and rec.origins == (DOCS[0].source, "/in/tower.txt")
         assert {r.reason for r in owner.deleted_chunks(old).values()} == {"replaced"}
         assert owner.check() == []
+
+    # -- one version of a document at a time ----------------------------------------------------
+
+    def test_a_new_version_under_another_id_replaces_the_old_in_the_same_write(
+        self, store: Store
+    ) -> None:
+        """An edited file's new version (new content, so a new id) takes the file's name off the
+        old version in the same write (``replaces``): a search never finds both, the old one
+        goes with its last name (its chunks remembered as replaced), and one that keeps another
+        name stays under it."""
+        owner = self.owner(store)
+        self.filled(store)
+        old = [c.id for c in self.items()[1].chunks]
+        new = DOCS[1].model_copy(
+            update={
+                "id": "curie-v2",
+                "text": "Marie Curie discovered polonium and radium in 1898 with Pierre.",
+                "content_hash": "",
+            }
+        )
+        (item,) = self.items([Document.model_validate(new.model_dump())])
+        item = DocumentBatchItem(
+            **{**dict(item), "replaces": ("curie", "curie-v2", "no-such-document")}
+        )
+        store.upsert([item], embedder=self.embedder.name)
+        store.refresh()
+        records = store.records()
+        assert "curie" not in records
+        assert records["curie-v2"].origin == DOCS[1].source
+        q = "Marie Curie discovered polonium radium Nobel"
+        vec = self.embedder.embed([q])[0]
+        found = [*store.search_lexical(q, 20), *store.search_dense(vec, 20)]
+        if isinstance(store, DocumentHybridStore):
+            found += store.search_documents(q, vec, 20)
+        assert {h.chunk.doc_id for h in found} >= {"curie-v2"}
+        assert "curie" not in {h.chunk.doc_id for h in found}
+        assert store.get_chunks(old) == []
+        assert {r.reason for r in owner.deleted_chunks(old).values()} == {"replaced"}
+        assert owner.check() == []
+        # a version still held by another file keeps that file's name, and stays
+        owner.add_name("eiffel", "/in/tower.txt", "tower.txt")
+        tower = DOCS[0].model_copy(
+            update={"id": "eiffel-v2", "text": "The Eiffel Tower is 330 metres tall."}
+        )
+        (item,) = self.items([Document.model_validate(tower.model_dump())])
+        store.upsert(
+            [DocumentBatchItem(**{**dict(item), "replaces": ("eiffel",)})],
+            embedder=self.embedder.name,
+        )
+        store.refresh()
+        records = store.records()
+        assert (records["eiffel"].origin, records["eiffel"].aliases) == ("/in/tower.txt", ())
+        assert records["eiffel-v2"].origin == DOCS[0].source
+        assert owner.check() == []

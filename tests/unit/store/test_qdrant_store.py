@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from affidavit.store.base import Store
+from affidavit.store.base import DocumentBatchItem, Store
 from affidavit.testing.store_contract import StoreContract
 
 pytest.importorskip("qdrant_client")
@@ -275,3 +277,196 @@ def test_a_server_that_goes_away_is_a_store_error_on_every_call(call: str) -> No
     args = {"get_document": ("d",), "records": (), "count": (), "search_lexical": ("x", 3)}[call]
     with pytest.raises(StoreError, match="connection reset"):
         getattr(s, call)(*args)
+
+
+# -- one version of a document at a time ---------------------------------------------------------
+
+_Q = "Eiffel Tower 330 metres tall Paris 1889 iron World's Fair"
+
+
+def _found(store: QdrantStore, c: StoreContract) -> list[str]:
+    """Chunk ids every kind of search returns (chunk-level, fused, parent-document) and
+    `get_chunks` of every chunk id either version has."""
+    vec = c.embedder.embed([_Q])[0]
+    hits = [
+        *store.search_lexical(_Q, 100),
+        *store.search_dense(vec, 100),
+        *store.search_hybrid(_Q, vec, 100),
+        *store.search_documents(_Q, vec, 100),
+    ]
+    return [h.chunk.id for h in hits]
+
+
+def _versions(c: StoreContract, new_id: str) -> tuple[set[str], set[str], list[Any]]:
+    """The old eiffel's chunk ids, the new version's (sharing none), and its batch items."""
+    from affidavit.core.types import Document
+
+    old = {ch.id for ch in c.items()[0].chunks}
+    new = Document.model_validate(
+        c.items()[0]
+        .document.model_copy(
+            update={
+                "id": new_id,
+                "text": "The Eiffel Tower is 330 metres tall. It stands in Paris. It is iron.",
+                "content_hash": "",
+            }
+        )
+        .model_dump()
+    )
+    items = c.items([new])
+    if new_id != "eiffel":
+        items = [DocumentBatchItem(**{**dict(items[0]), "replaces": ("eiffel",)})]
+    fresh = {ch.id for ch in items[0].chunks}
+    assert len(old) >= 2 and len(fresh) >= 2 and not old & fresh
+    return old, fresh, items
+
+
+def _one_version(found: Iterable[str], old: set[str], new: set[str]) -> None:
+    assert not (set(found) & old and set(found) & new), "a search returned both versions"
+
+
+class _Probed:
+    """The real client; before each write call (and once more at the end) every kind of search
+    runs through the store, as a concurrent reader would; ``crash_at`` makes the n-th write
+    call raise an exception no ``except Exception`` catches (the process died there)."""
+
+    WRITES = frozenset({"upsert", "delete", "set_payload", "overwrite_payload", "delete_payload"})
+
+    def __init__(self, store: QdrantStore, c: StoreContract, old: set[str], new: set[str]) -> None:
+        self._client, self._store, self._c = store.client, store, c
+        self._old, self._new = old, new
+        self.crash_at: int | None = None
+        self.writes = self.probes = 0
+        self._probing = False
+
+    def probe(self) -> None:
+        self._probing = True
+        try:
+            _one_version(_found(self._store, self._c), self._old, self._new)
+            self.probes += 1
+        finally:
+            self._probing = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name not in self.WRITES or self._probing:
+            return attr
+
+        def call(*args: Any, **kw: Any) -> Any:
+            self.writes += 1
+            self.probe()
+            if self.writes == self.crash_at:
+                raise _Crash(name)
+            return attr(*args, **kw)
+
+        return call
+
+
+class _Crash(BaseException):
+    """The process died here."""
+
+
+@pytest.mark.parametrize("new_id", ["eiffel", "eiffel-2"], ids=["same-id", "new-id-replaces"])
+def test_a_reader_never_sees_two_versions_at_any_step_of_a_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_id: str
+) -> None:
+    """Between any two calls of a replace (a JSONL record edited in place, or an edited file's
+    new version replacing the old one), every search returns one version or the other."""
+    import affidavit.store.qdrant as qdrant_module
+
+    monkeypatch.setattr(qdrant_module, "_UPSERT_BATCH", 1)
+    c = StoreContract()
+    s = QdrantStore(path=None)
+    s.upsert(c.items(), embedder=c.embedder.name)
+    old, new, items = _versions(c, new_id)
+    probed = _Probed(s, c, old, new)
+    s.client = probed
+    s.upsert(items, embedder=c.embedder.name)
+    probed.probe()
+    assert probed.writes >= 4
+    assert set(_found(s, c)) & new and not set(_found(s, c)) & old
+    assert s.check() == []
+    s.close()
+
+
+def test_a_failed_cleanup_of_a_replace_leaves_only_the_new_version_searchable(
+    tmp_path: Path,
+) -> None:
+    """The last step of a replace, deleting the old version's chunks, fails: the old chunks are
+    never found by a search or `get_chunks`, `check` reports them, and `refresh` (run at the end
+    of every ingest) finishes the delete."""
+    from affidavit.core.errors import StoreError
+
+    c = StoreContract()
+    s = QdrantStore(path=tmp_path / "q")
+    s.upsert(c.items(), embedder=c.embedder.name)
+    old, new, items = _versions(c, "eiffel")
+    real = s.client
+
+    class _FailingDeletes:
+        def delete(self, collection_name: str, *args: Any, **kw: Any) -> Any:
+            if collection_name == "affidavit_chunks":
+                raise StoreError("Qdrant at q failed (delete): connection reset by peer")
+            return real.delete(collection_name, *args, **kw)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    s.client = _FailingDeletes()
+    with pytest.raises(StoreError):
+        s.upsert(items, embedder=c.embedder.name)
+    found = _found(s, c)
+    assert set(found) & new and not set(found) & old
+    assert s.get_chunks(sorted(old)) == []
+    problems = s.check()
+    assert any("chunk points of a replaced version are still stored" in p for p in problems)
+    assert any("writes were not finished" in p for p in problems)
+    s.client = real
+    # reopened, the store still shows one version; refresh finishes the replace
+    s.close()
+    s = QdrantStore(path=tmp_path / "q")
+    assert not set(_found(s, c)) & old
+    s.refresh()
+    assert s.check() == []
+    assert s.count()[1] == sum(len(i.chunks) for i in c.items()[1:]) + len(new)
+    s.close()
+
+
+@pytest.mark.parametrize("new_id", ["eiffel", "eiffel-2"], ids=["same-id", "new-id-replaces"])
+def test_a_crash_at_any_step_of_a_replace_leaves_one_version_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_id: str
+) -> None:
+    """The process dies before the n-th write call of a replace, for every n: the store opened
+    again shows one version or the other, and `refresh` leaves it consistent."""
+    import affidavit.store.qdrant as qdrant_module
+
+    monkeypatch.setattr(qdrant_module, "_UPSERT_BATCH", 1)
+    c = StoreContract()
+    n = 0
+    while True:
+        n += 1
+        path = tmp_path / f"q{n}"
+        s = QdrantStore(path=path)
+        s.upsert(c.items(), embedder=c.embedder.name)
+        old, new, items = _versions(c, new_id)
+        probed = _Probed(s, c, old, new)
+        probed.crash_at = n
+        s.client = probed
+        try:
+            s.upsert(items, embedder=c.embedder.name)
+            done = True
+        except _Crash:
+            done = False
+        s.client = probed._client
+        s.close()
+        s = QdrantStore(path=path)
+        found = set(_found(s, c))
+        _one_version(found, old, new)
+        assert found & (old | new)
+        s.refresh()
+        _one_version(_found(s, c), old, new)
+        assert s.check() == []
+        s.close()
+        if done:
+            break
+    assert n >= 4
