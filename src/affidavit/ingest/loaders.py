@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from affidavit.core.errors import IngestError, InputError, MissingDependencyError
+from affidavit.core.hosts import web_host
 from affidavit.core.limits import loads_json
 from affidavit.core.retrieval import content_doc_id
 from affidavit.core.text import jsonl_lines
@@ -84,13 +84,14 @@ def iso_date(value: Any) -> str | None:
 
 
 def domain_of(url: str | None) -> str | None:
-    """Lower-case host of an http(s) URL, else None."""
+    """The host a browser opens for an http(s) URL (lower case, IDNA, no trailing dot), read by
+    the parser the allowlist and the web guard use (`affidavit.core.hosts.web_host`); None for
+    anything else or anything two parsers could read two ways (``https://evil.com\\@nih.gov/``:
+    ``urlparse`` reads nih.gov, a browser opens evil.com), so a ``--domain`` filter never admits
+    it."""
     if not url:
         return None
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return None
-    return parsed.hostname.lower()
+    return web_host(url)
 
 
 def _base_metadata(path: Path) -> dict[str, Any]:
@@ -709,6 +710,9 @@ def iter_jsonl(path: Path, raw: bytes) -> Iterator[tuple[int, Document | IngestE
             continue
         meta: dict[str, Any] = dict(meta_in)
         meta.update({"path": str(path), "line": lineno})
+        # the domain is the URL's, never the record's word for it: a "domain" the record gives
+        # itself would pass --domain filters for a page of another host (or of none)
+        meta.pop("domain", None)
         url = obj.get("url")
         if isinstance(url, str) and url:
             meta["url"] = url
