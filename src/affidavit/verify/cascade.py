@@ -47,9 +47,9 @@ from affidavit.core.types import (
     StageScore,
     Verdict,
 )
-from affidavit.verify.checks import is_unasserted
 from affidavit.verify.base import PairScorer
 from affidavit.verify.casing import recase_like
+from affidavit.verify.checks import is_unasserted
 from affidavit.verify.combiner import Combiner, PartSignals, feature_vector
 from affidavit.verify.evidence import (
     Candidate,

@@ -956,7 +956,7 @@ _AUXILIARIES = frozenset(
 
 
 def _question_restates(words: list[str], sentence: str) -> str | None:
-    """"question" when ``sentence`` is a yes/no question made of exactly the claim's words
+    """ "question" when ``sentence`` is a yes/no question made of exactly the claim's words
     ("Is Paris in Germany?" for "Paris is in Germany")."""
     s = sentence.strip()
     if not s.endswith("?"):
