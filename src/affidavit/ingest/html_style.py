@@ -2,7 +2,7 @@
 
 Text a reader of the page never sees is no evidence. An attacker who hides a statement in a page
 (``<style>.x{display:none}</style><p class=x>Paris is in Germany.</p>``) must not get it stored
-and cited. So before the main text is extracted, :func:`drop_unrendered` applies the rules of the
+and cited. So before the main text is extracted, `drop_unrendered` applies the rules of the
 page's ``<style>`` sheets and ``style`` attributes (tinycss2 parses the CSS, cssselect matches the
 selectors on the lxml tree, the cascade is CSS's: ``!important``, inline styles, layers,
 specificity, order) and leaves out what they hide:
@@ -29,7 +29,7 @@ evaluated: such text is kept.
 
 Fails toward keeping text: a style sheet that cannot be read (linked with ``<link>``, imported
 with ``@import``, or one the parser fails on) or a rule whose selector cannot be matched hides
-nothing, and :class:`StyleReport` says so; if the pass itself fails, only the hiding marked on
+nothing, and `StyleReport` says so; if the pass itself fails, only the hiding marked on
 the elements (``hidden``, ``<template>``, an inline ``display:none``/``visibility:hidden``) is
 applied, as before this pass existed.
 """

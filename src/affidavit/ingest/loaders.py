@@ -595,7 +595,7 @@ def load_html(path: Path, raw: bytes) -> list[Document]:
 
     Text a browser would not render is no evidence: before extraction the page's own style
     (``<style>`` rules, ``style`` attributes, ``hidden``, ``<template>``) is applied by
-    :mod:`affidavit.ingest.html_style` and what it hides is left out, counted in
+    `affidavit.ingest.html_style` and what it hides is left out, counted in
     ``metadata.left_out``. Style it cannot read (linked or imported sheets) hides nothing and is
     named in ``metadata.styles_not_read``.
     """
