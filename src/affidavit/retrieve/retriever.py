@@ -315,26 +315,24 @@ class StoreRetriever:
         and document-vector cosine (the documents' own lists, same weights), in [0, 1] like the
         chunk's. ``rrf``: each chunk's RRF score plus ``1 / (rrf_k + rank of its document)``.
         """
+        prior: dict[str | None, float] = {}  # doc id -> what its chunks add
+        doc_rank: dict[str | None, int] = {}
         if self.fusion == "convex":
             found = store.document_scores(query, vector, n, filters)
-            doc_score = dict(convex([found.lexical, found.dense], self.weights))
-            rescored = []
-            for h in ranked:
-                prior = doc_score.get(h.chunk.doc_id or "", 0.0)
-                scores = {**h.scores, "doc_prior": prior}
-                rescored.append(h.model_copy(update={"score": h.score + prior, "scores": scores}))
-            order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
-            return [rescored[i] for i in order]
-        docs = store.search_documents(query, vector, n, filters, candidates=n, rrf_k=self.rrf_k)
-        doc_rank: dict[str | None, int] = {}
-        for s in docs:
-            doc_rank.setdefault(s.chunk.doc_id, len(doc_rank) + 1)
+            prior.update(convex([found.lexical, found.dense], self.weights))
+        else:
+            docs = store.search_documents(query, vector, n, filters, candidates=n, rrf_k=self.rrf_k)
+            for s in docs:
+                doc_rank.setdefault(s.chunk.doc_id, len(doc_rank) + 1)
+            prior = {d: 1.0 / (self.rrf_k + r) for d, r in doc_rank.items()}
         rescored = []
         for h in ranked:
-            rank = doc_rank.get(h.chunk.doc_id)
-            prior = 1.0 / (self.rrf_k + rank) if rank is not None else 0.0
-            scores = {**h.scores, "doc_rank": float(rank or 0), "doc_prior": prior}
-            rescored.append(h.model_copy(update={"score": h.score + prior, "scores": scores}))
+            add = prior.get(h.chunk.doc_id, 0.0)
+            rank = (
+                {"doc_rank": float(doc_rank.get(h.chunk.doc_id, 0))} if self.fusion == "rrf" else {}
+            )
+            scores = {**h.scores, **rank, "doc_prior": add}
+            rescored.append(h.model_copy(update={"score": h.score + add, "scores": scores}))
         order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
         return [rescored[i] for i in order]
 
@@ -343,10 +341,9 @@ class StoreRetriever:
     ) -> list[Hit]:
         """The top ``k`` of the fusion of the chunk-level BM25 and dense rankings (each ``n``
         long)."""
-        if self.fusion == "convex":
-            return self._convex_fusion(query, vector, k, n, filters)
         if (
-            self.native_hybrid
+            self.fusion == "rrf"
+            and self.native_hybrid
             and self.weights == (1.0, 1.0)
             and isinstance(self.store, HybridStore)
         ):
@@ -358,36 +355,7 @@ class StoreRetriever:
         dense = self.store.search_dense(vector, n, filters)
         chunks: dict[str, Chunk] = {}
         per: dict[str, dict[str, float]] = {}
-        for name, ranking in (("bm25", lexical), ("dense", dense)):
-            for rank, s in enumerate(ranking, start=1):
-                chunks[s.chunk.id] = s.chunk
-                per.setdefault(s.chunk.id, {})[name] = s.score
-                per[s.chunk.id][f"{name}_rank"] = float(rank)
-        fused_ids = rrf(
-            [[s.chunk.id for s in lexical], [s.chunk.id for s in dense]],
-            k=self.rrf_k,
-            weights=self.weights,
-        )
-        return [
-            Hit(
-                chunk=chunks[cid],
-                score=score,
-                rank=i,
-                mode="hybrid",
-                scores={**per[cid], "rrf": score},
-            )
-            for i, (cid, score) in enumerate(fused_ids[:k], start=1)
-        ]
-
-    def _convex_fusion(
-        self, query: str, vector: Any, k: int, n: int, filters: SearchFilters | None
-    ) -> list[Hit]:
-        """The top ``k`` of the convex fusion of the two lists' min-max normalised scores."""
-        lexical = self.store.search_lexical(query, n, filters)
-        dense = self.store.search_dense(vector, n, filters)
-        chunks: dict[str, Chunk] = {}
-        per: dict[str, dict[str, float]] = {}
-        lists: list[dict[str, float]] = []
+        lists: list[dict[str, float]] = []  # each list's first score of a chunk
         for name, ranking in (("bm25", lexical), ("dense", dense)):
             scored: dict[str, float] = {}
             for rank, s in enumerate(ranking, start=1):
@@ -396,16 +364,20 @@ class StoreRetriever:
                 per[s.chunk.id][f"{name}_rank"] = float(rank)
                 scored.setdefault(s.chunk.id, s.score)
             lists.append(scored)
-        fused = convex(lists, self.weights)
+        if self.fusion == "convex":
+            order = convex(lists, self.weights)
+        else:
+            rankings = [[s.chunk.id for s in lexical], [s.chunk.id for s in dense]]
+            order = rrf(rankings, k=self.rrf_k, weights=self.weights)
         return [
             Hit(
                 chunk=chunks[cid],
                 score=score,
                 rank=i,
                 mode="hybrid",
-                scores={**per[cid], "convex": score},
+                scores={**per[cid], self.fusion: score},
             )
-            for i, (cid, score) in enumerate(fused[:k], start=1)
+            for i, (cid, score) in enumerate(order[:k], start=1)
         ]
 
     def _passages(self, ranked: list[Hit], k: int) -> list[Hit]:

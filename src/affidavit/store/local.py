@@ -1142,25 +1142,25 @@ class LocalStore:
                 scores = np.where(mask, scores, -np.inf)
             return self._top(index, scores, k, positive=False)
 
-    def _level_scores(
-        self, index: Any, query: str, vector: Vectors, mask: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Chunk BM25, chunk cosine, document BM25 and document cosine of every row, filtered
-        rows and documents without an allowed chunk scoring 0 (BM25) or -inf (cosine)."""
+    def _terms_and_vector(
+        self, index: Any, query: str, vector: Vectors
+    ) -> tuple[list[str], np.ndarray]:
+        """The query's BM25 terms and its vector (checked against the store's dimension)."""
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != index.vectors.shape[1]:
             raise StoreError(
                 f"query vector has dimension {q.shape[0]}, store has {index.vectors.shape[1]}",
                 source=str(self.path),
             )
-        terms = [t for t in self.analyzer.query_terms(query) if t]
+        return [t for t in self.analyzer.query_terms(query) if t], q
+
+    @staticmethod
+    def _doc_scores(
+        index: Any, terms: list[str], q: np.ndarray, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Whole-document BM25 and document cosine of every document; a document without an
+        allowed chunk scores 0 and -inf."""
         n_docs = len(index.doc_ids)
-        c_lex = (
-            np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
-            if terms
-            else np.zeros(len(index.rowids), dtype=np.float32)
-        )
-        c_den = np.asarray(index.vectors @ q, dtype=np.float32)
         d_lex = (
             np.asarray(index.doc_bm25.get_scores(terms), dtype=np.float32)
             if terms
@@ -1168,12 +1168,26 @@ class LocalStore:
         )
         d_den = np.asarray(index.doc_vectors @ q, dtype=np.float32)
         if mask is not None:
-            c_lex = np.where(mask, c_lex, 0.0)
-            c_den = np.where(mask, c_den, -np.inf)
             allowed = np.bincount(index.chunk_doc[mask], minlength=n_docs) > 0
             d_lex = np.where(allowed, d_lex, 0.0)
             d_den = np.where(allowed, d_den, -np.inf)
-        return c_lex, c_den, d_lex, d_den
+        return d_lex, d_den
+
+    @staticmethod
+    def _chunk_scores(
+        index: Any, terms: list[str], q: np.ndarray, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk BM25 and chunk cosine of every row; a filtered row scores 0 and -inf."""
+        c_lex = (
+            np.asarray(index.bm25.get_scores(terms), dtype=np.float32)
+            if terms
+            else np.zeros(len(index.rowids), dtype=np.float32)
+        )
+        c_den = np.asarray(index.vectors @ q, dtype=np.float32)
+        if mask is not None:
+            c_lex = np.where(mask, c_lex, 0.0)
+            c_den = np.where(mask, c_den, -np.inf)
+        return c_lex, c_den
 
     def document_scores(
         self,
@@ -1189,7 +1203,10 @@ class LocalStore:
             if len(index.rowids) == 0 or candidates <= 0:
                 return DocumentScores()
             mask = self._mask(index, filters)
-            _, _, d_lex, d_den = self._level_scores(index, query, vector, mask)
+            # the document level only: the chunk lists were ranked by the searches before
+            d_lex, d_den = self._doc_scores(
+                index, *self._terms_and_vector(index, query, vector), mask
+            )
 
             def best(scores: np.ndarray, positive: bool) -> dict[str, float]:
                 valid = np.flatnonzero(scores > 0 if positive else np.isfinite(scores))
@@ -1222,7 +1239,9 @@ class LocalStore:
             if len(index.rowids) == 0 or k <= 0:
                 return []
             mask = self._mask(index, filters)
-            c_lex, c_den, d_lex, d_den = self._level_scores(index, query, vector, mask)
+            terms, q = self._terms_and_vector(index, query, vector)
+            c_lex, c_den = self._chunk_scores(index, terms, q, mask)
+            d_lex, d_den = self._doc_scores(index, terms, q, mask)
             doc_rrf = _rrf_scores([(d_lex, True), (d_den, False)], candidates, rrf_k)
             chunk_rrf = _rrf_scores([(c_lex, True), (c_den, False)], candidates, rrf_k)
             order = [int(i) for i in np.argsort(-doc_rrf, kind="stable") if doc_rrf[i] > 0][:k]

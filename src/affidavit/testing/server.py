@@ -8,18 +8,20 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
-__all__ = ["ServedApi", "ServedProcess", "create_api_key", "free_port"]
+__all__ = ["ServedApi", "ServedProcess", "create_api_key", "free_port", "serving_in_thread"]
 
 
 def free_port() -> int:
@@ -28,6 +30,30 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: Any, start_timeout_s: float = 30.0) -> Iterator[str]:
+    """Serve an ASGI ``app`` (e.g. `affidavit.server.app.create_app`'s) with uvicorn in a
+    thread of this process on 127.0.0.1; yields its base URL once it accepts connections, and
+    stops it on exit. For tests that hand the app their own services (no child process)."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout_s
+    while not server.started:
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 class ServedProcess:

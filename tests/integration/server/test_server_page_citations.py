@@ -11,8 +11,6 @@ process. Skips (with the reason) when Playwright or a Chromium binary is not ava
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,7 +26,7 @@ from affidavit.pipeline import AskPipeline
 from affidavit.server.app import create_app
 from affidavit.server.services import Services
 from affidavit.testing.fake_llm import FakeGenerator
-from affidavit.testing.server import free_port
+from affidavit.testing.server import serving_in_thread
 from affidavit.testing.verifiers import KeywordVerifier
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -50,8 +48,6 @@ class _Retriever:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real app over the real pipeline on fakes; its base URL."""
-    import uvicorn
-
     tmp = tmp_path_factory.mktemp("citations")
     settings = Settings(home=tmp / "home", store=StoreSettings(path=tmp / "store"))
     settings = settings.model_copy(
@@ -67,24 +63,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         settings=settings,
     )
     services.pipe, services.plain = pipe, pipe
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, services=services),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving_in_thread(create_app(settings, services=services)) as url:
+        yield url
 
 
 @pytest.mark.parametrize("mode", ["mixed", "debug", "strict"])

@@ -15,8 +15,6 @@ Skips (with the reason) when Playwright or a Chromium binary is not available.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,7 @@ from affidavit.core.settings import Settings, StoreSettings
 from affidavit.core.types import Chunk, Claim, EvidenceSpan, Hit, Verdict
 from affidavit.server.app import create_app
 from affidavit.server.services import Services
-from affidavit.testing.server import free_port
+from affidavit.testing.server import serving_in_thread
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -156,30 +154,12 @@ class _Hostile(Services):
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real app over `_Hostile` services, served on 127.0.0.1; its base URL."""
-    import uvicorn
-
     tmp = tmp_path_factory.mktemp("hostile")
     settings = Settings(home=tmp / "home", store=StoreSettings(path=tmp / "store"))
     services = _Hostile(settings)
     services.ready = True
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, services=services),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving_in_thread(create_app(settings, services=services)) as url:
+        yield url
 
 
 # every text node and attribute of the page that holds a character the terminal would escape

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import threading
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from affidavit.core.urls import AnswerTooLarge, read_answer
+from affidavit.testing.loopback import QuietHandler, loopback_server
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -28,7 +27,7 @@ BOMB = gzip.compress(b" " * (16 * MIB), 9)
 def serving(body: bytes, encoding: str | None = "gzip", status: int = 200) -> Iterator[str]:
     """A loopback server answering every GET with ``body`` (sent as is) in ``encoding``."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -39,18 +38,8 @@ def serving(body: bytes, encoding: str | None = "gzip", status: int = 200) -> It
             with contextlib.suppress(OSError):
                 self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join()
+    with loopback_server(Handler) as base:
+        yield f"{base}/"
 
 
 def _read(url: str, limit: int, **kw: object) -> bytes:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import threading
 import tracemalloc
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from affidavit.core.errors import WebSearchError
 from affidavit.correct.web.fetch import SafeFetcher
+from affidavit.testing.loopback import QuietHandler, loopback_server
 
 MIB = 1 << 20
 
@@ -23,7 +22,7 @@ MIB = 1 << 20
 def serving(body: bytes, encoding: str) -> Iterator[str]:
     """A loopback server answering every GET with the text/plain ``body`` in ``encoding``."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
@@ -33,18 +32,8 @@ def serving(body: bytes, encoding: str) -> Iterator[str]:
             with contextlib.suppress(OSError):
                 self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/page"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join()
+    with loopback_server(Handler) as base:
+        yield f"{base}/page"
 
 
 def _fetch(url: str, max_bytes: int = 100_000) -> str:
@@ -91,7 +80,7 @@ def redirecting(hops: int, pause_s: float) -> Iterator[str]:
     """A loopback server: ``/hop/N`` answers after ``pause_s`` with a redirect to ``/hop/N+1``,
     up to ``hops`` redirects, then a text page."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             import time
 
@@ -111,18 +100,8 @@ def redirecting(hops: int, pause_s: float) -> Iterator[str]:
             with contextlib.suppress(OSError):
                 self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/hop/0"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join()
+    with loopback_server(Handler) as base:
+        yield f"{base}/hop/0"
 
 
 def test_a_fetch_through_redirects_is_bounded_by_its_timeout_in_all() -> None:

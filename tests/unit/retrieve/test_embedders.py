@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import ClassVar
 
 import numpy as np
@@ -19,6 +19,7 @@ from affidavit.core.settings import EmbedSettings
 from affidavit.retrieve.base import Embedder
 from affidavit.retrieve.embedders import OpenAIEmbedder, make_embedder
 from affidavit.testing.embedder import FakeEmbedder
+from affidavit.testing.loopback import QuietHandler, loopback_server
 
 
 def test_fake_embedder_deterministic_and_normalised() -> None:
@@ -126,23 +127,13 @@ SECRET_URL = "https://svc:pw-SECRET1@emb.test/v1?api-key=qs-SECRET2&v=7"
 def serving(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
     """A loopback server whose every POST is answered by ``answer``; yields its address."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             answer(self)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join()
+    with loopback_server(Handler) as base:
+        yield base.removeprefix("http://")
 
 
 def test_a_secret_in_the_base_url_is_left_out_of_the_embedder_configuration() -> None:

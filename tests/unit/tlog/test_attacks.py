@@ -10,10 +10,9 @@ import contextlib
 import hashlib
 import json
 import shutil
-import threading
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from affidavit.cli.main import app
 from affidavit.core.errors import TransparencyLogError
 from affidavit.core.settings import Settings
 from affidavit.core.tlog import Checkpoint
+from affidavit.testing.loopback import QuietHandler, loopback_server
 from affidavit.tlog.certificates import (
     certificate_entry,
     check_consistency,
@@ -386,22 +386,12 @@ def test_a_newer_checkpoint_signed_by_another_trusted_log_is_refused(
 def serving(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
     """A loopback HTTP server whose every GET is answered by ``answer``; yields its URL."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             answer(self)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with loopback_server(Handler) as base:
+        yield base
 
 
 MIB = 1 << 20
