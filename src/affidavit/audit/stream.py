@@ -43,7 +43,7 @@ from affidavit.audit.auditor import (
     withhold_spans,
 )
 from affidavit.core.errors import EnforcementError, InputError
-from affidavit.core.report import AuditReport
+from affidavit.core.report import WITHHELD_MARKER, AuditReport
 from affidavit.policy.render import split_sentences
 
 
@@ -74,6 +74,7 @@ class StreamGuard:
         self.decision_ms: list[float] = []
         self._text = ""
         self._upto = 0  # the answer up to here has been decided and released
+        self._open = False  # the last released piece ended in a withheld span
         self._finished = False
 
     @property
@@ -111,7 +112,10 @@ class StreamGuard:
         spans = split_sentences(tail)
         # the last sentence may still grow ("4 March" + " 1890."): decided once the next begins
         done = spans if final else spans[:-1]
-        out = [self._decide(self._upto + end) for _start, end in done]
+        # the ends in the answer's offsets, taken before any decision moves ``_upto``: a piece
+        # that completes two sentences at once must not decide the second past its own end
+        base = self._upto
+        out = [self._decide(base + end) for _start, end in done]
         if final and self._upto < len(self._text):
             rest = self._text[self._upto :]
             if rest.strip():  # text outside any sentence is never shown undecided
@@ -150,7 +154,16 @@ class StreamGuard:
                 report=report,
             )
         if s.mode == "guardrail" and bad:
-            piece = withhold_spans(piece, bad)
+            shown = withhold_spans(piece, bad)
+            if self._open and bad[0][0] == 0:
+                # the span goes on from the one the last piece ended withheld in (a "[1]" after
+                # the full stop of a withheld sentence): one span, one marker, as the
+                # non-streamed answer merges it
+                shown = shown[len(WITHHELD_MARKER) :]
+            self._open = max(b for _a, b in bad) >= len(piece)
+            piece = shown
+        else:
+            self._open = False
         self._upto = end
         self.decision_ms.append((time.perf_counter() - t0) * 1000.0)
         return piece

@@ -135,3 +135,46 @@ def test_a_rewritten_sentence_said_again_of_someone_else_keeps_its_own_verdict()
     )
     guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", chunks)
     assert "".join(_stream(guard, answer, 3)) == report.guarded_response
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 11, 1000])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"{BAD} [1]\n\n{GOOD} [1]",  # the citation after the full stop, as models often put it
+        f"{GOOD} [1] {BAD} [1] {GOOD} [1]",
+        f"{BAD} [1, 2]\n- The bridge was designed by John Fowler. [1]",
+    ],
+    ids=["blank-line", "between-good-ones", "before-a-list"],
+)
+def test_a_citation_after_the_stop_of_a_withheld_sentence_adds_no_second_marker(
+    answer: str, size: int
+) -> None:
+    """The sentence is decided at its full stop; the "[1]" after it arrives later and belongs to
+    the same withheld claim. The stream showed a second withheld marker for it, where the
+    non-streamed guarded answer shows one."""
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
+    _stream(guard, answer, size)
+    assert guard.report is not None
+    assert guard.released == guard.report.guarded_response
+    assert guard.released.count(WITHHELD_MARKER) == 1
+
+
+FOWLER = "It was designed by John Fowler."
+
+
+@pytest.mark.parametrize("cut", [1, 10, 25, len(BAD) - 1])
+def test_a_piece_that_completes_two_sentences_releases_nothing_of_the_third(cut: int) -> None:
+    """One piece held two whole sentences and the start of a third: the second was decided up
+    to its end plus the first's length, so the start of the third (of a sentence withheld once
+    complete) was released undecided ("The Forth Bridge opened o")."""
+    answer = f"{GOOD} {FOWLER} {BAD} {FOWLER}"
+    at = len(GOOD) + len(FOWLER) + 2 + cut
+    guard = StreamGuard(Auditor({"mode": "guardrail"}), "q", CHUNKS)
+    first = guard.feed(answer[:at])
+    assert first == f"{GOOD} {FOWLER}"
+    guard.feed(answer[at:])
+    guard.finish()
+    assert guard.report is not None
+    assert guard.released == guard.report.guarded_response
+    assert guard.released == f"{GOOD} {FOWLER} {WITHHELD_MARKER} {FOWLER}"

@@ -444,3 +444,48 @@ def test_the_settings_verifier_holds_for_every_audit_component(
     assert AffidavitAuditor().audit_settings.use_verifier is False  # the lexical default
     out = pipeline(sample_store, [FAITHFUL], AffidavitAuditor(settings=settings)).run(inputs())
     assert out["audit"]["report"].claims[0].verdict is not None  # the verifier ran
+
+
+def test_a_streamed_answer_citing_after_the_stop_shows_what_the_auditor_shows() -> None:
+    """The generator streams character by character, as a tokenizer splits "[1]": the "[1]"
+    after a withheld sentence's full stop reached the callback as a second withheld marker."""
+    from haystack.dataclasses import StreamingChunk
+
+    from affidavit.integrations.haystack import AffidavitStreamGuard
+
+    cited = f"{HALLUCINATED} [1] {FAITHFUL} [1]"
+    docs = [Document(content=FAITHFUL, meta={"url": "https://en.wikipedia.org/wiki/Forth_Bridge"})]
+    seen: list[str] = []
+    guard = AffidavitStreamGuard(on_chunk=lambda c: seen.append(c.content), mode="guardrail")
+    guard.run(query=QUESTION, documents=docs)
+    for i, ch in enumerate(cited):
+        last = i == len(cited) - 1
+        guard.streaming_callback(StreamingChunk(content=ch, finish_reason="stop" if last else None))
+    shown = AffidavitAuditor(mode="guardrail").run(query=QUESTION, documents=docs, answer=cited)
+    assert "".join(seen) == shown["answer"] == f"{WITHHELD} {FAITHFUL} [1]"
+
+
+def test_a_streamed_chunk_holding_two_sentences_reaches_the_callback_only_when_decided() -> None:
+    """A chunk that completed two sentences and began a third: the start of the third (of a
+    sentence withheld once complete) reached the callback before it was decided."""
+    from haystack.dataclasses import StreamingChunk
+
+    from affidavit.integrations.haystack import AffidavitStreamGuard
+
+    fowler = "It was designed by John Fowler."
+    answer = f"{FAITHFUL} {fowler} {HALLUCINATED} {fowler}"
+    at = len(FAITHFUL) + len(fowler) + 2 + 25
+    docs = [
+        Document(
+            content=f"{FAITHFUL} {fowler}",
+            meta={"url": "https://en.wikipedia.org/wiki/Forth_Bridge"},
+        )
+    ]
+    seen: list[str] = []
+    guard = AffidavitStreamGuard(on_chunk=lambda c: seen.append(c.content), mode="guardrail")
+    guard.run(query=QUESTION, documents=docs)
+    guard.streaming_callback(StreamingChunk(content=answer[:at]))
+    assert seen == [f"{FAITHFUL} {fowler}"]
+    guard.streaming_callback(StreamingChunk(content=answer[at:], finish_reason="stop"))
+    shown = AffidavitAuditor(mode="guardrail").run(query=QUESTION, documents=docs, answer=answer)
+    assert "".join(seen) == shown["answer"] == f"{FAITHFUL} {fowler} {WITHHELD} {fowler}"

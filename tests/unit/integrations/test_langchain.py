@@ -460,3 +460,31 @@ def test_a_reply_cut_at_its_token_budget_is_returned_marked_by_its_finish_reason
     assert cut.response_metadata["finish_reason"] == "length"
     whole = AffidavitChatModel(generator=FakeGenerator(["Paris [1]."])).invoke("Hello")
     assert whole.response_metadata["finish_reason"] == "stop"
+
+
+def test_a_streamed_answer_citing_after_the_stop_shows_what_the_invoked_one_shows(
+    sample_store: Path,
+) -> None:
+    """The chat model streams character by character, as a tokenizer splits "[1]": the "[1]"
+    after a withheld sentence's full stop came out as a second withheld marker."""
+    cited = f"{HALLUCINATED} [1] {FAITHFUL} [1]"
+    chain = rag_dict(sample_store, [cited, cited]) | AuditRunnable(settings={"mode": "guardrail"})
+    streamed = "".join(_answer_chunks(list(chain.stream(QUESTION))))
+    assert streamed == chain.invoke(QUESTION)["answer"]
+    assert streamed == f"[withheld: not supported by the sources] {FAITHFUL} [1]"
+
+
+def test_a_streamed_piece_holding_two_sentences_shows_nothing_undecided() -> None:
+    """An upstream chain streamed a piece that completed two sentences and began a third: the
+    start of the third ("The Forth Bridge opened o", of a sentence withheld once complete) was
+    yielded before it was decided."""
+    fowler = "It was designed by John Fowler."
+    answer = f"{FAITHFUL} {fowler} {HALLUCINATED} {fowler}"
+    at = len(FAITHFUL) + len(fowler) + 2 + 25
+    context = [f"{FAITHFUL} {fowler}"]
+    runnable = AuditRunnable(settings={"mode": "guardrail"})
+    chunks = [{"question": QUESTION, "context": context}, {"answer": answer[:at]}]
+    streamed = _answer_chunks(list(runnable.transform(iter([*chunks, {"answer": answer[at:]}]))))
+    assert streamed[0] == f"{FAITHFUL} {fowler}"
+    whole = runnable.invoke({"question": QUESTION, "context": context, "answer": answer})
+    assert "".join(streamed) == whole["answer"]

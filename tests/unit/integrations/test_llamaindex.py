@@ -320,3 +320,59 @@ def test_a_completion_cut_at_its_token_budget_is_returned_marked_by_its_finish_r
     assert AffidavitLLM(generator=FakeGenerator(["Paris."])).complete("Hi").additional_kwargs == {
         "finish_reason": "stop"
     }
+
+
+class _CharGenerator(FakeGenerator):
+    """Streams its answer one character at a time, as a tokenizer splits "[1]"."""
+
+    def stream(self, messages: Any, **kw: Any) -> Any:
+        for piece in super().stream(messages, **kw):
+            yield from piece
+
+
+def test_a_streamed_answer_citing_after_the_stop_shows_what_the_guarded_answer_shows(
+    sample_store: Path,
+) -> None:
+    """The "[1]" after a withheld sentence's full stop came out as a second withheld marker."""
+    cited = f"{HALLUCINATED} [1] {FAITHFUL} [1]"
+    engine = RetrieverQueryEngine.from_args(
+        AffidavitRetriever(str(sample_store), k=2, mode="bm25"),
+        llm=AffidavitLLM(generator=_CharGenerator([cited])),
+        streaming=True,
+    )
+    response = VerifiedQueryEngine(engine, {"mode": "guardrail"}).query(QUESTION)
+    streamed = "".join(response.response_gen)
+    assert streamed == response.metadata[REPORT_KEY].guarded_response
+    assert streamed == f"{WITHHELD} {FAITHFUL} [1]"
+
+
+class _PieceGenerator(FakeGenerator):
+    """Streams its answer in the given pieces (a server that sends several sentences at once)."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        super().__init__(["".join(pieces)])
+        self.pieces = pieces
+
+    def stream(self, messages: Any, **kw: Any) -> Any:
+        "".join(super().stream(messages, **kw))  # the fake's own bookkeeping
+        yield from self.pieces
+
+
+def test_a_streamed_piece_holding_two_sentences_shows_nothing_undecided(
+    sample_store: Path,
+) -> None:
+    """A piece that completed two sentences and began a third: the start of the third (of a
+    sentence withheld once complete) was yielded before it was decided."""
+    fowler = "The bridge was designed by John Fowler."
+    answer = f"{FAITHFUL} {fowler} {HALLUCINATED} {fowler}"
+    at = len(FAITHFUL) + len(fowler) + 2 + 25
+    engine = RetrieverQueryEngine.from_args(
+        AffidavitRetriever(str(sample_store), k=2, mode="bm25"),
+        llm=AffidavitLLM(generator=_PieceGenerator([answer[:at], answer[at:]])),
+        streaming=True,
+    )
+    response = VerifiedQueryEngine(engine, {"mode": "guardrail"}).query(QUESTION)
+    pieces = list(response.response_gen)
+    assert pieces[0] == f"{FAITHFUL} {fowler}"  # two decided sentences, nothing of the third
+    assert "".join(pieces) == response.metadata[REPORT_KEY].guarded_response
+    assert "1925" not in "".join(pieces)
