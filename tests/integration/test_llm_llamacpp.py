@@ -78,3 +78,21 @@ def test_stream_can_stop_early(llm: LlamaCppGenerator) -> None:
     assert first
     # the backend is still usable afterwards
     assert llm.generate([Message(role="user", content="Say OK.")], max_tokens=4)
+
+
+def test_a_completion_past_its_time_limit_is_stopped_and_the_backend_stays_usable(
+    llm: LlamaCppGenerator,
+) -> None:
+    import time
+
+    from affidavit.core.errors import GenerationError
+
+    llm.load()
+    hasty = LlamaCppGenerator(llm.model_path, threads=llm.threads, timeout_s=0.5)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match=r"generate\.timeout_s"):
+        hasty.generate(
+            [Message(role="user", content="Write a long poem about rivers.")], max_tokens=400
+        )
+    assert time.perf_counter() - started < 10  # stopped at the next token, not left running
+    assert llm.generate([Message(role="user", content="Say OK.")], max_tokens=4)

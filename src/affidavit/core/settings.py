@@ -534,14 +534,21 @@ class GenerateSettings(Section):
     model_path: Path | None = Field(default=None, description="GGUF file (llamacpp backend).")
     base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (/v1).")
     api_key: SecretStr | None = Field(default=None, description="API key for base_url.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Request timeout.")
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Time one LLM call that is not streamed may take: for openai each request, "
+        "its whole answer read; for llamacpp the whole answer, prompt processing included "
+        "(loading the model is not), then llama.cpp is asked to stop. Past it: a "
+        "GenerationError, and the caller fails closed.",
+    )
     stream_timeout_s: float = Field(
         default=600.0,
         gt=0,
-        description="Time a whole streamed answer may take once it opens (openai backend; each "
-        "read is still bounded by timeout_s, and a stream is also cut past 32 MiB): a server "
-        "that keeps sending keep-alives or empty events is cut with a GenerationError, never "
-        "taken as a complete answer. Generous for a slow local model.",
+        description="Time a whole streamed answer may take once it opens (both backends; for "
+        "openai each read is still bounded by timeout_s, and a stream is also cut past 32 MiB): "
+        "a server that keeps sending keep-alives or empty events is cut with a GenerationError, "
+        "never taken as a complete answer. Generous for a slow local model.",
     )
     max_retries: int = Field(default=2, ge=0, description="Retries with backoff.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")

@@ -12,7 +12,9 @@ Steps of `CorrectiveRetrieval.run`:
    selected, the best-graded one is kept whole (``keep_best_when_empty``; the trace's
    ``fallback`` says so).
 5. Web: the question is rewritten into a search query by the LLM (the original is used when that
-   fails, and the failure recorded), searched, filtered by the domain allowlist, pages fetched
+   fails, and the failure recorded), searched, bounded whatever the search (at most the results
+   asked for, text fields cut to their caps, an over-long URL or an item that is not a
+   `WebResult` dropped, each recorded), filtered by the domain allowlist, pages fetched
    through the SSRF guard (the snippet is used when a fetch fails), cut at a sentence end to
    ``max_web_chars`` (recorded), graded and refined like local chunks. At most
    ``top_k_web_results`` pages are used.
@@ -39,9 +41,10 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Sized
 from typing import TYPE_CHECKING
 
 from affidavit.core.correction import (
@@ -68,12 +71,20 @@ from affidavit.correct.base import (
 from affidavit.correct.classify import classify
 from affidavit.correct.refine import refine_chunk, refine_many, split_sentences
 from affidavit.correct.web.guard import domain_allowed
+from affidavit.correct.web.store_fallback import StoreFallbackSearch
 
 if TYPE_CHECKING:
     from affidavit.core.settings import Settings
     from affidavit.generate.base import Generator
 
 log = logging.getLogger(__name__)
+
+MAX_WEB_URL_CHARS = 2048
+"""A web result whose URL is longer is dropped (a URL cut short is another URL)."""
+MAX_WEB_TITLE_CHARS = 500
+"""A web result's title is cut to this many characters."""
+MAX_WEB_PROVIDER_CHARS = 100
+"""A web result's provider name is cut to this many characters."""
 
 
 def _ms(t0: float) -> float:
@@ -98,6 +109,68 @@ def _printable(r: WebResult) -> WebResult:
         if clean != value:
             update[name] = clean
     return r.model_copy(update=update) if update else r
+
+
+def _capped(r: WebResult, caps: dict[str, int], notes: list[str]) -> WebResult:
+    """``r`` with each field named in ``caps`` cut to its cap (each cut named in ``notes``),
+    then `_printable`."""
+    update: dict[str, str] = {}
+    for name, cap in caps.items():
+        value = getattr(r, name)
+        if value is not None and len(value) > cap:
+            update[name] = value[:cap]
+            notes.append(
+                f"{r.url}: {name} cut to its first {cap} of {len(value)} characters "
+                "(web results are bounded whatever search they came from)"
+            )
+    r = _printable(r.model_copy(update=update) if update else r)
+    # escaping a lone surrogate lengthens the text: cut again, within the same note
+    over = {
+        name: value[:cap]
+        for name, cap in caps.items()
+        if (value := getattr(r, name)) is not None and len(value) > cap
+    }
+    return r.model_copy(update=over) if over else r
+
+
+def _bounded_results(
+    raw: Iterable[object], asked: int, text_chars: int, notes: list[str]
+) -> list[WebResult]:
+    """What a search returned, as the stage takes it from any `WebSearch`, built-in or not.
+
+    At most ``asked`` results are read (an endless iterable is not read further); an item that
+    is not a `WebResult`, or whose URL is longer than `MAX_WEB_URL_CHARS`, is dropped; the title,
+    provider, snippet and content are cut to their caps (snippet and content to ``text_chars``);
+    what this stage records about a result (``used``, ``blocked``, ``fetch_error``) is its own,
+    never the search's. Each drop and cut is named in ``notes``.
+    """
+    caps = {
+        "title": MAX_WEB_TITLE_CHARS,
+        "provider": MAX_WEB_PROVIDER_CHARS,
+        "snippet": text_chars,
+        "content": text_chars,
+    }
+    items = list(itertools.islice(iter(raw), asked + 1))
+    if len(items) > asked:
+        returned = f"{len(raw)} results" if isinstance(raw, Sized) else f"more than {asked} results"
+        notes.append(
+            f"the web search returned {returned}; only the first {asked} asked for are read"
+        )
+        items = items[:asked]
+    out: list[WebResult] = []
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, WebResult):
+            notes.append(f"web result {position}: not a WebResult ({type(item).__name__}), dropped")
+            continue
+        if len(item.url) > MAX_WEB_URL_CHARS:
+            notes.append(
+                f"web result {position}: its URL of {len(item.url)} characters (over "
+                f"{MAX_WEB_URL_CHARS}) dropped"
+            )
+            continue
+        fresh = item.model_copy(update={"used": False, "blocked": None, "fetch_error": None})
+        out.append(_capped(fresh, caps, notes))
+    return out
 
 
 def _cut_at_sentence_end(text: str, max_chars: int) -> tuple[str, str | None]:
@@ -135,7 +208,9 @@ class CorrectiveRetrieval:
             a slow LLM evaluator, the model evaluator here keeps refinement affordable.
         settings: the ``correct`` section (thresholds, top-k, allowlist).
         max_web_chars: web page text is cut to at most this many characters, at a sentence
-            end, before refinement (the cut is recorded in the trace's ``dropped``).
+            end, before refinement (the cut is recorded in the trace's ``dropped``). A result's
+            snippet and content are kept up to twice this (the trace's copy; room past the cut
+            so it still sees how its last sentence ends), whatever search or fetcher sent them.
 
     Examples:
         >>> from affidavit.correct.fakes import KeywordEvaluator
@@ -426,24 +501,31 @@ class CorrectiveRetrieval:
         timings["rewrite"] = _ms(t0)
 
         t0 = time.perf_counter()
+        web_notes: list[str] = []
+        # ask for extra results: some may be refused by the allowlist or fail to fetch
+        asked = s.top_k_web_results * 2
+        text_chars = 2 * self.max_web_chars
         try:
-            # ask for extra results: some may be refused by the allowlist or fail to fetch
-            raw = self.web.search(rewrite.query, max_results=s.top_k_web_results * 2)
-        except WebSearchError as exc:
-            errors.append(f"web search failed: {exc.message}")
+            raw = self.web.search(rewrite.query, max_results=asked)
+            found = _bounded_results(raw, asked, text_chars, web_notes)
+        except Exception as exc:  # a plugged-in search must not stop the answer (fail closed)
+            why = exc.message if isinstance(exc, WebSearchError) else repr(exc)
+            errors.append(f"web search failed: {why}")
             timings["search"] = _ms(t0)
-            return [], WebTrace(provider=self.web.name, query=rewrite, error=exc.message), []
+            return [], WebTrace(provider=self.web.name, query=rewrite, error=why), web_notes
         timings["search"] = _ms(t0)
+        # only the built-in offline corpus is read without the web allowlist (its URLs are
+        # store paths): a result's own provider field is the search's word, not a credential
+        from_store = type(self.web) is StoreFallbackSearch
 
         t0 = time.perf_counter()
         results: list[WebResult] = []
         usable: list[tuple[WebResult, Chunk]] = []
-        web_notes: list[str] = []
-        for r in map(_printable, raw):
+        for r in found:
             if len(usable) >= s.top_k_web_results:
                 results.append(r)
                 continue
-            if r.provider != "store" and not domain_allowed(r.url, s.web_allowlist):
+            if not from_store and not domain_allowed(r.url, s.web_allowlist):
                 results.append(r.model_copy(update={"blocked": "not in the domain allowlist"}))
                 continue
             if r.content is None and self.fetcher is not None:
@@ -454,8 +536,10 @@ class CorrectiveRetrieval:
                         why = f"redirected to {page.final_url}, not in the domain allowlist"
                         results.append(r.model_copy(update={"blocked": why}))
                         continue
-                    r = _printable(
-                        r.model_copy(update={"content": page.text, "title": r.title or page.title})
+                    r = _capped(
+                        r.model_copy(update={"content": page.text, "title": r.title or page.title}),
+                        {"title": MAX_WEB_TITLE_CHARS, "content": text_chars},
+                        web_notes,
                     )
                 except WebSearchError as exc:
                     refused = exc.context.get("reason")

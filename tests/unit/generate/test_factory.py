@@ -48,6 +48,13 @@ def test_llamacpp_backend_is_lazy(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # nothing assembled or loaded yet
 
 
+def test_llamacpp_backend_takes_both_time_limits(tmp_path: Path) -> None:
+    g = make_generator(GenerateSettings(timeout_s=30, stream_timeout_s=90), cache_dir=tmp_path)
+    assert isinstance(g, LlamaCppGenerator)
+    assert (g.timeout_s, g.stream_timeout_s) == (30, 90)
+    assert g.config()["timeout_s"] == 30
+
+
 def test_missing_xllamacpp_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes `import xllamacpp` fail
     g = make_generator(GenerateSettings(), cache_dir=tmp_path)

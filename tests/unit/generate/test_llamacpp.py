@@ -112,3 +112,77 @@ def test_a_stream_past_its_total_time_is_cut_and_llama_cpp_is_stopped(
         list(llm.stream(MESSAGES))
     assert time.perf_counter() - started < 1.5
     assert server.stopped  # the native generation was asked to stop, not left running
+
+
+class _SlowWhole(_Trickle):
+    """A `_Trickle` whose plain (non-streamed) call also takes the whole trickle's time before
+    it answers, as llama.cpp does when the callback is left out."""
+
+    def handle_chat_completions(
+        self, request: dict[str, Any], on_chunk: Callable[[Any], bool] | None = None
+    ) -> Any:
+        import time
+
+        self.requests = [*getattr(self, "requests", []), request]
+        if on_chunk is not None:
+            return super().handle_chat_completions(request, on_chunk)
+        time.sleep(self.pause_s * self.limit)
+        message = {"role": "assistant", "content": " word" * self.limit}
+        return {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+def test_a_completion_past_its_time_limit_is_cut_and_llama_cpp_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    server = _SlowWhole(0.02, limit=150)  # 3 s of generation
+    llm = LlamaCppGenerator(Path("unused.gguf"), timeout_s=0.3)
+    monkeypatch.setattr(llm, "_server", lambda: server)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match=r"generate\.timeout_s"):
+        llm.generate(MESSAGES)
+    assert time.perf_counter() - started < 1.5
+    assert server.stopped  # the native generation was asked to stop, not left running
+
+
+def test_a_constrained_completion_is_bounded_by_the_same_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = _SlowWhole(0.02, limit=150)
+    llm = LlamaCppGenerator(Path("unused.gguf"), timeout_s=0.3)
+    monkeypatch.setattr(llm, "_server", lambda: server)
+    with pytest.raises(GenerationError, match=r"generate\.timeout_s"):
+        llm.generate(MESSAGES, json_schema={"type": "object"})
+    # the schema still constrains the answer (grammar sampling) on the bounded path
+    assert server.requests[-1]["response_format"]["json_schema"]["schema"] == {"type": "object"}
+
+
+def test_a_completion_is_bounded_by_timeout_s_and_a_stream_by_stream_timeout_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # generate.timeout_s bounds one call, as for the OpenAI backend's completion; a stream
+    # shown piece by piece has the longer generate.stream_timeout_s
+    server = _SlowWhole(0.02, limit=25)  # 0.5 s
+    llm = LlamaCppGenerator(Path("unused.gguf"), timeout_s=0.2, stream_timeout_s=5.0)
+    monkeypatch.setattr(llm, "_server", lambda: server)
+    assert "".join(llm.stream(MESSAGES)) == " word" * 25
+    with pytest.raises(GenerationError, match=r"generate\.timeout_s"):
+        llm.generate(MESSAGES)
+    assert llm.config()["timeout_s"] == 0.2
+
+
+def test_a_completion_within_its_time_limit_is_whole_and_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm = _llm(monkeypatch, _Server(['{"score":', " 7}"], "stop"))
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    assert llm.generate(MESSAGES, json_schema=schema) == '{"score": 7}'
+
+
+def test_a_completion_that_ends_without_a_finish_reason_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm = _llm(monkeypatch, _Trickle(0.0, limit=3, finish=None))
+    with pytest.raises(GenerationError, match="complete"):
+        llm.generate(MESSAGES)
