@@ -160,6 +160,50 @@ def dev_items(
     return out
 
 
+# held-out evaluation sets whose rows may calibrate the combiner (their licences allow training,
+# ../shared/data/README.md), and the training source each stands for
+POOL_SOURCES = {
+    "wice": "wice",
+    "citation_integrity_dev": "citation_integrity",
+    "summac_factcc": "summac_factcc",
+    "summac_polytope": "summac_polytope",
+    "summac_summeval": "summac_summeval",
+    "summac_xsumfaith": "summac_xsumfaith",
+    "halueval_qa": "halueval_qa",
+    "halueval_dialogue": "halueval_dialogue",
+    "halueval_summarization": "halueval_summarization",
+}
+
+
+def pool_items(data: Path, sets: list[str], exclude_limit: int) -> list[dict]:
+    """Calibration rows the model never trained on: the held-out rows of ``sets`` *minus* the
+    seeded sample ``benchmarks/verifier_ablation.py --limit exclude_limit`` reports on (so that
+    benchmark stays out of sample). Grouped by evidence text (SummaC scores several summaries of
+    one document)."""
+    from affidavit.verify.datasets import load_set, read_splits, sample
+
+    splits = read_splits(HERE / "splits.json")
+    out = []
+    for name in sets:
+        if name not in POOL_SOURCES:
+            raise SystemExit(f"--pool: {name!r} may not calibrate (known: {sorted(POOL_SOURCES)})")
+        items = load_set(name, data, splits)
+        reported = {it.id for it in sample(items, exclude_limit)}
+        for it in items:
+            if it.id in reported:
+                continue
+            out.append(
+                {
+                    "source": POOL_SOURCES[name],
+                    "group": "pool:" + hashlib.sha256(it.evidence.encode()).hexdigest()[:16],
+                    "claim": it.claim,
+                    "evidence": it.evidence,
+                    "label": "entail" if it.label == "entail" else "not_entail",
+                }
+            )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -187,6 +231,19 @@ def main() -> None:
         default="",
         help="comma list of sources whose training rows (not only dev rows) are fitted on, "
         "capped at --per-source (for sources whose dev cut is a handful of rows)",
+    )
+    ap.add_argument(
+        "--pool",
+        default="",
+        help="comma list of held-out sets whose rows outside the ablation's sample calibrate the "
+        "combiner in place of their source's dev (and --all-rows-of training) rows: rows the "
+        "model never trained on",
+    )
+    ap.add_argument(
+        "--pool-exclude-limit",
+        type=int,
+        default=100,
+        help="the --limit of benchmarks/verifier_ablation.py whose sample the pool leaves out",
     )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=HERE / "work" / "combiner_features.jsonl")
@@ -237,6 +294,18 @@ def main() -> None:
     items = dev_items(
         args.data, args.dev, args.per_source, args.seed, args.synthetic_per_source, all_rows_of
     )
+    pool_sets = [x for x in args.pool.split(",") if x]
+    if pool_sets:
+        pooled = pool_items(args.data, pool_sets, args.pool_exclude_limit)
+        replaced = {r["source"] for r in pooled}
+        rng = random.Random(args.seed)
+        by_src: dict[str, list[dict]] = defaultdict(list)
+        for r in pooled:
+            by_src[r["source"]].append(r)
+        items = [it for it in items if it["source"] not in replaced]
+        for src in sorted(by_src):
+            rs = by_src[src]
+            items += rng.sample(rs, min(args.per_source, len(rs)))
     key = hashlib.sha256(
         (
             model.describe()["sha256"]
@@ -390,6 +459,8 @@ def main() -> None:
             ),
             "per_source_cap": args.per_source,
             "all_rows_of": sorted(all_rows_of),
+            "pool": pool_sets,
+            "pool_exclude_limit": args.pool_exclude_limit if pool_sets else None,
             "synthetic_per_source_cap": args.synthetic_per_source or args.per_source,
             "combiner_bacc_cv5_by_group": round(cv_bacc, 4),
             "single_input_bacc_at_best_threshold": single,
