@@ -145,6 +145,10 @@ class CheckJob:
 class AuditJob:
     """``affidavit audit --batch``: one audit input (``{"query", "chunks", "response"}``) a line,
     one line out: ``{"line": n, "report": AuditReport}`` or ``{"line": n, "error": reason}``.
+
+    Args:
+        settings: settings whose ``policy`` already holds the thresholds to use (see
+            ``affidavit.verify.calibration.effective_policy``).
     """
 
     def __init__(self, settings: Settings) -> None:

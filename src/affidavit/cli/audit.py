@@ -202,6 +202,12 @@ def _audit_batch(
         raise fail_usage("--certify certifies one audit; it cannot be combined with --batch")
     with usage_errors():
         text = read_text_arg(file)
+        if settings.audit.use_verifier:
+            from affidavit.verify.calibration import effective_policy
+
+            # the thresholds a single audit verifies with (preset, model), as check --engine
+            # passes them: the raw policy settings let a batch pass what a single audit withholds
+            settings = settings.model_copy(update={"policy": effective_policy(settings)})
     report = run_with_progress("audit", text, output, settings)
     for warning in report.warnings:
         typer.echo(f"warning: {safe_terminal(warning)}", err=True)

@@ -13,8 +13,9 @@ named in the allowlist as ``file:PATH``: ``file:docs`` allows every source under
 ``/srv/docs``, and ``file:*`` every local source. An allowlist with no ``file:`` entry allows no
 local source (``not_allowlisted``); a bare ``file:`` names nothing.
 Freshness reads the source date from chunk metadata (``published_at``, ``date``,
-``year`` or the configured ``date_key``); a bare year counts as 1 January; a value that cannot be
-parsed is reported, never a crash.
+``year`` or the configured ``date_key``); a bare year counts as 1 January, a day and month that
+read either way ("01/02/2025") as the older date, a time with a zone as its UTC date; a value
+that cannot be parsed is reported, never a crash.
 
 Examples:
     >>> from affidavit.core.settings import AuditSettings
@@ -235,7 +236,7 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
         True
     """
     if isinstance(value, datetime):
-        return value.date(), ""
+        return _utc_date(value), ""
     if isinstance(value, date):
         return value, ""
     if isinstance(value, bool) or value is None:
@@ -265,19 +266,32 @@ def parse_source_date(value: Any) -> tuple[date | None, str]:
         return parse_source_date(int(s))
     iso = s.replace("Z", "+00:00") if s.endswith("Z") else s
     try:
-        return datetime.fromisoformat(iso).date(), ""
+        return _utc_date(datetime.fromisoformat(iso)), ""
     except ValueError:
         pass
     m = re.fullmatch(r"(\d{4})-(\d{1,2})", s)
     if m and int(m.group(1)) > 0 and 1 <= int(m.group(2)) <= 12:
         return date(int(m.group(1)), int(m.group(2)), 1), "year and month only: taken as the 1st"
     cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", s)
+    readings: set[date] = set()
     for fmt in _DATE_FORMATS:
         try:
-            return datetime.strptime(cleaned, fmt).date(), ""
+            readings.add(_utc_date(datetime.strptime(cleaned, fmt)))
         except ValueError:
             continue
+    if len(readings) > 1:
+        # fail closed: "01/02/2025" is 1 February or 2 January; the older reading is taken, so
+        # a date written either way never makes a source fresher than it may be
+        return min(readings), "day and month ambiguous: the older reading taken"
+    if readings:
+        return readings.pop(), ""
     return None, f"cannot parse date {s[:60]!r}"
+
+
+def _utc_date(when: datetime) -> date:
+    """The date of ``when`` in UTC, the zone today is taken in (a time without a zone: as
+    written). The local date of a zone ahead of UTC would make a source up to a day younger."""
+    return when.astimezone(UTC).date() if when.utcoffset() is not None else when.date()
 
 
 def source_date(

@@ -555,6 +555,20 @@ def _handlers(app: FastAPI, state: _State) -> None:
         return _error(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
+async def _refuse_duplicate_keys(request: Request) -> None:
+    """Read the JSON body again, refusing a duplicate key (400): the parser that built the body
+    model keeps a key's last value, a client that shows the request may keep its first, so the
+    server would answer or check another question or claim than the one shown."""
+    from affidavit.core.limits import loads_json, no_duplicate_keys
+
+    try:
+        loads_json(await request.body(), "the body", object_pairs_hook=no_duplicate_keys)
+    except UnicodeDecodeError:
+        raise InputError("the body is not UTF-8 JSON") from None
+    except ValueError as exc:  # the body model was built, so the JSON is valid: a duplicate key
+        raise InputError(f"the body: not usable JSON: {str(exc)[:200]}") from None
+
+
 def _json_syntax_message(error: Mapping[str, Any], body: bytes) -> str:
     """'the body is not valid JSON: Expecting ',' delimiter at line 3, column 5' (pydantic
     reports an offset and 'JSON decode error' only)."""
@@ -737,6 +751,7 @@ def _routes(app: FastAPI, state: _State) -> None:
     )
     async def ask(body: AskRequest, request: Request, caller: str = Depends(reader)) -> Any:
         services.require()
+        await _refuse_duplicate_keys(request)
         ticket = state.llm.enter()  # full: 503 now, before any stream starts
         if "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(
@@ -776,6 +791,7 @@ def _routes(app: FastAPI, state: _State) -> None:
     )
     async def audit(
         body: AuditInput,
+        request: Request,
         mode: Annotated[EnforcementMode | None, Query(description="Overrides audit.mode.")] = None,
         verify: Annotated[
             bool, Query(description="Also run the entailment verifier (audit.use_verifier).")
@@ -783,6 +799,9 @@ def _routes(app: FastAPI, state: _State) -> None:
         caller: str = Depends(reader),
     ) -> Any:
         services.require()
+        # a duplicate key could make the server audit another answer, or keep another source,
+        # than the one a client shows (400, as `affidavit audit` refuses such a file)
+        await _refuse_duplicate_keys(request)
         report = await state.verify.run(
             lambda: services.audit(body, mode=mode, verify=verify),
             timeout=serve.request_timeout_s,
@@ -799,8 +818,11 @@ def _routes(app: FastAPI, state: _State) -> None:
         summary="Verify claims against evidence, one pair or a list (as `affidavit check`).",
         response_model=CheckOutput | list[CheckOutput],
     )
-    async def check(body: CheckInput | list[CheckInput], caller: str = Depends(reader)) -> Any:
+    async def check(
+        body: CheckInput | list[CheckInput], request: Request, caller: str = Depends(reader)
+    ) -> Any:
         services.require()
+        await _refuse_duplicate_keys(request)
         items = body if isinstance(body, list) else [body]
         if len(items) > serve.max_check_pairs:
             raise InputError(

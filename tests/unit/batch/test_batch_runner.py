@@ -434,3 +434,34 @@ def test_a_damaged_shard_completion_mark_is_a_clear_input_error(
     whole = tmp_path / "whole.jsonl"
     run_batch("check", text, whole, settings)
     assert out.read_bytes() == whole.read_bytes()
+
+
+def test_audit_batch_verifies_with_the_thresholds_a_single_audit_uses(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `audit --batch --verify` built its verifier on the raw policy settings (tau_entail 0.5),
+    # not on the preset's and the model's thresholds every other command uses: under
+    # preset "strict" a claim the single audit withholds passed the batch one
+    from affidavit.verify import cascade
+    from affidavit.verify.calibration import effective_policy
+
+    monkeypatch.setenv("AFFIDAVIT_POLICY__PRESET", "strict")
+    wanted = effective_policy(load_settings()).tau_entail
+    assert wanted > load_settings().policy.tau_entail
+    seen: list[float] = []
+
+    class Spy(cascade.ClaimCascade):
+        def __init__(self, verify: Any, policy: Any, *args: Any, **kwargs: Any) -> None:
+            seen.append(policy.tau_entail)
+            super().__init__(verify, policy, *args, **kwargs)
+
+    monkeypatch.setattr(cascade, "ClaimCascade", Spy)
+    src = tmp_path / "audits.jsonl"
+    src.write_text(json.dumps(AUDIT_LINE) + "\n")
+    single = runner.invoke(app, ["audit", str(src), "--verify", "--json"])
+    assert single.exit_code in (0, 1), single.output
+    batch = runner.invoke(
+        app, ["audit", str(src), "--verify", "--batch", "-o", str(tmp_path / "out.jsonl")]
+    )
+    assert batch.exit_code in (0, 1), batch.output
+    assert len(seen) >= 2 and set(seen) == {wanted}, seen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -14,6 +14,8 @@ from affidavit.policy.sources import (
     parse_source_date,
     url_domain,
 )
+
+UTC14 = timezone(timedelta(hours=14))
 
 
 @pytest.mark.parametrize(
@@ -118,6 +120,35 @@ def test_a_source_dated_in_the_future_has_no_established_age() -> None:
     assert far.status == "unknown" and "future" in far.note
     tomorrow = assess_freshness(Chunk(text="b", metadata={"date": "2026-01-02"}), s, today)
     assert (tomorrow.status, tomorrow.age_days) == ("fresh", 0)
+
+
+def test_a_date_read_two_ways_takes_the_older_reading() -> None:
+    """A date such as 01/02/2025 is 1 February (day first) or 2 January (month first); it was
+    read day first whichever came out later, so a source 150 days old passed a 140-day limit
+    as 120 days old. The older reading is taken and said, as a bare year is 1 January."""
+    s = AuditSettings(max_age_days=140)
+    today = date(2025, 6, 1)
+    for written in ("01/02/2025", "02/01/2025"):
+        got, note = parse_source_date(written)
+        assert got == date(2025, 1, 2) and "ambiguous" in note
+        f = assess_freshness(Chunk(text="a", metadata={"date": written}), s, today)
+        assert (f.status, f.age_days) == ("stale", 150)
+    assert parse_source_date("13/02/2025") == (date(2025, 2, 13), "")  # one reading only
+    assert parse_source_date("02/13/2025") == (date(2025, 2, 13), "")
+
+
+def test_a_time_zone_ahead_of_utc_does_not_make_a_source_younger() -> None:
+    """Today is a UTC date, so a source's date is the UTC date of its time: 00:30 on 2 May at
+    UTC+14 is 10:30 on 1 May in UTC, 31 days before 1 June. The local date made it 30 days
+    old, fresh under a 30-day limit."""
+    s = AuditSettings(max_age_days=30)
+    today = date(2025, 6, 1)
+    for written in ("2025-05-02T00:30:00+14:00", datetime(2025, 5, 2, 0, 30, tzinfo=UTC14)):
+        got, _note = parse_source_date(written)
+        assert got == date(2025, 5, 1)
+        f = assess_freshness(Chunk(text="a", metadata={"date": written}), s, today)
+        assert (f.status, f.age_days) == ("stale", 31)
+    assert parse_source_date("2025-05-02T00:30:00")[0] == date(2025, 5, 2)  # no zone: as written
 
 
 def test_an_allowlist_names_local_sources_as_file_paths() -> None:
