@@ -172,7 +172,7 @@ def store_rebuild(
         damage = str(exc.__cause__)  # the database opens no further: salvage what can be read
     else:
         try:
-            st.lock_for_writing()
+            st.lock_for_writing(check_pages=False)  # checked next, salvaged if damaged
             damaged = [p for p in st.check() if p.startswith("database")]
             if not damaged:
                 chunks = st.rebuild_index()

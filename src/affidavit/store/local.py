@@ -486,15 +486,41 @@ class LocalStore:
             finally:
                 self._db.execute("COMMIT")
 
-    def lock_for_writing(self) -> None:
+    def lock_for_writing(self, *, check_pages: bool = True) -> None:
         """Take the store's writer lock (one ingest at a time; readers are never blocked).
 
+        With ``check_pages``, SQLite's quick check of every page runs first: a write into a
+        damaged database may damage it further, so none is made (``store rebuild``, which
+        salvages such a database, passes False).
+
         Raises:
-            StoreError: another process is writing to this store.
+            StoreError: another process is writing to this store, or its database is damaged.
         """
         if self._lock_fd is not None:
             return
-        self._lock_fd = take_writer_lock(self.path)
+        fd = take_writer_lock(self.path)
+        try:
+            damage = self._page_damage() if check_pages else ""
+        except BaseException:
+            release_writer_lock(fd)
+            raise
+        if damage:
+            release_writer_lock(fd)
+            raise StoreError(
+                f"the store database is damaged ({damage}); nothing was written: `affidavit "
+                "store check` lists what is, `affidavit store rebuild` salvages it",
+                source=str(self.path / "store.sqlite"),
+            )
+        self._lock_fd = fd
+
+    def _page_damage(self) -> str:
+        """What SQLite's quick check finds wrong with the database's pages, or ""."""
+        with self._mutex:
+            try:
+                rows = self._db.execute("PRAGMA quick_check(3)").fetchall()
+            except sqlite3.DatabaseError as exc:  # a page too damaged to even be checked
+                return str(exc)
+        return "; ".join(str(r[0]) for r in rows if r[0] != "ok")
 
     def unlock(self) -> None:
         """Release the writer lock."""

@@ -409,3 +409,40 @@ def test_a_record_metadata_value_the_store_cannot_take_fails_only_that_record(
         assert store.check() == []
     finally:
         store.close()
+
+
+def test_a_damaged_database_is_refused_before_any_write(tmp_path: Path) -> None:
+    """A page of the chunks table damaged where opening the store and reading its records
+    never looks: the ingest wrote the new file into the damaged database, then ended in a raw
+    sqlite3.DatabaseError (exit 3 from CliRunner, the file changed); it now refuses before any
+    write, says so, and leaves the file as it was."""
+    import sqlite3
+
+    from affidavit.core.errors import StoreError
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"d{i:02d}.txt").write_text(f"Bridge {i} crosses river {i}. " * 60, "utf-8")
+    store = LocalStore(tmp_path / "s")
+    assert _ingest(store, docs)["added"] == 40
+    store.close()
+    db = tmp_path / "s" / "store.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("CREATE VIRTUAL TABLE temp.pages USING dbstat")
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    (page,) = con.execute(
+        "SELECT MIN(pageno) FROM temp.pages WHERE name = 'chunks' AND pagetype = 'leaf'"
+    ).fetchone()
+    con.close()
+    data = bytearray(db.read_bytes())
+    data[(page - 1) * size : page * size] = b"\xa5" * size
+    db.write_bytes(bytes(data))
+
+    (docs / "new.txt").write_text("The Forth Bridge opened in 1890.", encoding="utf-8")
+    store = LocalStore(tmp_path / "s")  # opens, and its records read: the damage is elsewhere
+    with pytest.raises(StoreError, match="damaged"):
+        Ingestor(store, FakeEmbedder()).ingest([docs])
+    store.close()
+    assert db.read_bytes() == bytes(data)
