@@ -56,13 +56,15 @@ def check_row(lineno: int, raw: str, verifier: Any) -> tuple[dict[str, Any], str
     from pydantic import ValidationError
 
     from affidavit.core.errors import InputError
-    from affidavit.core.limits import loads_json
+    from affidavit.core.limits import loads_json, no_duplicate_keys
     from affidavit.core.text import find_lone_surrogate
     from affidavit.core.verification import CheckInput
 
     line_id: Any = None
     try:
-        data = loads_json(raw, f"line {lineno}")
+        # a duplicate key is refused, as in audit input and POST /v1/check: which of its values
+        # a reader takes is up to the reader
+        data = loads_json(raw, f"line {lineno}", object_pairs_hook=no_duplicate_keys)
         bad = find_lone_surrogate(data)
         if isinstance(data, dict) and bad is None:
             line_id = data.get("id") if isinstance(data.get("id"), str | int) else None

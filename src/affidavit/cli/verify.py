@@ -40,10 +40,12 @@ CASCADE_HELP = "Comma-separated stages overriding verify.cascade (checks,cross_e
 
 
 def _overrides(cascade: str | None, threads: int | None) -> dict[str, Any]:
+    # an option given is passed on even when empty or 0, so that the settings refuse it (exit 2)
+    # rather than the defaults running in its place
     verify: dict[str, Any] = {}
-    if cascade:
+    if cascade is not None:
         verify["cascade"] = [s.strip() for s in cascade.split(",") if s.strip()]
-    if threads:
+    if threads is not None:
         verify["threads"] = threads
     return {"verify": verify} if verify else {}
 

@@ -25,7 +25,15 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -47,6 +55,9 @@ PROCESS_ENV = frozenset({"SERVE_CONFIG", "MODEL_CACHE", "API_KEY", "MAX_WORKERS"
 MAX_CONFIG_BYTES = 1024 * 1024
 
 CascadeStage = Literal["checks", "cross_encoder", "embed_head", "external", "llm_judge"]
+#: The most inference threads a setting takes: onnxruntime refused a count past a C int with a
+#: TypeError (exit 3), and thousands of threads only thrash.
+MAX_THREADS = 1024
 #: Where hybrid search fuses its BM25 and dense rankings (see affidavit.retrieve.retriever).
 Granularity = Literal["passage", "document", "chunk"]
 #: How hybrid search fuses its BM25 and dense results (see affidavit.retrieve.fusion).
@@ -196,7 +207,7 @@ class BatchSettings(Section):
         default=2, ge=1, description="Workers (Ray actors), each loading its models once."
     )
     worker_threads: int = Field(
-        default=1, ge=1, description="Inference threads inside each worker."
+        default=1, ge=1, le=MAX_THREADS, description="Inference threads inside each worker."
     )
     shard_size: int = Field(
         default=50, ge=1, description="Input lines per shard (the unit of work and of resume)."
@@ -219,7 +230,7 @@ class EmbedSettings(Section):
     api_key: SecretStr | None = Field(default=None, description="API key for base_url.")
     model: str = Field(default="all-MiniLM-L6-v2", description="Model name for the endpoint.")
     batch_size: int = Field(default=32, ge=1, description="Embedding batch size.")
-    threads: int = Field(default=2, ge=1, description="Inference threads.")
+    threads: int = Field(default=2, ge=1, le=MAX_THREADS, description="Inference threads.")
 
 
 class RetrieveSettings(Section):
@@ -255,7 +266,7 @@ class RetrieveSettings(Section):
         description="Reranker ONNX folder (config.json, tokenizer, model; default: the packaged "
         "reranker).",
     )
-    threads: int = Field(default=2, ge=1, description="Reranker inference threads.")
+    threads: int = Field(default=2, ge=1, le=MAX_THREADS, description="Reranker inference threads.")
     granularity: Granularity = Field(
         default="passage",
         description="Hybrid fusion: 'passage' fuses chunk rankings and keeps at most "
@@ -342,7 +353,7 @@ class VerifySettings(Section):
     uncertain_high: float = Field(
         default=0.9, ge=0.0, le=1.0, description="Above this p_entail the cascade stops (yes)."
     )
-    threads: int = Field(default=2, ge=1, description="Inference threads.")
+    threads: int = Field(default=2, ge=1, le=MAX_THREADS, description="Inference threads.")
     batch_size: int = Field(default=32, ge=1, description="Pairs per model call.")
     timeout_s: float = Field(default=60.0, gt=0, description="Per-claim budget; then unverified.")
     top_evidence: int = Field(default=5, ge=1, description="Evidence candidates per claim.")
@@ -449,6 +460,39 @@ class VerifySettings(Section):
         "affidavit.verify.calibration); None: the model's temperature only.",
     )
 
+    @field_validator("cascade")
+    @classmethod
+    def _some_stage(cls, v: list[CascadeStage]) -> list[CascadeStage]:
+        # no stage judges nothing, yet the word-for-word rule would still support a claim
+        if not v:
+            raise ValueError(
+                "verify.cascade needs at least one stage (checks, cross_encoder, embed_head, "
+                "external, llm_judge)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _uncertain_band_in_order(self) -> VerifySettings:
+        # refused here, at config time, on every path (the cascade's own check came only once
+        # the verifier was built: a batch run reported it as exit 1)
+        if self.uncertain_low > self.uncertain_high:
+            raise ValueError(
+                f"verify.uncertain_low {self.uncertain_low} > verify.uncertain_high "
+                f"{self.uncertain_high}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _accurate_runs_as_the_model_stage(self) -> VerifySettings:
+        # the accurate model is what the cross_encoder stage loads under these tiers: without
+        # that stage it never ran, and the checks or a weaker model decided in its place
+        if self.tier != "fast" and "cross_encoder" not in self.cascade:
+            raise ValueError(
+                f"verify.tier = {self.tier!r} runs the accurate model as the cross_encoder stage: "
+                "add cross_encoder to verify.cascade, or set verify.tier = 'fast'"
+            )
+        return self
+
     @field_validator("accurate_band", mode="before")
     @classmethod
     def _band_from_text(cls, v: Any) -> Any:
@@ -554,7 +598,7 @@ class GenerateSettings(Section):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_tokens: int = Field(default=256, ge=1, description="Maximum generated tokens.")
     context_size: int = Field(default=4096, ge=512, description="Context window (llamacpp).")
-    threads: int = Field(default=2, ge=1, description="Threads (llamacpp).")
+    threads: int = Field(default=2, ge=1, le=MAX_THREADS, description="Threads (llamacpp).")
     quote_retry: bool = Field(
         default=True,
         description="Strict display only: when none of the draft's claims is verified (and the "

@@ -333,6 +333,10 @@ class ClaimCascade:
         written all in lower case is first given the capitals its evidence uses
         (`affidavit.verify.casing`), so that the checks and rules that read names see them.
         """
+        if not any(ch.isalnum() for ch in claim.text):
+            # blank, punctuation or control characters: no statement, nothing the evidence can
+            # support (the model scored a blank claim as entailed)
+            return _nothing_to_check(claim)
         recased = recase_like(claim.text, "\n".join(c.text for c in chunks))
         if recased != claim.text:
             verdict = self.verify(claim.model_copy(update={"text": recased}), chunks)
@@ -749,7 +753,9 @@ class ClaimCascade:
 
     # ------------------------------------------------------------------ stages
     def _select(self, run: _Run) -> None:
-        chunks = [c for c in run.chunks if c.text.strip()]
+        # a passage of blanks, punctuation or control characters states nothing (a "\x00" was
+        # a window the model could score as entailing)
+        chunks = [c for c in run.chunks if any(ch.isalnum() for ch in c.text)]
         run.chunks = chunks
         if not chunks:
             return
@@ -1103,7 +1109,11 @@ class ClaimCascade:
         if not complete:
             # fail closed: a text with any part not fully checked is never supported
             label: Label = "contradicted" if contra else "unsupported"
-            reason = "not verified: " + ("; ".join(errors) or "no stage could score the claim")
+            if not errors:
+                # nothing scored it (no evidence, or only blank evidence): the whole run's
+                # verdict says why, and an incomplete verdict always names a reason
+                errors = (verdicts[0].reason,)
+            reason = "not verified: " + "; ".join(errors)
             if contra:
                 evidence = contra[0].evidence
             p = 0.0
@@ -1293,6 +1303,21 @@ def _mean_score(a: StageScore, b: StageScore) -> StageScore:
             "detail": f"{b.detail if b.detail.startswith('truncated') else a.detail}; "
             "mean with the date moved",
         }
+    )
+
+
+def _nothing_to_check(claim: Claim) -> Verdict:
+    """The verdict of a claim without a letter or digit: not verified, and said why."""
+    why = "the claim states nothing to check"
+    return Verdict(
+        claim_id=claim.id,
+        label="unsupported",
+        p_entail=0.0,
+        p_neutral=1.0,
+        p_contradict=0.0,
+        complete=False,
+        errors=(why,),
+        reason=f"not verified: {why} (no letter or digit)",
     )
 
 

@@ -129,6 +129,12 @@ class Combiner:
         unknown = sorted(set(self.features) - set(FEATURES))
         if unknown:
             raise ModelError(f"combiner: unknown features {unknown}; known: {list(FEATURES)}")
+        numbers = [*self.mean, *self.scale, *self.coef, self.intercept, self.tau]
+        if self.model_tau is not None:
+            numbers.append(self.model_tau)
+        if not all(math.isfinite(x) for x in numbers):
+            # a NaN passes every bound below and makes p(supported) NaN
+            raise ModelError("combiner: every weight, mean, scale and threshold must be finite")
         if any(s <= 0 for s in self.scale):
             raise ModelError("combiner: every scale must be > 0")
         if not 0.0 < self.tau < 1.0:

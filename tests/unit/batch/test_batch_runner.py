@@ -465,3 +465,17 @@ def test_audit_batch_verifies_with_the_thresholds_a_single_audit_uses(
     )
     assert batch.exit_code in (0, 1), batch.output
     assert len(seen) >= 2 and set(seen) == {wanted}, seen
+
+
+def test_an_uncertain_band_out_of_order_is_a_usage_error_on_every_path(
+    env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # refused only when the verifier was built: exit 2 without --engine, exit 1 (the code of
+    # "some claims could not be verified") with it, the workers' error printed
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__UNCERTAIN_LOW", "0.95")
+    src = tmp_path / "in.jsonl"
+    src.write_text(pairs(2))
+    for engine in ([], ["--engine", "local"]):
+        res = runner.invoke(app, ["check", str(src), "-o", str(tmp_path / "o"), *engine])
+        assert res.exit_code == 2, res.output
+        assert "uncertain_low" in res.output

@@ -208,6 +208,29 @@ def test_no_evidence_is_unsupported() -> None:
     assert verdict.label == "unsupported" and verdict.evidence == ()
 
 
+@pytest.mark.parametrize("text", ["   ", "\t\n ", "...", "\u200b", "\x00\x07"])
+@pytest.mark.parametrize("combined", [False, True])
+def test_a_claim_with_nothing_to_check_is_never_supported(text: str, combined: bool) -> None:
+    from affidavit.verify.combiner import Combiner
+
+    # a blank claim was supported (p 0.69 against the evidence "y" with the packaged model)
+    sure = ScriptedScorer(default=(0.99, 0.005, 0.005))
+    combiner = Combiner(
+        features=["pe_whole"], mean=[0.5], scale=[0.1], coef=[3.0], intercept=0.0, tau=0.5
+    )
+    settings = VerifySettings(cascade=["checks", "cross_encoder"], threads=1)
+    v = ClaimCascade(
+        settings,
+        POLICY,
+        scorers={"cross_encoder": sure},
+        check_fn=passing_checks,
+        combiner=combiner if combined else None,
+    )
+    verdict = v.verify(claim_from_text(text), [Chunk(text="y"), *CHUNKS])
+    assert verdict.label == "unsupported" and verdict.p_entail == 0.0
+    assert not verdict.complete and verdict.errors == ("the claim states nothing to check",)
+
+
 def test_window_not_seen_whole_is_marked_and_not_supported() -> None:
     class Truncating(ScriptedScorer):
         def score(self, pairs: Sequence[tuple[str, str]]) -> list[StageScore]:

@@ -113,3 +113,44 @@ def test_a_line_separator_inside_a_json_string_does_not_split_the_record(
     assert "\u2028" not in text and "\x85" not in text
     (line,) = text.splitlines()
     assert json.loads(line)["id"] == row["id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--threads", "0"], "verify.threads"),
+        (["--threads", "99999999999999999999"], "verify.threads"),
+        (["--cascade", ","], "verify.cascade"),
+        (["--cascade", ""], "verify.cascade"),
+    ],
+)
+def test_an_option_out_of_range_is_a_usage_error_never_ignored(
+    env: None, args: list[str], names: str
+) -> None:
+    # "--threads 0" and "--cascade ''" were dropped (the defaults ran); "--cascade ," ran no
+    # stage, and a claim restated word for word came out supported; a thread count past what
+    # onnxruntime takes was an internal error (exit 3)
+    row = {"id": "a", "claim": "Paris is in France.", "evidence": ["Paris is in France."]}
+    res = runner.invoke(app, ["check", "-", *args], input=json.dumps(row) + "\n")
+    assert res.exit_code == 2, res.output
+    assert names in res.output and "Traceback" not in res.output
+    assert "supported" not in res.stdout
+
+
+def test_a_line_with_a_duplicate_key_is_malformed(env: None) -> None:
+    # the last "claim" was checked while another reader of the same line sees the first
+    line = '{"id": "a", "claim": "Paris is in France.", "evidence": ["x"], "claim": "Other."}'
+    res = runner.invoke(app, ["check", "-", "--cascade", "checks"], input=line + "\n")
+    assert res.exit_code == 2, res.output
+    (row,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert row["label"] == "unsupported" and "duplicate key 'claim'" in row["error"]
+
+
+def test_a_blank_claim_is_never_supported(env: None) -> None:
+    # "   " passed the claim's length check and the packaged model scored it as entailed
+    row = {"id": "a", "claim": " \t ", "evidence": ["y"]}
+    res = runner.invoke(app, ["check", "-"], input=json.dumps(row) + "\n")
+    assert res.exit_code == 1, res.output
+    (out,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert out["label"] == "unsupported" and out["p_entail"] == 0.0
+    assert out["error"] == "the claim states nothing to check"

@@ -84,11 +84,17 @@ def test_probability_is_the_standardised_logistic() -> None:
         {"features": ["nope"], "mean": [0], "scale": [1], "coef": [1]},
         {"features": ["pe_min"], "mean": [0, 1], "scale": [1], "coef": [1]},
         {"features": ["pe_min"], "mean": [0], "scale": [0], "coef": [1]},
+        # a NaN passed every bound and made p(supported) NaN (then the verdict raised: exit 3)
+        {"features": ["pe_min"], "mean": [float("nan")], "scale": [1], "coef": [1]},
+        {"features": ["pe_min"], "mean": [0], "scale": [float("nan")], "coef": [1]},
+        {"features": ["pe_min"], "mean": [0], "scale": [1], "coef": [float("inf")]},
+        {"features": ["pe_min"], "mean": [0], "scale": [1], "coef": [1], "intercept": float("nan")},
+        {"features": ["pe_min"], "mean": [0], "scale": [1], "coef": [1], "model_tau": float("nan")},
     ],
 )
 def test_malformed_combiners_are_refused(kw: dict) -> None:
     with pytest.raises(ModelError):
-        Combiner(intercept=0.0, tau=0.5, **kw)
+        Combiner(**{"intercept": 0.0, "tau": 0.5, **kw})
 
 
 def test_load_checks_the_pinned_sha256(tmp_path: Path) -> None:
@@ -386,3 +392,20 @@ def test_a_number_no_evidence_states_is_never_supported_by_the_combiner() -> Non
         assert "does not state" in v.reason or "missing" in v.reason
     ok = casc.verify(claim_from_text("Marie Curie discovered polonium in 1898."), DOC)
     assert ok.label == "supported", ok.reason
+
+
+@pytest.mark.parametrize(
+    "evidence", [[], ["  \x00\t "], ["...", "\u200b"]], ids=["none", "controls", "marks"]
+)
+def test_a_claim_with_no_usable_evidence_says_why_it_is_not_verified(
+    evidence: list[str],
+) -> None:
+    # the verdict was incomplete with no error: `affidavit check` exited 1 ("could not be fully
+    # verified") with no line saying why; and a passage of control characters was a window the
+    # model could score as entailing (supported, with "\x00" as its evidence)
+    why = "no evidence given"
+    v = cascade(ScriptedScorer(default=(0.99, 0.005, 0.005))).verify(
+        claim_from_text("Paris is in France."), [Chunk(text=t) for t in evidence]
+    )
+    assert v.label == "unsupported" and not v.complete
+    assert v.errors == (why,) and v.reason == f"not verified: {why}"

@@ -146,3 +146,29 @@ def test_the_band_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("AFFIDAVIT_VERIFY__ACCURATE_BAND", "0.9,0.1")
     with pytest.raises(ConfigError, match="accurate_band"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    "stages",
+    [["checks"], ["checks", "embed_head"], ["checks", "external"], ["llm_judge"]],
+)
+@pytest.mark.parametrize("tier", ["accurate", "cascade"])
+def test_a_tier_that_names_the_accurate_model_needs_the_model_stage(
+    tier: str, stages: list[str]
+) -> None:
+    # without cross_encoder the accurate model never ran: the checks' lexical coverage (or a
+    # weaker model) decided, and a claim restated word for word came out supported
+    with pytest.raises(ValueError, match="cross_encoder"):
+        VerifySettings(tier=tier, cascade=stages)  # type: ignore[arg-type]
+
+
+def test_an_empty_cascade_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from affidavit.core.errors import ConfigError
+    from affidavit.core.settings import load_settings
+
+    # no stage ran, yet the word-for-word rule supported a restated claim
+    with pytest.raises(ValueError, match="at least one stage"):
+        VerifySettings(cascade=[])
+    monkeypatch.setenv("AFFIDAVIT_VERIFY__CASCADE", "[]")
+    with pytest.raises(ConfigError, match=r"verify\.cascade"):
+        load_settings()
