@@ -283,6 +283,12 @@ def test_a_malformed_or_batched_request_is_answered_not_dropped(tmp_path: Path) 
         got_deep = [answer(30), answer(30)]
         assert sorted(g["id"] for g in got_deep if g) == [6, 7]
         assert all("levels deep" in json.dumps(g) for g in got_deep)
+        # a lone surrogate escape: valid JSON to Python, not to the SDK, which dropped it unanswered
+        odd = {"name": "check", "arguments": {"claim": "x\ud800", "evidence": ["x"]}}
+        send(json.dumps({**call(8), "params": odd}))
+        got_odd = answer(30)
+        assert got_odd is not None, "no answer to a request holding a lone surrogate"
+        assert got_odd["id"] == 8 and "lone surrogate" in json.dumps(got_odd)
         send(json.dumps(call(5)))  # and the server still works
         last = answer(60)
         assert last is not None and last["id"] == 5 and "result" in last

@@ -1,7 +1,8 @@
 """``affidavit mcp``: serve affidavit's tools to an MCP client (stdio, or streamable HTTP).
 
 Exit codes: 0 the client disconnected or the server was stopped; 1 the ``mcp`` extra is missing
-(the message names the ``pip install``); 2 usage error.
+(the message names the ``pip install``); 2 usage error (a ``--host`` that is not loopback: the
+MCP transport checks no API key).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def mcp(
         typer.Option("--transport", help="stdio (default) or streamable-http."),
     ] = "stdio",
     host: Annotated[
-        str, typer.Option("--host", help="HTTP only: address to bind (loopback by default).")
+        str,
+        typer.Option("--host", help="HTTP only: loopback address to bind (it checks no API key)."),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP only: port to bind.")] = 8765,
     store: Annotated[
@@ -34,8 +36,10 @@ def mcp(
     """Serve the tools ask, search, audit, check and verify_certificate over MCP."""
     settings = cli_settings(config)
     with usage_errors():
-        from affidavit.integrations.mcp import run
+        from affidavit.integrations.mcp import check_http_host, run
 
+        if transport == "streamable-http":
+            check_http_host(host)
     if transport == "streamable-http":
         shown = f"[{host}]" if ":" in host else host
         typer.echo(f"affidavit MCP server on http://{shown}:{port}/mcp (Ctrl+C stops it)", err=True)

@@ -31,6 +31,12 @@ ApiScope = Literal["read", "write"]
 JobState = Literal["queued", "running", "done", "failed"]
 """Where an ingest job is."""
 
+MAX_QUESTION_CHARS = 4000
+"""The longest question ``POST /v1/ask`` and the MCP ``ask`` tool take."""
+
+MAX_QUERY_CHARS = 2000
+"""The longest query ``GET /v1/search`` and the MCP ``search`` tool take."""
+
 
 class ApiError(Frozen):
     """The body of every 4xx/5xx answer."""
@@ -43,7 +49,7 @@ class ApiError(Frozen):
 class AskRequest(Frozen):
     """``POST /v1/ask``."""
 
-    question: str = Field(min_length=1, max_length=4000, description="The question.")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question.")
     mode: DisplayMode | None = Field(
         default=None, description="strict / mixed / debug (default: policy.display)."
     )

@@ -21,7 +21,7 @@ not in the store is a "not found" resource error; the server keeps running. Mode
 the shared worker pool (`affidavit.concurrency`), never on the server's event loop.
 
 Run it with ``affidavit mcp`` (stdio) or ``affidavit mcp --transport streamable-http`` (binds
-127.0.0.1 by default).
+127.0.0.1 by default, and only a loopback address: the transport checks no API key).
 
 Examples:
     >>> server = make_server()  # doctest: +SKIP
@@ -40,7 +40,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from affidavit.core.errors import AffidavitError, EnforcementError, MissingDependencyError
+from affidavit.core.errors import (
+    AffidavitError,
+    ConfigError,
+    EnforcementError,
+    MissingDependencyError,
+)
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -51,6 +56,7 @@ try:
         UnexpectedToolError,
     )
     from mcp.server.mcpserver.resources import FunctionResource
+    from mcp.server.transport_security import TransportSecuritySettings
     from mcp.types import CallToolResult, TextContent
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("mcp", "mcp", purpose="the affidavit MCP server") from exc
@@ -59,7 +65,14 @@ from affidavit.concurrency import offload
 from affidavit.core.answer import AskResult
 from affidavit.core.certificate import CertificateVerification
 from affidavit.core.report import AuditReport
+from affidavit.core.service import MAX_QUERY_CHARS, MAX_QUESTION_CHARS
 from affidavit.core.settings import Settings, load_settings
+from affidavit.core.text import (
+    escape_surrogates,
+    find_lone_surrogate,
+    safe_one_line,
+    safe_terminal,
+)
 from affidavit.core.types import Chunk, EnforcementMode, Verdict
 from affidavit.integrations._common import StoreSearch
 from affidavit.pipeline.ask import AskPipeline
@@ -249,6 +262,14 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _shown(text: str, n: int) -> str:
+    """An untrusted value (a claim, a title, a reason quoting a document) for the text summary:
+    on one line, its control and bidi characters escaped, as the terminal shows them (a host
+    may print the text content as it is: an ESC sequence painted a fake verdict, a U+202E
+    reordered a year, a line break forged a summary line)."""
+    return _clip(safe_one_line(text), n)
+
+
 def _result(data: BaseModel | dict[str, Any], summary: str) -> CallToolResult:
     structured = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
     return CallToolResult(
@@ -262,8 +283,9 @@ _SEE = "(the full result is the structured content)"
 def _ask_summary(r: AskResult) -> str:
     counts = Counter(c.decision for c in r.claims)
     tally = ", ".join(f"{n} {d}" for d, n in sorted(counts.items())) or "no claims"
-    note = f"\n{_clip(r.note, 500)}" if r.note else ""
-    return f"{_clip(r.answer, 4000)}{note}\n[{tally}] {_SEE}"
+    note = f"\n{_shown(r.note, 500)}" if r.note else ""
+    answer = safe_terminal(_clip(r.answer, 4000), keep_newlines=True)
+    return f"{answer}{note}\n[{tally}] {_SEE}"
 
 
 def _audit_summary(r: AuditReport) -> str:
@@ -273,7 +295,7 @@ def _audit_summary(r: AuditReport) -> str:
         f"claims supported (mode {r.mode})"
     )
     failing = [c for c in r.claims if not c.supported][:5]
-    lines = [f"- {_clip(c.text, 150)}: {_clip(c.reason, 200)}" for c in failing]
+    lines = [f"- {_shown(c.text, 150)}: {_shown(c.reason, 200)}" for c in failing]
     more = len([c for c in r.claims if not c.supported]) - len(failing)
     if more > 0:
         lines.append(f"- ... {more} more")
@@ -281,20 +303,23 @@ def _audit_summary(r: AuditReport) -> str:
 
 
 def _check_summary(v: Verdict) -> str:
-    return f"{v.label} (p_entail {v.p_entail:.2f}): {_clip(v.reason, 500)}"
+    return f"{v.label} (p_entail {v.p_entail:.2f}): {_shown(v.reason, 500)}"
 
 
 def _certificate_summary(r: CertificateVerification) -> str:
     if r.valid:
-        return f"valid (key {r.key_id})"
-    return "invalid: " + _clip("; ".join(r.reasons), 1000)
+        return f"valid (key {_shown(str(r.key_id), 100)})"
+    return "invalid: " + _shown("; ".join(r.reasons), 1000)
 
 
 def _search_summary(query: str, hits: list[dict[str, Any]]) -> str:
     lines = [f"{len(hits)} hits for {_clip(query, 200)!r}"]
     for h in hits:
         where = h.get("title") or h.get("url") or h.get("doc_id")
-        lines.append(f"{h['rank']}. {_clip(str(where), 100)} ({h['score']:.3f}) {h['chunk_id']}")
+        lines.append(
+            f"{h['rank']}. {_shown(str(where), 100)} ({h['score']:.3f}) "
+            f"{_shown(str(h['chunk_id']), 100)}"
+        )
     return "\n".join([*lines, _SEE])
 
 
@@ -403,7 +428,15 @@ def make_server(
         "verified against its sources (unverified ones are withheld in strict mode)."
     )
     async def ask(
-        question: Annotated[str, Field(description="The question, in plain words.")],
+        question: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_QUESTION_CHARS,
+                description=f"The question, in plain words (at most {MAX_QUESTION_CHARS} "
+                "characters).",
+            ),
+        ],
         mode: Annotated[Literal["strict", "mixed", "debug"] | None, Field(description=ASK_MODE)] = (
             None
         ),
@@ -416,7 +449,15 @@ def make_server(
 
     @server.tool(description="Search the user's documents; returns the top chunks as hits.")
     async def search(
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                description=f"What to look for, in plain words (at most {MAX_QUERY_CHARS} "
+                "characters).",
+            ),
+        ],
         k: Annotated[
             int, Field(ge=1, le=MAX_K, description=f"How many hits to return (1-{MAX_K}).")
         ] = 5,
@@ -612,12 +653,27 @@ def _refusal(msg_id: Any, reason: str) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call", "params": params})
 
 
+def _refused_message(message: Any) -> str | None:
+    """Why a parsed stdin message is refused before the SDK reads it, or None to pass it on."""
+    if isinstance(message, list):
+        return "a batch is not accepted: send one request a line"
+    bad = find_lone_surrogate(message)
+    if bad is not None:
+        # Python's JSON reader takes a lone "\ud800" escape, the SDK's refuses it as invalid
+        # JSON and drops the message without a reply; the location may hold it (a key), and a
+        # refusal holding it would be dropped the same way
+        where = _clip(escape_surrogates(bad), 200)
+        return f"{where} holds a lone surrogate (an invalid \\uD800-\\uDFFF escape)"
+    return None
+
+
 class _LineGuard:
     """stdin lines for the stdio transport. The SDK drops a line it cannot take without a
     reply, so its client waits forever (issue 25.13); such a line is replaced here by one the
     server answers with an error saying why, when it names an id: a request nested deeper than
-    `MAX_JSON_DEPTH`, one that is not valid JSON, and a batch (one answer per request in it;
-    MCP accepts no batches since 2025-06-18). A notification, which has no id, is dropped."""
+    `MAX_JSON_DEPTH`, one that is not valid JSON, one holding a lone surrogate escape (valid
+    JSON to Python, not to the SDK), and a batch (one answer per request in it; MCP accepts no
+    batches since 2025-06-18). A notification, which has no id, is dropped."""
 
     def __init__(self, lines: Any) -> None:
         self._lines = lines
@@ -639,9 +695,10 @@ class _LineGuard:
                 except ValueError as exc:
                     reason = f"it is not valid JSON ({exc})"
                 else:
-                    if not isinstance(message, list):
+                    refused = _refused_message(message)
+                    if refused is None:
                         return line  # the SDK's to check (and answer) from here
-                    reason = "a batch is not accepted: send one request a line"
+                    reason = refused
             self._pending = [_refusal(i, reason) + "\n" for i in ids if i is not None]
         return self._pending.pop(0)
 
@@ -675,8 +732,60 @@ def run(
     server = make_server(settings, store_path=store_path)
     if transport == "stdio":
         _run_stdio(server)
-    else:
-        server.run("streamable-http", host=host, port=port)
+        return
+    import uvicorn
+
+    app = http_app(server, host)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
 
 
-__all__ = ["MAX_DOCUMENT_RESOURCES", "make_server", "run"]
+def check_http_host(host: str) -> None:
+    """Refuse an address beyond loopback for the MCP HTTP transport, which checks no API key.
+
+    Raises:
+        ConfigError: ``host`` is not a loopback address.
+
+    Examples:
+        >>> check_http_host("127.0.0.1")
+        >>> check_http_host("0.0.0.0")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        affidavit.core.errors.ConfigError: refusing to bind 0.0.0.0: ... checks no API key, ...
+    """
+    from affidavit.server import is_loopback
+
+    if not is_loopback(host):
+        raise ConfigError(
+            f"refusing to bind {host}: the MCP HTTP transport checks no API key, so anyone who "
+            "can reach it could use it; bind a loopback address (127.0.0.1)"
+        )
+
+
+def http_app(server: MCPServer, host: str = "127.0.0.1") -> Any:
+    """The streamable-HTTP app (``/mcp``) of ``server`` for an address of ``host``.
+
+    The MCP transport checks no API key, so it binds loopback only, whatever keys ``serve``
+    has; and it answers only requests whose Host (and Origin, when sent) name that address or
+    another loopback name, so a web page cannot reach it through DNS rebinding. The SDK checks
+    these only for 127.0.0.1, localhost and ::1: on 127.0.0.2 any Host was served.
+
+    Raises:
+        ConfigError: ``host`` is not a loopback address.
+
+    Examples:
+        >>> type(http_app(make_server(list_documents=False), "127.0.0.2")).__name__
+        'Starlette'
+    """
+    check_http_host(host)
+    bare = host.strip("[]")
+    named = f"[{bare}]" if ":" in bare else bare
+    hosts = list(dict.fromkeys([named, "127.0.0.1", "localhost", "[::1]"]))
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
+    return server.streamable_http_app(host=bare, transport_security=security)
+
+
+__all__ = ["MAX_DOCUMENT_RESOURCES", "check_http_host", "http_app", "make_server", "run"]

@@ -58,6 +58,7 @@ except ImportError as exc:  # pragma: no cover - the server extra installs them
 from affidavit.core.certificate import CertificateVerification
 from affidavit.core.report import AuditReport
 from affidavit.core.service import (
+    MAX_QUERY_CHARS,
     ApiError,
     ApiScope,
     AskRequest,
@@ -843,7 +844,9 @@ def _routes(app: FastAPI, state: _State) -> None:
         response_model=SearchResponse,
     )
     async def search(
-        q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
+        q: Annotated[
+            str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")
+        ],
         k: Annotated[int, Query(ge=1, le=100, description="Hits to return.")] = 10,
         mode: Annotated[
             Literal["bm25", "dense", "hybrid"] | None,
