@@ -693,13 +693,16 @@ class CorrectSettings(Section):
             return None
         return v
 
-    @field_validator("lower_threshold")
-    @classmethod
-    def _lower_below_upper(cls, v: float, info: Any) -> float:
-        upper = info.data.get("upper_threshold")
-        if upper is not None and v > upper:
-            raise ValueError(f"lower_threshold ({v}) must not exceed upper_threshold ({upper})")
-        return v
+    @model_validator(mode="after")
+    def _lower_below_upper(self) -> CorrectSettings:
+        # after the fields, defaults included: a field validator on lower_threshold never ran
+        # when only upper_threshold was set (upper 2 under the default lower 3 passed)
+        if self.lower_threshold > self.upper_threshold:
+            raise ValueError(
+                f"correct.lower_threshold ({self.lower_threshold}) must not exceed "
+                f"correct.upper_threshold ({self.upper_threshold})"
+            )
+        return self
 
 
 class ServeSettings(Section):

@@ -161,6 +161,19 @@ class ModelRelevanceEvaluator:
                 f"expected {len(FEATURE_NAMES)}",
                 stage="correct",
             )
+        # an infinite weight graded every passage 10 (Correct), a NaN one every passage failed:
+        # a calibration that cannot grade is refused, never used
+        if not (np.isfinite(self.coef).all() and np.isfinite(self.intercept)):
+            raise ModelError(
+                "relevance calibration has a coefficient or intercept that is not a finite "
+                f"number (coef {self.coef.tolist()}, intercept {self.intercept})",
+                stage="correct",
+            )
+        if not (np.isfinite(self.avgdl) and self.avgdl > 0):
+            raise ModelError(
+                f"relevance calibration's avgdl must be a positive number, not {self.avgdl}",
+                stage="correct",
+            )
         if embed is None:
             # the store's embedder: the calibration was fitted on its vectors
             from affidavit.retrieve.embedders import MiniLMEmbedder

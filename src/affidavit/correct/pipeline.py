@@ -2,7 +2,8 @@
 
 Steps of `CorrectiveRetrieval.run`:
 
-1. Grade the first ``top_k_documents`` chunks 0-10 with the relevance evaluator.
+1. Grade the first ``top_k_documents`` chunks 0-10 with the relevance evaluator (how many came
+   past it, never graded nor used, is said in the trace's ``dropped``).
 2. Classify: Correct (best grade ``>= upper_threshold``), Incorrect (every grade
    ``< lower_threshold``), else Ambiguous.
 3. Correct: refine the chunks graded ``>= upper``. Ambiguous: refine the chunks graded
@@ -62,11 +63,13 @@ from affidavit.core.settings import CorrectSettings
 from affidavit.core.text import escape_surrogates, strip_controls
 from affidavit.core.types import Chunk, Hit
 from affidavit.correct.base import (
+    NOT_A_SCORE,
     NOT_GRADED_BUDGET,
     Fetcher,
     QueryRewriter,
     RelevanceEvaluator,
     WebSearch,
+    checked_scores,
 )
 from affidavit.correct.classify import classify
 from affidavit.correct.refine import refine_chunk, refine_many, split_sentences
@@ -195,6 +198,18 @@ def _cut_at_sentence_end(text: str, max_chars: int) -> tuple[str, str | None]:
     )
 
 
+def _without_last_sentence(text: str) -> tuple[str, str]:
+    """The text of a page whose body the fetcher cut at its size cap, without its last sentence
+    (the cut may have split it: "1,000,000 people" read "1,000"), and the note that says so."""
+    spans = split_sentences(text)
+    kept = text[: spans[-2][1]] if len(spans) > 1 else ""
+    return kept, (
+        "page body cut at the fetcher's size cap; its last sentence, which the cut may have "
+        "split, left out"
+        + ("" if kept else " (no whole sentence left: its snippet, if any, is used)")
+    )
+
+
 class CorrectiveRetrieval:
     """The CRAG stage: the single entry point the ``ask`` pipeline calls.
 
@@ -269,7 +284,9 @@ class CorrectiveRetrieval:
         if not texts:
             return []
         try:
-            scores = (evaluator or self.evaluator).score(question, texts)
+            scores = checked_scores(
+                (evaluator or self.evaluator).score(question, texts), len(texts)
+            )
         except Exception as exc:  # fail closed: an evaluator crash grades everything 0
             log.warning("relevance evaluator failed", extra={"error": repr(exc)})
             errors.append(f"evaluator failed: {exc!r}")
@@ -280,6 +297,12 @@ class CorrectiveRetrieval:
                 RelevanceScore(score=0.0, error="evaluator returned a wrong number of scores")
                 for _ in texts
             ]
+        invalid = sum(1 for sc in scores if (sc.error or "").startswith(NOT_A_SCORE))
+        if invalid:
+            errors.append(
+                f"{NOT_A_SCORE} {invalid} item(s) that are no valid score for {len(texts)} "
+                "passage(s): not graded, never counted as relevant"
+            )
         late = sum(1 for sc in scores if (sc.error or "").startswith(NOT_GRADED_BUDGET))
         if late:
             errors.append(
@@ -325,7 +348,17 @@ class CorrectiveRetrieval:
         t_total = time.perf_counter()
         timings: dict[str, float] = {}
         errors: list[str] = []
-        items = list(hits_or_chunks)[: s.top_k_documents]
+        given = list(hits_or_chunks)
+        items = given[: s.top_k_documents]
+        # what is not graded is not used: said, never dropped silently
+        past_k = (
+            [
+                f"{len(given) - len(items)} retrieved chunk(s) past correct.top_k_documents "
+                f"({s.top_k_documents}) not graded and not used"
+            ]
+            if len(given) > len(items)
+            else []
+        )
         chunks = [h.chunk if isinstance(h, Hit) else h for h in items]
         # an LLM evaluator's calls for this question share one time budget (fail closed: what
         # it has no time left for is not graded)
@@ -374,7 +407,7 @@ class CorrectiveRetrieval:
             if floor is not None
             else []
         )
-        dropped = [
+        dropped = past_k + [
             f"{g.chunk_id}: not graded ({g.error})"
             if g.error is not None
             else f"{g.chunk_id}: grade {g.score:.2f} < {floor:g}"
@@ -536,8 +569,12 @@ class CorrectiveRetrieval:
                         why = f"redirected to {page.final_url}, not in the domain allowlist"
                         results.append(r.model_copy(update={"blocked": why}))
                         continue
+                    text = page.text
+                    if page.truncated:
+                        text, why_cut = _without_last_sentence(text)
+                        web_notes.append(f"{r.url}: {why_cut}")
                     r = _capped(
-                        r.model_copy(update={"content": page.text, "title": r.title or page.title}),
+                        r.model_copy(update={"content": text, "title": r.title or page.title}),
                         {"title": MAX_WEB_TITLE_CHARS, "content": text_chars},
                         web_notes,
                     )

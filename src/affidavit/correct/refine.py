@@ -24,7 +24,7 @@ from affidavit.core.correction import (
     refined_chunk,
 )
 from affidavit.core.types import Chunk
-from affidavit.correct.base import NOT_GRADED_BUDGET, RelevanceEvaluator
+from affidavit.correct.base import NOT_GRADED_BUDGET, RelevanceEvaluator, checked_scores
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def refine_chunk(
     ]
     texts = sentences + joined
     try:
-        raw: list[RelevanceScore] = evaluator.score(question, texts) if texts else []
+        raw = checked_scores(evaluator.score(question, texts), len(texts)) if texts else []
     except Exception as exc:  # fail closed: no sentence is kept on a score that was not computed
         log.warning("sentence evaluator failed", extra={"error": repr(exc), "chunk": chunk.id})
         err = f"sentence evaluator failed: {exc!r}"

@@ -72,6 +72,18 @@ def test_threshold_order_checked() -> None:
         load_settings(overrides={"correct": {"upper_threshold": 2.0, "lower_threshold": 5.0}})
 
 
+def test_an_upper_threshold_under_the_default_lower_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # only upper set: the order was checked when lower_threshold was given, never against its
+    # default (3.0), so upper 2 loaded and the corrective stage refused it later, or never
+    with pytest.raises(ConfigError, match="lower_threshold"):
+        load_settings(overrides={"correct": {"upper_threshold": 2.0}})
+    monkeypatch.setenv("AFFIDAVIT_CORRECT__UPPER_THRESHOLD", "2")
+    with pytest.raises(ConfigError, match=r"correct.upper_threshold \(2.0\)"):
+        load_settings()
+
+
 def test_effective_masks_secrets() -> None:
     s = load_settings(overrides={"generate": {"api_key": "sk-secret"}})
     assert "sk-secret" not in str(s.effective())

@@ -115,6 +115,29 @@ def test_model_evaluator_rejects_bad_calibration() -> None:
         ModelRelevanceEvaluator(lambda t: np.zeros((len(t), 2)), calibration={"intercept": 0})
 
 
+@pytest.mark.parametrize(
+    "calibration",
+    [
+        {"coef": [0.0, 0.0, 0.0], "intercept": float("inf")},
+        {"coef": [float("inf"), 0.0, 0.0], "intercept": 0.0},
+        {"coef": [1.0, float("nan"), 1.0], "intercept": 0.0},
+        {"coef": [1.0, 1.0, 1.0], "intercept": float("nan")},
+        {"coef": [1.0, 1.0, 1.0], "intercept": 0.0, "avgdl": 0},
+        {"coef": [1.0, 1.0, 1.0], "intercept": 0.0, "avgdl": -5},
+        {"coef": [1.0, 1.0, 1.0], "intercept": 0.0, "avgdl": float("nan")},
+    ],
+)
+def test_a_calibration_that_is_not_finite_is_refused_never_used(
+    calibration: dict[str, object],
+) -> None:
+    # an infinite intercept or weight graded every passage 10 ("cats" Correct for any
+    # question); json.loads reads `Infinity` and `NaN` in the file as such numbers
+    with pytest.raises(ModelError, match="calibration"):
+        ModelRelevanceEvaluator(
+            lambda t: np.ones((len(t), 2)) / np.sqrt(2), calibration=calibration
+        )
+
+
 def test_packaged_calibration_is_sane() -> None:
     from affidavit.correct.evaluator import load_calibration
 

@@ -3,10 +3,12 @@ scorer that crashes or returns NaN is recorded, and web text is never cut mid-se
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+import pytest
 
 from affidavit.core.correction import RelevanceScore, WebResult
 from affidavit.core.settings import CorrectSettings
@@ -294,3 +296,108 @@ def test_sentences_left_unscored_by_the_budget_are_never_kept() -> None:
     kept = [c for c in r.context if not c.kept_whole]
     assert kept == [] or all(st.error is None for c in kept for st in c.strips if st.kept)
     assert any("sentence score" in e and "budget" in e for e in r.trace.errors)
+
+
+class ReturnsNoScores:
+    """A plugged-in evaluator that returns, for each passage, something that is no valid
+    `RelevanceScore`: a NaN or infinite score built without validation, None, a dict."""
+
+    name = "no-scores"
+
+    def __init__(self, item: object) -> None:
+        self.item = item
+
+    def score(self, question: str, passages: Sequence[str]) -> list[RelevanceScore]:
+        return [self.item for _ in passages]  # type: ignore[misc]
+
+
+NOT_SCORES = [
+    RelevanceScore.model_construct(score=float("nan"), reason="", error=None),
+    RelevanceScore.model_construct(score=float("inf"), reason="", error=None),
+    RelevanceScore.model_construct(score=42.0, reason="", error=None),
+    None,
+    {"score": 9.0, "reason": "a dict"},
+]
+
+
+@pytest.mark.parametrize("item", NOT_SCORES)
+def test_an_evaluator_returning_no_valid_score_fails_closed_and_says_so(item: object) -> None:
+    # each crashed the stage with an untyped error (pydantic's ValidationError, AttributeError:
+    # not a CorrectionError, so `ask` stopped with "a bug in affidavit")
+    crag = CorrectiveRetrieval(ReturnsNoScores(item), sentence_evaluator=KeywordEvaluator())
+    r = crag.run(QUESTION, [CHUNK])
+    assert r.classification.kind == "incorrect"
+    assert r.context == ()
+    assert r.trace.grades[0].score == 0.0 and r.trace.grades[0].error is not None
+    assert any("no valid score" in e for e in r.trace.errors)
+
+
+@pytest.mark.parametrize("item", NOT_SCORES)
+def test_a_sentence_evaluator_returning_no_valid_score_keeps_no_sentence(item: object) -> None:
+    out = refine_chunk(
+        QUESTION,
+        CHUNK,
+        grade=6.0,
+        evaluator=ReturnsNoScores(item),
+        strip_threshold=0.0,
+        keep_whole_threshold=8.0,
+    )
+    assert out is None
+
+
+def test_an_evaluator_may_return_any_iterable_but_is_read_no_further_than_asked() -> None:
+    class Endless:
+        name = "endless"
+
+        def score(self, question: str, passages: Sequence[str]) -> Iterator[RelevanceScore]:
+            return itertools.repeat(RelevanceScore(score=9.0))
+
+    r = CorrectiveRetrieval(Endless(), sentence_evaluator=KeywordEvaluator()).run(  # type: ignore[arg-type]
+        QUESTION, [CHUNK]
+    )
+    # more scores than passages: a wrong count, every grade failed (never hangs)
+    assert r.classification.kind == "incorrect" and r.context == ()
+    assert any("wrong number" in (g.error or "") for g in r.trace.grades)
+
+
+def test_chunks_past_top_k_documents_are_named_in_the_trace() -> None:
+    # the retriever (or a caller of `run`) gave more chunks than top_k_documents: those past it
+    # were never graded nor used, and nothing said so (the answer's chunk at rank 2 vanished)
+    unrelated = Chunk(text="Cats sleep a lot.", url="https://c.example/2")
+    for kind_settings in (CorrectSettings(top_k_documents=1), CorrectSettings(top_k_documents=2)):
+        r = CorrectiveRetrieval(KeywordEvaluator(), settings=kind_settings).run(
+            QUESTION, [unrelated, CHUNK, unrelated]
+        )
+        k = kind_settings.top_k_documents
+        assert len(r.trace.grades) == k
+        assert f"{3 - k} retrieved chunk(s) past correct.top_k_documents ({k})" in "".join(
+            r.trace.dropped
+        )
+    # none past it: nothing said
+    r = CorrectiveRetrieval(KeywordEvaluator()).run(QUESTION, [CHUNK])
+    assert not any("top_k_documents" in d for d in r.trace.dropped)
+
+
+def test_a_page_the_fetcher_cut_at_its_size_cap_loses_its_last_sentence_and_says_so() -> None:
+    # the fetcher cut the body at max_bytes and said nothing: a page whose text ended inside
+    # "1,000,000 people" gave "... is 1,000" as evidence, short of max_web_chars so never cut
+    # again, and no trace said the page had been cut
+    from affidavit.correct.base import FetchedPage
+
+    url = "https://w.example/big"
+    cut_text = "Filler sentence about the town. The population of the town is 1,000"
+
+    class CutFetcher:
+        def fetch(self, u: str) -> FetchedPage:
+            return FetchedPage(url=u, final_url=u, status=200, text=cut_text, truncated=True)
+
+    crag = CorrectiveRetrieval(
+        KeywordEvaluator(),
+        web=_Web([WebResult(url=url, provider="fakeweb", rank=1)]),
+        settings=CorrectSettings(keep_whole_threshold=0.0),
+        fetcher=CutFetcher(),
+    )
+    r = crag.run("population of the town", [])
+    web = [c for c in r.context if c.origin == "web"]
+    assert [c.chunk.text for c in web] == ["Filler sentence about the town."]
+    assert any(url in d and "size cap" in d for d in r.trace.dropped)

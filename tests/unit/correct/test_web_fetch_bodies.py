@@ -120,3 +120,13 @@ def test_a_fetch_through_redirects_within_its_timeout_is_read() -> None:
     with redirecting(2, 0.0) as url:
         page = SafeFetcher(allow_private_addresses=True, timeout_s=5.0).fetch(url)
         assert page.text == "The bridge opened in 1932." and page.final_url.endswith("/hop/2")
+
+
+def test_a_page_cut_at_max_bytes_says_so() -> None:
+    # the cut was silent: the page's text ended inside a sentence and nothing said so
+    body = gzip.compress(b"The bridge opened in 1932. It is 1,149 metres long.")
+    with serving(body, "gzip") as url:
+        cut = SafeFetcher(allow_private_addresses=True, max_bytes=38).fetch(url)
+        whole = SafeFetcher(allow_private_addresses=True).fetch(url)
+    assert cut.text == "The bridge opened in 1932. It is 1,149" and cut.truncated
+    assert whole.text.endswith("metres long.") and not whole.truncated

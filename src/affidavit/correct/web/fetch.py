@@ -74,7 +74,8 @@ class SafeFetcher:
         allow_private_addresses: allow private/loopback/link-local targets (tests, intranets).
         timeout_s: the time one whole fetch may take: connecting, reading each response whole,
             and every redirect hop (a hop gets what is left of it).
-        max_bytes: larger bodies are cut at this size (decompressed size).
+        max_bytes: larger bodies are cut at this size (decompressed size); the page then says
+            so (``truncated``).
         max_redirects: redirect hops followed (each one checked).
         resolver: host -> addresses.
         guard: a ready `UrlGuard` (then ``allowlist``, ``allow_private_addresses`` and
@@ -233,5 +234,12 @@ class SafeFetcher:
         if not text:
             raise WebSearchError(f"no main text found at {final}", source=final)
         return FetchedPage(
-            url=url, final_url=final, status=status, content_type=ctype, title=title, text=text
+            url=url,
+            final_url=final,
+            status=status,
+            content_type=ctype,
+            title=title,
+            text=text,
+            # `read_answer` cuts past max_bytes; a body of exactly max_bytes counts as cut too
+            truncated=len(body) >= self.max_bytes,
         )
