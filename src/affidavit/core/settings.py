@@ -465,10 +465,8 @@ class VerifySettings(Section):
     def _some_stage(cls, v: list[CascadeStage]) -> list[CascadeStage]:
         # no stage judges nothing, yet the word-for-word rule would still support a claim
         if not v:
-            raise ValueError(
-                "verify.cascade needs at least one stage (checks, cross_encoder, embed_head, "
-                "external, llm_judge)"
-            )
+            stages = ", ".join(typing.get_args(CascadeStage))
+            raise ValueError(f"verify.cascade needs at least one stage ({stages})")
         return v
 
     @model_validator(mode="after")

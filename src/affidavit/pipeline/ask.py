@@ -113,7 +113,7 @@ from affidavit.pipeline.prompt import (
 )
 from affidavit.policy.render import decide_all, decide_claim, render
 from affidavit.retrieve.base import Retriever
-from affidavit.verify.base import ClaimVerifier
+from affidavit.verify.base import ClaimVerifier, unverified
 
 log = logging.getLogger(__name__)
 
@@ -159,16 +159,7 @@ class CertificateWriter(Protocol):
 
 def _unverifiable(claim: Claim, error: str, reason: str | None = None) -> Verdict:
     # fail closed: a verifier that could not run leaves the claim unverified, never supported
-    return Verdict(
-        claim_id=claim.id,
-        label="unsupported",
-        p_entail=0.0,
-        p_neutral=1.0,
-        p_contradict=0.0,
-        complete=False,
-        errors=(error,),
-        reason=reason or f"the verifier failed: {error}",
-    )
+    return unverified(claim, error, reason or f"the verifier failed: {error}")
 
 
 def _limit_claims(

@@ -32,3 +32,18 @@ class ClaimVerifier(Protocol):
     def verify(self, claim: Claim, chunks: Sequence[Chunk]) -> Verdict:
         """Return the verdict; never raises for a claim that merely cannot be decided."""
         ...
+
+
+def unverified(claim: Claim, error: str, reason: str) -> Verdict:
+    """The verdict of a claim that could not be checked: unsupported, incomplete, ``error``
+    recorded (fail closed: never supported)."""
+    return Verdict(
+        claim_id=claim.id,
+        label="unsupported",
+        p_entail=0.0,
+        p_neutral=1.0,
+        p_contradict=0.0,
+        complete=False,
+        errors=(error,),
+        reason=reason,
+    )

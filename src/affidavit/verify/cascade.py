@@ -47,7 +47,7 @@ from affidavit.core.types import (
     StageScore,
     Verdict,
 )
-from affidavit.verify.base import PairScorer
+from affidavit.verify.base import PairScorer, unverified
 from affidavit.verify.casing import recase_like
 from affidavit.verify.checks import is_unasserted
 from affidavit.verify.combiner import Combiner, PartSignals, feature_vector
@@ -1309,16 +1309,7 @@ def _mean_score(a: StageScore, b: StageScore) -> StageScore:
 def _nothing_to_check(claim: Claim) -> Verdict:
     """The verdict of a claim without a letter or digit: not verified, and said why."""
     why = "the claim states nothing to check"
-    return Verdict(
-        claim_id=claim.id,
-        label="unsupported",
-        p_entail=0.0,
-        p_neutral=1.0,
-        p_contradict=0.0,
-        complete=False,
-        errors=(why,),
-        reason=f"not verified: {why} (no letter or digit)",
-    )
+    return unverified(claim, why, f"not verified: {why} (no letter or digit)")
 
 
 def _probs(s: StageScore) -> tuple[float, float, float]:
